@@ -1,0 +1,302 @@
+"""CBOR for SDCP: deterministic encoding and bounded decoding of untrusted bytes.
+
+Encoding follows the core deterministic encoding of RFC 8949 §4.2.1, which the
+draft requires for the contract digest (§4.1) and the profile for every message
+(P1-MSG-1): preferred (shortest) serialization, definite lengths, and map keys
+sorted by the bytewise lexicographic order of their own deterministic
+encodings. cbor2 encodes the leaves; the map order is ours, because cbor2's
+``canonical=True`` sorts keys the RFC 7049 way (shortest key first), which
+differs from RFC 8949 once keys of different lengths or major types mix.
+
+Decoding never hands untrusted bytes straight to cbor2: ``cbor2.loads``
+ignores trailing bytes, keeps the last of duplicate map keys, resolves the
+shared-reference tags 28/29, and trusts declared lengths. A well-formedness
+scan (RFC 8949 Appendix C) runs first, bounded in size, nesting depth, item
+count and map size, and rejects duplicate keys, tags, trailing bytes and any
+declared length longer than the input, before cbor2 builds a single object.
+So a 20-byte message can never make the decoder allocate gigabytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import cbor2
+
+from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+
+MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+"""P1-MSG-2: bodies over 16 MiB may be refused."""
+
+
+@dataclass(frozen=True)
+class DecodeLimits:
+    """Bounds applied to untrusted CBOR before any object is built."""
+
+    max_size: int = MAX_MESSAGE_SIZE
+    max_depth: int = 32
+    max_items: int = 1 << 21
+    max_map_entries: int = 1024
+    allow_indefinite: bool = True
+
+
+DEFAULT_LIMITS = DecodeLimits()
+
+_MT_UINT, _MT_NINT, _MT_BYTES, _MT_TEXT, _MT_ARRAY, _MT_MAP, _MT_TAG, _MT_SIMPLE = range(8)
+_BREAK = 0xFF
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def encode(obj: Any) -> bytes:
+    """Encode ``obj`` with RFC 8949 §4.2.1 core deterministic encoding.
+
+    Accepts the CBOR data model SDCP uses: ``int`` (any size), ``float``,
+    ``bool``, ``None``, ``str``, ``bytes``, lists/tuples and mappings.
+    """
+    out = bytearray()
+    _encode_into(obj, out)
+    return bytes(out)
+
+
+def _head(major: int, argument: int) -> bytes:
+    if argument < 24:
+        return bytes([major << 5 | argument])
+    for additional, width in ((24, 1), (25, 2), (26, 4), (27, 8)):
+        if argument < 1 << (8 * width):
+            return bytes([major << 5 | additional]) + argument.to_bytes(width, "big")
+    raise InvalidArgument(f"length {argument} does not fit a CBOR head")
+
+
+def _encode_into(obj: Any, out: bytearray) -> None:
+    if isinstance(obj, Mapping):
+        pairs = sorted((encode(key), encode(value)) for key, value in obj.items())
+        for (key_a, _), (key_b, _) in zip(pairs, pairs[1:], strict=False):
+            if key_a == key_b:
+                raise InvalidArgument(f"map has two keys that encode alike: {key_a.hex()}")
+        out += _head(_MT_MAP, len(pairs))
+        for key, value in pairs:
+            out += key
+            out += value
+    elif isinstance(obj, (list, tuple)):
+        out += _head(_MT_ARRAY, len(obj))
+        for item in obj:
+            _encode_into(item, out)
+    elif isinstance(obj, (bytearray, memoryview)):
+        out += cbor2.dumps(bytes(obj), canonical=True)
+    elif obj is None or isinstance(obj, (bool, int, float, str, bytes)):
+        # cbor2's canonical mode gives the preferred serialization of leaves,
+        # including the shortest float that keeps the value (RFC 8949 §4.2.2).
+        out += cbor2.dumps(obj, canonical=True)
+    else:
+        raise InvalidArgument(f"cannot encode {type(obj).__name__} as SDCP CBOR")
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def decode(data: bytes, *, limits: DecodeLimits = DEFAULT_LIMITS) -> Any:
+    """Decode exactly one well-formed CBOR item from untrusted ``data``.
+
+    Raises :class:`MalformedMessage` (``sdcp-bad-message``) for anything that
+    is not one complete item within ``limits``.
+    """
+    data = _as_bytes(data, limits)
+    end = _Scanner(data, limits).scan_item(0)
+    if end != len(data):
+        raise MalformedMessage(f"{len(data) - end} trailing bytes after the CBOR item")
+    return _build(data)
+
+
+def decode_sequence(data: bytes, *, limits: DecodeLimits = DEFAULT_LIMITS) -> list[Any]:
+    """Decode a CBOR sequence (RFC 8742), as commit logs are stored (P1-LOG-1)."""
+    return list(iter_sequence(data, limits=limits))
+
+
+def iter_sequence(data: bytes, *, limits: DecodeLimits = DEFAULT_LIMITS) -> Iterator[Any]:
+    data = _as_bytes(data, limits)
+    scanner = _Scanner(data, limits)
+    start = 0
+    while start < len(data):
+        end = scanner.scan_item(start)
+        yield _build(data[start:end])
+        start = end
+
+
+def _as_bytes(data: Any, limits: DecodeLimits) -> bytes:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidArgument(f"CBOR input must be bytes, not {type(data).__name__}")
+    if len(data) > limits.max_size:
+        raise MalformedMessage(f"CBOR input of {len(data)} bytes exceeds {limits.max_size}")
+    return bytes(data)
+
+
+def _build(item: bytes) -> Any:
+    try:
+        return cbor2.loads(item)
+    except Exception as exc:  # cbor2 raises several types; all mean "malformed"
+        raise MalformedMessage(f"CBOR item could not be decoded: {exc}") from exc
+
+
+class _Scanner:
+    """Checks well-formedness of RFC 8949 Appendix C within bounds, building nothing."""
+
+    def __init__(self, data: bytes, limits: DecodeLimits) -> None:
+        self._data = data
+        self._limits = limits
+        self._items = 0
+
+    def scan_item(self, pos: int, depth: int = 0) -> int:
+        """Return the offset just past the item starting at ``pos``."""
+        if depth > self._limits.max_depth:
+            raise MalformedMessage(f"CBOR nesting deeper than {self._limits.max_depth}")
+        self._items += 1
+        if self._items > self._limits.max_items:
+            raise MalformedMessage(f"CBOR input has more than {self._limits.max_items} items")
+        major, additional, argument, pos = self._head(pos)
+        if additional == 31:
+            return self._scan_indefinite(major, pos, depth)
+        if major in (_MT_UINT, _MT_NINT):
+            return pos
+        if major in (_MT_BYTES, _MT_TEXT):
+            return self._skip(pos, argument)
+        if major == _MT_ARRAY:
+            self._require_room(pos, argument)
+            for _ in range(argument):
+                pos = self.scan_item(pos, depth + 1)
+            return pos
+        if major == _MT_MAP:
+            return self._scan_map(pos, argument, depth)
+        if major == _MT_TAG:
+            raise MalformedMessage("CBOR tags are not used by SDCP")
+        return self._scan_simple(additional, argument, pos)
+
+    def _head(self, pos: int) -> tuple[int, int, int, int]:
+        if pos >= len(self._data):
+            raise MalformedMessage("CBOR input ends inside an item")
+        initial = self._data[pos]
+        major, additional = initial >> 5, initial & 0x1F
+        pos += 1
+        if additional < 24:
+            return major, additional, additional, pos
+        if additional in (28, 29, 30):
+            raise MalformedMessage(f"reserved additional information {additional}")
+        if additional == 31:
+            if major in (_MT_UINT, _MT_NINT, _MT_TAG):
+                raise MalformedMessage("indefinite length on a major type that has none")
+            if major == _MT_SIMPLE:
+                raise MalformedMessage("break code outside an indefinite-length item")
+            if not self._limits.allow_indefinite:
+                raise MalformedMessage("indefinite-length items are not accepted here")
+            return major, additional, 0, pos
+        width = 1 << (additional - 24)
+        end = pos + width
+        if end > len(self._data):
+            raise MalformedMessage("CBOR input ends inside an item head")
+        return major, additional, int.from_bytes(self._data[pos:end], "big"), end
+
+    def _skip(self, pos: int, length: int) -> int:
+        if length > len(self._data) - pos:
+            raise MalformedMessage(f"declared length {length} exceeds the remaining input")
+        return pos + length
+
+    def _require_room(self, pos: int, count: int) -> None:
+        # Every item takes at least one byte: a count beyond the remaining
+        # input is malformed, and is caught before anything is iterated.
+        if count > len(self._data) - pos:
+            raise MalformedMessage(f"declared count {count} exceeds the remaining input")
+
+    def _scan_map(self, pos: int, entries: int, depth: int) -> int:
+        if entries > self._limits.max_map_entries:
+            raise MalformedMessage(f"map with {entries} entries exceeds {self._limits.max_map_entries}")
+        self._require_room(pos, 2 * entries)
+        seen: set[Any] = set()
+        for _ in range(entries):
+            key_end = self.scan_item(pos, depth + 1)
+            self._check_duplicate_key(seen, self._data[pos:key_end])
+            pos = self.scan_item(key_end, depth + 1)
+        return pos
+
+    def _check_duplicate_key(self, seen: set[Any], encoded_key: bytes) -> None:
+        # Keys are compared as decoded values, so two encodings of one key
+        # (say a non-shortest length) count as the duplicate they are.
+        value = _build(encoded_key)
+        identity: Any = (type(value), value) if _hashable(value) else encoded_key
+        if identity in seen:
+            raise MalformedMessage(f"duplicate map key {value!r}")
+        seen.add(identity)
+        if len(seen) > self._limits.max_map_entries:
+            raise MalformedMessage(f"map exceeds {self._limits.max_map_entries} entries")
+
+    def _scan_indefinite(self, major: int, pos: int, depth: int) -> int:
+        entries = 0
+        seen: set[Any] = set()
+        while True:
+            if pos >= len(self._data):
+                raise MalformedMessage("CBOR input ends inside an indefinite-length item")
+            if self._data[pos] == _BREAK:
+                if major == _MT_MAP and entries % 2:
+                    raise MalformedMessage("indefinite-length map has a key without a value")
+                return pos + 1
+            if major in (_MT_BYTES, _MT_TEXT):
+                chunk_major, additional, length, pos = self._head(pos)
+                if chunk_major != major or additional == 31:
+                    raise MalformedMessage("indefinite-length string has a foreign chunk")
+                pos = self._skip(pos, length)
+                continue
+            item_end = self.scan_item(pos, depth + 1)
+            if major == _MT_MAP and entries % 2 == 0:
+                self._check_duplicate_key(seen, self._data[pos:item_end])
+            pos = item_end
+            entries += 1
+
+    def _scan_simple(self, additional: int, argument: int, pos: int) -> int:
+        if additional == 24 and argument < 32:
+            raise MalformedMessage(f"two-byte simple value {argument} is not well-formed")
+        return pos
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+
+def diagnostic(value: Any) -> str:
+    """CBOR diagnostic notation (RFC 8949 §8) of a value, or of encoded bytes.
+
+    Used for transcripts: bytes given here are rendered as the CBOR item(s)
+    they encode when well-formed, else as a hex byte string.
+    """
+    import cbor_diag
+
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        try:
+            items = decode_sequence(data)
+        except (MalformedMessage, InvalidArgument):
+            return f"h'{data.hex()}'"
+        if len(items) == 1:
+            return str(cbor_diag.cbor2diag(data))  # as sent, encoding quirks included
+        return ", ".join(str(cbor_diag.cbor2diag(encode(item))) for item in items)
+    return str(cbor_diag.cbor2diag(encode(value)))
+
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MAX_MESSAGE_SIZE",
+    "DecodeLimits",
+    "decode",
+    "decode_sequence",
+    "diagnostic",
+    "encode",
+    "iter_sequence",
+]
