@@ -19,6 +19,7 @@ So a 20-byte message can never make the decoder allocate gigabytes.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -74,7 +75,7 @@ def _head(major: int, argument: int) -> bytes:
 def _encode_into(obj: Any, out: bytearray) -> None:
     if isinstance(obj, Mapping):
         pairs = sorted((encode(key), encode(value)) for key, value in obj.items())
-        for (key_a, _), (key_b, _) in zip(pairs, pairs[1:], strict=False):
+        for (key_a, _), (key_b, _) in itertools.pairwise(pairs):
             if key_a == key_b:
                 raise InvalidArgument(f"map has two keys that encode alike: {key_a.hex()}")
         out += _head(_MT_MAP, len(pairs))

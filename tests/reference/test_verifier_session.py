@@ -280,7 +280,8 @@ def test_resume_checks_the_committed_prefix() -> None:
         "session": SESSION, "epoch": 2, "contract": contract(), "prompt": PROMPT, "commit_log": "x",
         "resume": {"round": 4, "committed": 2, "digest": bytes(32), "committed_tokens": "y"},
     }
-    error = problem_of(lambda: VerifierSession(SessionOpen.from_obj(obj), PROMPT, vocab_size=V, committed_output=[4, 5]))
+    opening = SessionOpen.from_obj(obj)
+    error = problem_of(lambda: VerifierSession(opening, PROMPT, vocab_size=V, committed_output=[4, 5]))
     assert error.problem is ProblemType.BAD_MESSAGE
     d0 = prefix_digest(digest_of(SessionOpen.from_obj(obj).contract), PROMPT)
     obj["resume"]["digest"] = extend_digest(d0, [4, 5])

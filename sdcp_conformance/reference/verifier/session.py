@@ -189,6 +189,10 @@ class VerifierSession:
         )
 
     @property
+    def self_decoding(self) -> bool:
+        return self.phase is Phase.SELF_DECODING
+
+    @property
     def closed(self) -> bool:
         return self.phase in (Phase.FINISHED, Phase.FAILED)
 
