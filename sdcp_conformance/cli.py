@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sdcp_conformance import __version__
+from sdcp_conformance.cache.cli import serve_cache
 
 CONFORMANCE_AREAS: tuple[tuple[str, str], ...] = (
     ("transport", "§5.1 HTTP/2 or HTTP/3 over TLS 1.3 with mutual certificates"),
@@ -49,6 +50,14 @@ def info() -> None:
     for area, text in CONFORMANCE_AREAS:
         table.add_row(area, text)
     console.print(table)
+
+
+@main.group()
+def serve() -> None:
+    """Run a party of SDCP, or the harness's cache, as a process."""
+
+
+serve.add_command(serve_cache)
 
 
 if __name__ == "__main__":

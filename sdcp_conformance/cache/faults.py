@@ -1,0 +1,205 @@
+"""A fault plan for the harness's cache: armed per path, consumed per request, each firing recorded.
+
+The plan only decides which faults fire for a request; the cache app
+applies them. Nothing is ever done silently: the cache never reorders,
+drops or alters anything that no armed fault names, and each fault that
+fires leaves a :class:`FaultFiring` behind (and a mark in the transcript).
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import threading
+from dataclasses import dataclass
+
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.transport.types import TransportFault
+
+
+class FaultKind(enum.Enum):
+    FAIL_GET = "fail-get"
+    """A GET (or HEAD) is answered with an error status (5xx by default)."""
+    MISSING_GET = "missing-get"
+    """A GET (or HEAD) is answered 404 although the object exists."""
+    TRANSPORT_GET = "transport-get"
+    """A GET (or HEAD) is not answered: the server commits a :class:`TransportFault`."""
+    DELAY = "delay"
+    """The response is held back for some seconds after the request was handled."""
+    DROP_LEASE = "drop-lease"
+    """The object is evicted before its lease ends, just before the next request for it."""
+    REJECT_APPEND = "reject-append"
+    """A PUT is refused with an error status and not applied."""
+
+    @property
+    def terminal(self) -> bool:
+        """A terminal fault replaces the answer; the others change the circumstances of one."""
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset({FaultKind.FAIL_GET, FaultKind.MISSING_GET, FaultKind.TRANSPORT_GET, FaultKind.REJECT_APPEND})
+_READS = frozenset({"GET", "HEAD"})
+_ALL_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+
+
+@dataclass
+class ArmedFault:
+    """A fault waiting for ``remaining`` more matching requests."""
+
+    fault_id: int
+    kind: FaultKind
+    path: str | None
+    """The object path it applies to; ``None`` matches every path."""
+    methods: frozenset[str]
+    remaining: int
+    status: int | None = None
+    seconds: float = 0.0
+    transport: TransportFault | None = None
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.remaining > 0 and method in self.methods and (self.path is None or self.path == path)
+
+    def describe(self) -> str:
+        if self.kind is FaultKind.DELAY:
+            return f"delay {self.seconds} s"
+        if self.transport is not None:
+            return f"transport fault {self.transport.value}"
+        if self.status is not None:
+            return f"status {self.status}"
+        return str(self.kind.value)
+
+
+@dataclass(frozen=True)
+class FaultFiring:
+    """One fault applied to one request."""
+
+    sequence: int
+    """Firing order across the plan, from 1."""
+    fault_id: int
+    kind: FaultKind
+    method: str
+    path: str
+    detail: str
+
+
+class FaultPlan:
+    """Faults to inject; thread-safe (tests arm faults while a server thread serves)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._armed: list[ArmedFault] = []
+        self._fired: list[FaultFiring] = []
+        self._ids = itertools.count(1)
+
+    # ------------------------------------------------------------------ arming
+
+    def fail_gets(self, path: str | None, count: int = 1, *, status: int = 503) -> int:
+        """Answer the next ``count`` GETs of ``path`` with ``status`` (an error status)."""
+        if not 400 <= status <= 599:
+            raise InvalidArgument(f"an injected failure needs an error status, not {status}")
+        return self._arm(FaultKind.FAIL_GET, path, _READS, count, status=status)
+
+    def missing_gets(self, path: str | None, count: int = 1) -> int:
+        """Answer the next ``count`` GETs of ``path`` with 404, as if the object did not exist."""
+        return self._arm(FaultKind.MISSING_GET, path, _READS, count, status=404)
+
+    def transport_gets(
+        self,
+        path: str | None,
+        count: int = 1,
+        *,
+        fault: TransportFault = TransportFault.RESET_STREAM,
+    ) -> int:
+        """Leave the next ``count`` GETs of ``path`` unanswered, committing ``fault`` instead."""
+        return self._arm(FaultKind.TRANSPORT_GET, path, _READS, count, transport=fault)
+
+    def delay(
+        self,
+        path: str | None,
+        seconds: float,
+        count: int = 1,
+        *,
+        methods: frozenset[str] = _ALL_METHODS,
+    ) -> int:
+        """Hold back the next ``count`` responses for ``path`` by ``seconds`` each."""
+        if seconds < 0:
+            raise InvalidArgument("a delay cannot be negative")
+        return self._arm(FaultKind.DELAY, path, frozenset(methods), count, seconds=seconds)
+
+    def drop_lease(self, path: str) -> int:
+        """Evict the object at ``path`` before the next request for it, whatever its lease."""
+        return self._arm(FaultKind.DROP_LEASE, path, _ALL_METHODS, 1)
+
+    def reject_appends(self, path: str | None, count: int = 1, *, status: int = 503) -> int:
+        """Refuse the next ``count`` PUTs to ``path`` with ``status``, storing nothing."""
+        if not 400 <= status <= 599:
+            raise InvalidArgument(f"an injected rejection needs an error status, not {status}")
+        return self._arm(FaultKind.REJECT_APPEND, path, frozenset({"PUT"}), count, status=status)
+
+    def _arm(
+        self,
+        kind: FaultKind,
+        path: str | None,
+        methods: frozenset[str],
+        count: int,
+        *,
+        status: int | None = None,
+        seconds: float = 0.0,
+        transport: TransportFault | None = None,
+    ) -> int:
+        if count < 1:
+            raise InvalidArgument("a fault must fire at least once")
+        with self._lock:
+            fault_id = next(self._ids)
+            fault = ArmedFault(fault_id, kind, path, methods, count, status, seconds, transport)
+            self._armed.append(fault)
+            return fault.fault_id
+
+    # ------------------------------------------------------------------ firing
+
+    def take(self, method: str, path: str) -> list[ArmedFault]:
+        """Fire the faults that apply to this request and record each firing.
+
+        Faults fire in the order they were armed. Every matching non-terminal
+        fault fires; of the terminal ones only the first, the others stay armed
+        for later requests.
+        """
+        with self._lock:
+            firing: list[ArmedFault] = []
+            terminal_taken = False
+            for fault in self._armed:
+                if not fault.matches(method, path) or (fault.kind.terminal and terminal_taken):
+                    continue
+                terminal_taken = terminal_taken or fault.kind.terminal
+                fault.remaining -= 1
+                firing.append(fault)
+                self._record(fault, method, path)
+            self._armed = [fault for fault in self._armed if fault.remaining > 0]
+            return firing
+
+    def _record(self, fault: ArmedFault, method: str, path: str) -> None:
+        sequence = len(self._fired) + 1
+        firing = FaultFiring(sequence, fault.fault_id, fault.kind, method, path, fault.describe())
+        self._fired.append(firing)
+
+    # ------------------------------------------------------------------ inspection
+
+    @property
+    def fired(self) -> list[FaultFiring]:
+        """Every firing so far, in order."""
+        with self._lock:
+            return list(self._fired)
+
+    @property
+    def armed(self) -> list[ArmedFault]:
+        """Faults that have not fired as often as asked."""
+        with self._lock:
+            return list(self._armed)
+
+    def disarm(self, fault_id: int | None = None) -> None:
+        """Remove one armed fault, or all of them."""
+        with self._lock:
+            self._armed = [fault for fault in self._armed if fault_id is not None and fault.fault_id != fault_id]
+
+
+__all__ = ["ArmedFault", "FaultFiring", "FaultKind", "FaultPlan"]
