@@ -12,8 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdcp_conformance.errors import MalformedMessage
-
 UINT_LIMIT = 1 << 64
 """A CBOR unsigned integer (major type 0) is below 2^64."""
 
@@ -131,10 +129,6 @@ def _describe(value: Any) -> str:
     if isinstance(value, int):
         return f"int {value}"
     return type(value).__name__
-
-
-def to_malformed(exc: FieldError, problem: Any = None) -> MalformedMessage:
-    return MalformedMessage(str(exc), problem=problem)
 
 
 __all__ = [

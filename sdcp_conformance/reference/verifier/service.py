@@ -1,0 +1,67 @@
+"""The reference verifier as a running service: app + HTTP/2 server + links to the MLC and router."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from sdcp_conformance.reference.links import HttpRouterLink, MlcCache, party_http_client
+from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
+from sdcp_conformance.reference.verifier.ports import TargetModel
+from sdcp_conformance.transport.server import H2Server, ServerConfig
+
+
+@dataclass(frozen=True)
+class PartyTls:
+    """A party's certificate, key and the CA it trusts."""
+
+    cert: Path
+    key: Path
+    ca: Path
+
+
+class VerifierService:
+    """Serves a :class:`VerifierApp` and reports its status to the router until stopped."""
+
+    def __init__(self, app: VerifierApp, server: H2Server, http: httpx.AsyncClient) -> None:
+        self.app = app
+        self.server = server
+        self._http = http
+        self._status: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(
+        cls,
+        config: VerifierConfig,
+        tls: PartyTls,
+        model: TargetModel,
+        router_uri: str,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        report_status: bool = True,
+    ) -> VerifierService:
+        http = party_http_client(tls.cert, tls.key, tls.ca)
+        app = VerifierApp(config, model, MlcCache(http), HttpRouterLink(http, router_uri, config.base_uri))
+        server = H2Server(app, ServerConfig(cert=tls.cert, key=tls.key, ca=tls.ca, host=host, port=port))
+        await server.start()
+        service = cls(app, server, http)
+        if report_status:
+            service._status = asyncio.create_task(app.report_status_forever())
+        return service
+
+    async def stop(self) -> None:
+        if self._status is not None:
+            self._status.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._status
+        await self.server.stop()
+        await self.app.close()
+        await self._http.aclose()
+
+
+__all__ = ["PartyTls", "VerifierService"]
