@@ -8,6 +8,7 @@ from rich.table import Table
 
 from sdcp_conformance import __version__
 from sdcp_conformance.cache.cli import serve_cache
+from sdcp_conformance.transport.pki_cli import pki
 
 CONFORMANCE_AREAS: tuple[tuple[str, str], ...] = (
     ("transport", "§5.1 HTTP/2 or HTTP/3 over TLS 1.3 with mutual certificates"),
@@ -58,6 +59,7 @@ def serve() -> None:
 
 
 serve.add_command(serve_cache)
+main.add_command(pki)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,72 @@
+"""The ``sdcp-conformance pki`` commands: mint and inspect a test PKI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.transport.pki import init_pki, issue_party, load_pki, parties_text
+
+DEFAULT_PARTIES = (
+    "router=https://127.0.0.1:8441/router/",
+    "verifier=https://127.0.0.1:8442/verifier/",
+    "drafter-1=https://127.0.0.1:8443/drafter-1/",
+    "drafter-2=https://127.0.0.1:8444/drafter-2/",
+    "cache=https://127.0.0.1:8445/cache/",
+    "harness=https://127.0.0.1:8440/harness/",
+)
+"""D-PKI-3: without ``--party`` the CLI mints these (ports are examples; reissue to change)."""
+
+
+def _parse_parties(specs: tuple[str, ...]) -> dict[str, str]:
+    parties: dict[str, str] = {}
+    for spec in specs:
+        name, sep, uri = spec.partition("=")
+        if not sep or not name or not uri:
+            raise click.BadParameter(f"{spec!r} is not NAME=BASE_URI", param_hint="--party")
+        parties[name] = uri
+    return parties
+
+
+@click.group()
+def pki() -> None:
+    """Test PKI: a CA and URI-SAN certificates for SDCP parties (P1-ID-1)."""
+
+
+@pki.command("init")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--party",
+    "party_specs",
+    multiple=True,
+    metavar="NAME=BASE_URI",
+    help="A party and its base URI (repeatable). Default: router, verifier, two drafters, "
+    "cache and harness on 127.0.0.1.",
+)
+@click.option("--subject", help="Party the negative-test certificates impersonate.")
+def init_command(directory: Path, party_specs: tuple[str, ...], subject: str | None) -> None:
+    """Mint a CA, party certificates and negative-test certificates into DIRECTORY."""
+    parties = _parse_parties(party_specs or DEFAULT_PARTIES)
+    try:
+        made = init_pki(directory, parties, subject=subject)
+    except InvalidArgument as exc:
+        raise click.UsageError(str(exc)) from exc
+    click.echo(parties_text(made), nl=False)
+
+
+@pki.command("issue")
+@click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.argument("name")
+@click.argument("base_uri")
+def issue_command(directory: Path, name: str, base_uri: str) -> None:
+    """(Re-)issue the certificate of party NAME for BASE_URI in an existing PKI."""
+    try:
+        issue_party(load_pki(directory), name, base_uri)
+    except InvalidArgument as exc:
+        raise click.UsageError(str(exc)) from exc
+    click.echo(f"issued {name} for {base_uri}")
+
+
+__all__ = ["pki"]
