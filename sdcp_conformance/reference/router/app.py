@@ -1,0 +1,267 @@
+"""The reference router's front: Table 1's router resources, a client API and a watchdog.
+
+Thin by design: the HTTP handler serves ``PUT instances/{id}/status`` and
+``POST events``; :meth:`RouterApp.open_session` and :meth:`RouterApp.set_policy`
+serve the router's own client (the ``generate`` command, tests); the
+watchdog (:meth:`RouterApp.check_once`, :meth:`RouterApp.run_watchdog`) moves
+sessions off failed verifiers (§6.9) and expired drafters. Choices come from
+:class:`~.registry.InstanceRegistry`, messages from
+:class:`~.session.RouterSession`, and :class:`~.driver.SessionDriver` carries
+them, each call under the router's own timeout (D-RTR-18).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from sdcp_conformance.errors import InvalidArgument, MalformedMessage, ProtocolError
+from sdcp_conformance.protocol.contract import parse_contract, validate_contract
+from sdcp_conformance.protocol.messages import Contract, Event, Sampling, SessionState, Status
+from sdcp_conformance.reference.router.decisions import (
+    COMMIT_LOG_PATH,
+    PATH_MISMATCH_PROBLEM,
+    UNKNOWN_SESSION_EVENT_PROBLEM,
+)
+from sdcp_conformance.reference.router.driver import (
+    NoEligibleInstance,
+    PolicyRefused,
+    RouterConfig,
+    RouterError,
+    SessionDriver,
+    Slot,
+)
+from sdcp_conformance.reference.router.ports import DrafterLink, RouterCache, VerifierLink
+from sdcp_conformance.reference.router.registry import InstanceRegistry
+from sdcp_conformance.reference.router.session import RouterSession, Wants
+from sdcp_conformance.transport.problem import b64url_decode, problem_response, status_problem_response
+from sdcp_conformance.transport.types import Request, Response
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class RouterApp:
+    """An async :data:`~sdcp_conformance.transport.types.Handler` plus the router's client API."""
+
+    def __init__(
+        self,
+        config: RouterConfig,
+        verifiers: VerifierLink,
+        drafters: DrafterLink,
+        cache: RouterCache,
+        *,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+        new_session_id: Callable[[], bytes] = lambda: os.urandom(16),
+    ) -> None:
+        self.config = config
+        self.verifiers = verifiers
+        self.drafters = drafters
+        self.cache = cache
+        self.registry = InstanceRegistry(dict(config.drafters), frozenset(config.verifiers))
+        self.driver = SessionDriver(config, self.registry, verifiers, drafters, cache, clock)
+        self.sessions: dict[bytes, Slot] = {}
+        self._clock = clock
+        self._sleep = sleep
+        self._new_session_id = new_session_id
+        self._background: set[asyncio.Future[None]] = set()
+        self._watchdog: asyncio.Task[None] | None = None
+        self._base_path = urlsplit(config.base_uri).path.rstrip("/")
+
+    # ------------------------------------------------------------------ HTTP
+
+    async def __call__(self, request: Request) -> Response:
+        try:
+            return await self._route(request)
+        except ProtocolError as error:
+            return problem_response(error)
+
+    async def _route(self, request: Request) -> Response:
+        path = request.path
+        if not path.startswith(self._base_path + "/"):
+            return status_problem_response(404, f"no resource at {path}")
+        parts = path[len(self._base_path) + 1 :].split("/")
+        shape = "instances/*/status" if len(parts) == 3 and parts[0] == "instances" and parts[2] == "status" else None
+        shape = shape or "/".join(parts)
+        routes = {("PUT", "instances/*/status"): self._status, ("POST", "events"): self._event}
+        route = routes.get((request.method, shape))
+        if route is None:
+            status = 405 if shape in {known for _, known in routes} else 404
+            return status_problem_response(status, f"{request.method} {path} is not a router resource")
+        return await route(request, parts)
+
+    async def _status(self, request: Request, parts: list[str]) -> Response:
+        """PUT instances/{id}/status → 204 (Table 1)."""
+        status = Status.from_cbor(request.body)
+        # P1-RTR-1: "{id} is the base64url (no padding) of the instance's base URI".
+        try:
+            named = b64url_decode(parts[1]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MalformedMessage("the path {id} is not a base URI", problem=PATH_MISMATCH_PROBLEM) from exc
+        if named != status.instance:
+            detail = f"the path names {named!r}, the status {status.instance!r}"
+            raise MalformedMessage(detail, problem=PATH_MISMATCH_PROBLEM)
+        self.registry.accept(status, request.peer_identity, self._clock())
+        return Response(204)
+
+    async def _event(self, request: Request, parts: list[str]) -> Response:
+        """POST events → 204 (Table 1, P1-EVT-1)."""
+        event = Event.from_cbor(request.body)
+        slot = self.sessions.get(event.session)
+        if slot is None:
+            raise ProtocolError(UNKNOWN_SESSION_EVENT_PROBLEM, "no such session at this router")  # D-RTR-7
+        machine = slot.machine
+        wants = machine.on_event(event, request.peer_identity)
+        if wants is Wants.ANOTHER_DRAFTER:
+            # §6.5.2 switch; P1-RTR-5: the same drafter when no other is eligible.
+            previous = machine.previous_drafter
+            exclude = (previous,) if previous is not None else ()
+            self._spawn(self.driver.assign(slot, exclude=exclude, same_if_alone=previous))
+        elif wants is Wants.A_DRAFTER:
+            self._spawn(self.driver.assign(slot))
+        return Response(204)
+
+    # ------------------------------------------------------------------ client API
+
+    async def open_session(
+        self,
+        contract: Contract | Mapping[str, Any],
+        prompt: Sequence[int] | str,
+        *,
+        session_id: bytes | None = None,
+    ) -> bytes:
+        """§6.1: open the session at an eligible verifier, then assign a drafter. Returns the session id."""
+        parsed = contract if isinstance(contract, Contract) else parse_contract(contract)
+        validate_contract(parsed)
+        prompt_ref = prompt if isinstance(prompt, str) else None
+        tokens = (
+            await self.driver.cache_call(self.cache.get_tokens(prompt)) if isinstance(prompt, str) else list(prompt)
+        )
+        if not tokens:
+            raise InvalidArgument("the prompt is empty (P1-SES-1)")
+        session = session_id if session_id is not None else self._new_session_id()
+        if len(session) != 16 or session in self.sessions:
+            raise InvalidArgument("a session id is 16 octets and new to the router")
+        commit_log = self.driver.object_uri(COMMIT_LOG_PATH, session=_b64(session))
+        machine = RouterSession(session, parsed, tokens, commit_log, m_init=self.config.m_init, prompt_ref=prompt_ref)
+        slot = Slot(machine)
+        self.sessions[session] = slot
+        async with slot.lock:
+            reasons = await self.driver.open_somewhere(machine)
+            if machine.verifier is None:
+                del self.sessions[session]
+                raise NoEligibleInstance("no eligible verifier opened the session: " + "; ".join(reasons))
+            await self.driver.assign_locked(slot)  # D-RTR-19: a session may wait for a drafter
+        return session
+
+    async def set_policy(self, session: bytes, sampling: Sampling) -> SessionState:
+        """§6.6 / P1-RTR-4: change the sampling profile from the next round on."""
+        slot = self._slot(session)
+        async with slot.lock:
+            machine = slot.machine
+            if machine.ended or machine.verifier is None:
+                raise RouterError(f"session {_b64(session)} has no serving verifier ({machine.phase.value})")
+            return await self.driver.post_policy(machine, machine.policy(sampling))
+
+    def session(self, session: bytes) -> RouterSession:
+        """The router's view of a session (its verifier, epoch, phase)."""
+        return self._slot(session).machine
+
+    def note_target_kv(self, session: bytes, committed: int, uri: str) -> None:
+        """D-RTR-17: an MLC object holding the target KV of the first ``committed`` tokens."""
+        self._slot(session).machine.target_kv = (committed, uri)
+
+    def note_verifier_failure(self, verifier: str) -> None:
+        """A client saw a resource of ``verifier`` fail (transport error, 404, 5xx; P1-RTR-5)."""
+        self.registry.note_failure(verifier, self._clock())
+
+    # ------------------------------------------------------------------ watchdog
+
+    async def check_once(self) -> None:
+        """One watchdog pass over every live session, acting on each concurrently."""
+        now = self._clock()
+        actions = [action for slot in list(self.sessions.values()) if (action := self._watch(slot, now)) is not None]
+        await asyncio.gather(*actions)
+
+    def _watch(self, slot: Slot, now: float) -> Awaitable[None] | None:
+        machine = slot.machine
+        if machine.ended or slot.lock.locked():
+            return None
+        if machine.needs_verifier or (machine.verifier is not None and self.registry.failed(machine.verifier, now)):
+            return self.driver.failover(slot)
+        if machine.needs_drafter:
+            return self.driver.assign(slot)
+        if machine.drafter is not None and not self.registry.live(machine.drafter, now):
+            # §6.9 Drafter failure: "when a drafter's status expires, the router reassigns its sessions".
+            return self.driver.replace_drafter(slot, machine.drafter)
+        return None
+
+    async def run_watchdog(self) -> None:
+        while True:
+            try:
+                await self.check_once()
+            except Exception:  # the watchdog must outlive any one session's trouble
+                log.exception("router watchdog pass failed")
+            await self._sleep(self.config.watchdog_interval_s)
+
+    def start(self) -> None:
+        if self._watchdog is None or self._watchdog.done():
+            self._watchdog = asyncio.ensure_future(self.run_watchdog())
+
+    async def settle(self) -> None:
+        """Wait until the work that events started (assignments) is done."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    async def close(self) -> None:
+        tasks: list[asyncio.Future[None]] = list(self._background)
+        if self._watchdog is not None:
+            tasks.append(self._watchdog)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._watchdog = None
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _slot(self, session: bytes) -> Slot:
+        slot = self.sessions.get(session)
+        if slot is None:
+            raise RouterError(f"no session {_b64(session)} at this router")
+        return slot
+
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def instance_id(base_uri: str) -> str:
+    """P1-RTR-1: the ``{id}`` of ``PUT instances/{id}/status``."""
+    return _b64(base_uri.encode("utf-8"))
+
+
+__all__ = [
+    "NoEligibleInstance",
+    "PolicyRefused",
+    "RouterApp",
+    "RouterConfig",
+    "RouterError",
+    "instance_id",
+]
