@@ -8,6 +8,7 @@ from rich.table import Table
 
 from sdcp_conformance import __version__
 from sdcp_conformance.cache.cli import serve_cache
+from sdcp_conformance.reference.cli import generate, serve
 from sdcp_conformance.transport.pki_cli import pki
 
 CONFORMANCE_AREAS: tuple[tuple[str, str], ...] = (
@@ -53,12 +54,9 @@ def info() -> None:
     console.print(table)
 
 
-@main.group()
-def serve() -> None:
-    """Run a party of SDCP, or the harness's cache, as a process."""
-
-
 serve.add_command(serve_cache)
+main.add_command(serve)
+main.add_command(generate)
 main.add_command(pki)
 
 

@@ -9,7 +9,7 @@ forward pass. Thread-confined: one caller thread at a time (the verifier's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.models.checkpoint import Checkpoint
 from sdcp_conformance.models.kv_cache import KVCache
 from sdcp_conformance.models.runtime import LlamaRuntime
+from sdcp_conformance.reference.drafter.drafting import LogitsDraftModel
 from sdcp_conformance.reference.verifier.ports import ScoreItem
 
 
@@ -85,4 +86,45 @@ class RuntimeModel:
         self._held.pop(session, None)
 
 
-__all__ = ["RuntimeModel"]
+
+
+class RuntimeDraftModel(LogitsDraftModel):
+    """The drafter's model over the torch runtime, with a KV cache per session.
+
+    Each next-token row comes from :class:`RuntimeModel`, which feeds only the
+    tokens its cache does not hold yet; sampling and the published rows are
+    :class:`LogitsDraftModel`'s. Calls are serialised by the drafter
+    (``draft_concurrency`` 1), so the current session key is plain state.
+    """
+
+    def __init__(self, model: RuntimeModel) -> None:
+        super().__init__(
+            self._next_logits,
+            vocab_size=model.vocab_size,
+            model_sha256=model.model_sha256,
+            tokenizer_sha256=model.tokenizer_sha256,
+        )
+        self._model = model
+        self._session = b""
+
+    def draft(
+        self,
+        session_key: bytes,
+        context: tuple[int, ...],
+        m: int,
+        sampling: Mapping[str, int] | None,
+        rule: int,
+        rng: np.random.Generator,
+    ) -> tuple[tuple[int, ...], npt.NDArray[np.float32] | None]:
+        self._session = session_key
+        return super().draft(session_key, context, m, sampling, rule, rng)
+
+    def _next_logits(self, context: Sequence[int]) -> npt.NDArray[np.float64]:
+        rows = self._model.score([ScoreItem(self._session, tuple(context), ())])[0]
+        return np.asarray(rows[0], dtype=np.float64)
+
+    def forget(self, session_key: bytes) -> None:
+        self._model.forget(session_key)
+
+
+__all__ = ["RuntimeDraftModel", "RuntimeModel"]

@@ -92,6 +92,9 @@ class DrafterConfig:
     t_draft_prior_s: float = 0.002
     t_verify_prior_s: float = 0.05
     timing_weight: float = 0.2
+    measured_timing: bool = True
+    """D-DRF-17: False chooses M from t_draft_prior_s and t_verify_prior_s, not from measured
+    times, so that a seeded run repeats exactly (§6.2's rule then depends on alpha alone)."""
 
 
 class _Timing:
@@ -263,7 +266,10 @@ class DrafterApp:
     async def _round(self, slot: _Slot) -> Next:
         machine = slot.machine
         started = self._clock()
-        m = machine.choose_m(self.timing.t_draft, self.timing.verify(machine.verifier))
+        if self.config.measured_timing:
+            m = machine.choose_m(self.timing.t_draft, self.timing.verify(machine.verifier))
+        else:  # D-DRF-17: reproducible runs choose M from the priors alone
+            m = machine.choose_m(self.config.t_draft_prior_s, self.config.t_verify_prior_s)
         tokens, rows = await self._draft(slot, m)
         q_uri = None
         if rows is not None:

@@ -123,3 +123,9 @@ KEEP_STOPPED_SESSIONS = True
 """D-DRF-16: a session whose loop stopped keeps its record (epoch included), so
 that a late assignment with a lower epoch still gets 409 sdcp-stale-epoch
 (P1-DRF-7) and an equal or higher one restarts drafting."""
+
+MEASURED_TIMING_DEFAULT = True
+"""D-DRF-17: M is chosen from measured drafting and verification times by
+default (§6.2); ``DrafterConfig.measured_timing = False`` uses the configured
+priors instead, so that a seeded run (same session id, same drafter) repeats
+exactly — wall-clock timing would otherwise change M and thereby the rounds."""

@@ -196,6 +196,10 @@ class VerifierSession:
     def closed(self) -> bool:
         return self.phase in (Phase.FINISHED, Phase.FAILED)
 
+    def verdicts(self) -> dict[int, Verdict]:
+        """Every stored verdict by round (what idempotent retries are answered with)."""
+        return dict(self._verdicts)
+
     def digest_at(self, n: int) -> bytes:
         """d[n] recomputed from the committed tokens (§4.2)."""
         return extend_digest(self._d0, self.output[:n])

@@ -1,0 +1,254 @@
+"""``sdcp-conformance serve`` (the whole stack or one role) and ``sdcp-conformance generate``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from sdcp_conformance.models.checkpoint import Checkpoint
+from sdcp_conformance.reference.client import StackClient
+from sdcp_conformance.reference.contracts import stack_contract
+from sdcp_conformance.reference.roles import RunningRole, start_drafter, start_router, start_verifier
+from sdcp_conformance.reference.stack import READY_LINE, STACK_FILE, Stack, StackOptions, load_model, resolve_model
+from sdcp_conformance.reference.verifier.service import PartyTls
+from sdcp_conformance.transport.pki import load_pki
+
+console = Console(stderr=True)
+
+
+async def _until_signalled() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+def _options(**values: Any) -> StackOptions:
+    return StackOptions(**{key: value for key, value in values.items() if value is not None})
+
+
+stack_options = [
+    click.option("--model", "target", default="bigram", show_default=True, help="Target: mock model id or folder."),
+    click.option("--drafter", "drafters", multiple=True, help="Draft model per drafter (repeat). "
+                 "Default: the mock drafters of the target."),
+    click.option("--verifiers", default=1, show_default=True, type=click.IntRange(1, 8)),
+    click.option("--device", default="cpu", show_default=True, help="torch device, e.g. cuda:0."),
+    click.option("--dtype", default="float32", show_default=True, type=click.Choice(["float32", "bfloat16"])),
+    click.option("--drafter-seed", "seed", default=0, show_default=True, type=int,
+                 help="Seed of the drafters' own randomness."),
+]
+
+
+def _with_stack_options(function: Any) -> Any:
+    for option in reversed(stack_options):
+        function = option(function)
+    return function
+
+
+def _default_drafters(target: str, drafters: tuple[str, ...]) -> tuple[str, ...]:
+    if drafters:
+        return drafters
+    from sdcp_conformance.models.registry import load_manifest
+
+    found = tuple(model.model_id for model in load_manifest().drafters_for(target))
+    return found or (target,)
+
+
+@click.group(invoke_without_command=True)
+@_with_stack_options
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the PKI and stack.json go (default: a temporary folder).")
+@click.pass_context
+def serve(ctx: click.Context, target: str, drafters: tuple[str, ...], verifiers: int, device: str, dtype: str,
+          seed: int, workdir: Path | None) -> None:
+    """Run the whole reference stack on loopback (cache, router, verifiers, drafters) until Ctrl-C.
+
+    Writes stack.json in the work folder; `generate --stack DIR` uses it.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    options = _options(target=target, drafters=_default_drafters(target, drafters), verifiers=verifiers,
+                       device=device, dtype=dtype, seed=seed)
+
+    async def run() -> None:
+        async with _workdir(workdir) as folder:
+            stack = await Stack.start(folder, options)
+            try:
+                for name, uri in stack.uris.items():
+                    console.print(f"{name:12} {uri}")
+                console.print(f"stack description: {folder / STACK_FILE}  (Ctrl-C stops)")
+                await _until_signalled()
+            finally:
+                await stack.stop()
+
+    asyncio.run(run())
+
+
+@contextlib.asynccontextmanager
+async def _workdir(workdir: Path | None) -> AsyncIterator[Path]:
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        yield workdir
+        return
+    with tempfile.TemporaryDirectory(prefix="sdcp-stack-") as folder:
+        yield Path(folder)
+
+
+def _role_tls(pki_dir: Path, party: str) -> tuple[PartyTls, str]:
+    pki = load_pki(pki_dir)
+    return PartyTls(pki.cert(party), pki.key(party), pki.ca_cert), pki.base_uris[party]
+
+
+async def _serve_role(start: Any) -> None:
+    role: RunningRole = await start
+    print(f"{READY_LINE}{role.base_uri}", flush=True)
+    try:
+        await _until_signalled()
+    finally:
+        await role.stop()
+
+
+@serve.command("verifier")
+@click.option("--pki", "pki_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--party", default="verifier", show_default=True)
+@click.option("--router", "router_uri", required=True, help="The router's base URI (P1-TLS-2).")
+@click.option("--model", default="bigram", show_default=True)
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--dtype", default="float32", show_default=True, type=click.Choice(["float32", "bfloat16"]))
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--pin-load", type=click.IntRange(0, 100), default=None,
+              help="Report this load instead of the measured one (for tests of §6.5.2).")
+def serve_verifier(pki_dir: Path, party: str, router_uri: str, model: str, device: str, dtype: str, host: str,
+                   pin_load: int | None) -> None:
+    """Run one reference verifier."""
+    tls, base_uri = _role_tls(pki_dir, party)
+    runtime = load_model(model, device, dtype)
+    asyncio.run(_serve_role(start_verifier(base_uri, tls, runtime, router_uri, host=host, pinned_load=pin_load)))
+
+
+@serve.command("drafter")
+@click.option("--pki", "pki_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--party", default="drafter-1", show_default=True)
+@click.option("--router", "routers", required=True, multiple=True, help="A router's base URI (repeat).")
+@click.option("--cache", "cache_base", required=True, help="MLC base URI where q_rows are written (P1-DRF-1).")
+@click.option("--model", default="bigram-draft-near", show_default=True)
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--seed", type=int, default=None)
+def serve_drafter(pki_dir: Path, party: str, routers: tuple[str, ...], cache_base: str, model: str, device: str,
+                  host: str, seed: int | None) -> None:
+    """Run one reference drafter."""
+    tls, base_uri = _role_tls(pki_dir, party)
+    runtime = load_model(model, device)
+    asyncio.run(_serve_role(start_drafter(base_uri, tls, runtime, routers, cache_base, host=host, seed=seed)))
+
+
+@serve.command("router")
+@click.option("--pki", "pki_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--party", default="router", show_default=True)
+@click.option("--cache", "cache_base", required=True, help="MLC base URI for commit logs and token lists.")
+@click.option("--verifier", "verifiers", required=True, multiple=True, help="A verifier's base URI (repeat).")
+@click.option("--drafter", "drafters", required=True, multiple=True,
+              help="URI=MODEL: a drafter's base URI and its model (id or folder), repeat (P1-RTR-2).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+def serve_router(pki_dir: Path, party: str, cache_base: str, verifiers: tuple[str, ...], drafters: tuple[str, ...],
+                 host: str) -> None:
+    """Run one reference router."""
+    tls, base_uri = _role_tls(pki_dir, party)
+    models = {}
+    for spec in drafters:
+        uri, sep, model = spec.rpartition("=")
+        if not sep:
+            raise click.BadParameter(f"expected URI=MODEL, got {spec!r}", param_hint="--drafter")
+        models[uri] = Checkpoint.open(resolve_model(model)).model_sha256
+    asyncio.run(_serve_role(start_router(base_uri, tls, cache_base=cache_base, drafters=models,
+                                         verifiers=list(verifiers), host=host)))
+
+
+@click.command()
+@click.option("--prompt", required=True, help="Prompt text (words of the mock tokenizer).")
+@click.option("--rule", type=click.IntRange(1, 2), default=1, show_default=True)
+@click.option("--max-new", type=click.IntRange(1), default=32, show_default=True)
+@click.option("--temperature", type=float, default=None, help="Sampling temperature (rule 2; default 1.0).")
+@click.option("--top-k", type=click.IntRange(0), default=None)
+@click.option("--top-p", type=click.FloatRange(0, 1), default=None)
+@click.option("--seed", "sampling_seed", type=click.IntRange(0, 2**64 - 1), default=None,
+              help="Verifier seed (§6.4): makes the output reproducible.")
+@click.option("--stop", "stops", multiple=True, help="Stop token (word of the vocabulary), repeat.")
+@click.option("--stack", "stack_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Folder of a running `serve` (its stack.json); default: start an embedded stack.")
+@_with_stack_options
+def generate(prompt: str, rule: int, max_new: int, temperature: float | None, top_k: int | None,
+             top_p: float | None, sampling_seed: int | None, stops: tuple[str, ...], stack_dir: Path | None,
+             target: str, drafters: tuple[str, ...], verifiers: int, device: str, dtype: str, seed: int) -> None:
+    """Generate through the reference stack; prints committed tokens as they arrive."""
+    if stack_dir is not None:
+        described = json.loads((stack_dir / STACK_FILE).read_text())
+        target, drafters = described["target"], tuple(described["drafters"])
+    drafters = _default_drafters(target, drafters)
+    checkpoint = Checkpoint.open(resolve_model(target))
+    tokenizer = checkpoint.tokenizer()
+    prompt_ids = tokenizer.encode(prompt).ids
+    if not prompt_ids:
+        raise click.BadParameter("the prompt encodes to no tokens", param_hint="--prompt")
+    stop_ids = []
+    for word in stops:
+        token = tokenizer.token_to_id(word)
+        if token is None:
+            raise click.BadParameter(f"{word!r} is not in the vocabulary", param_hint="--stop")
+        stop_ids.append(token)
+    contract = stack_contract(
+        checkpoint, [Checkpoint.open(resolve_model(d)) for d in drafters], rule=rule, max_new=max_new, stop=stop_ids,
+        temperature_milli=None if temperature is None else round(temperature * 1000), top_k=top_k,
+        top_p_milli=None if top_p is None else round(top_p * 1000), seed=sampling_seed,
+    )
+    options = _options(target=target, drafters=drafters, verifiers=verifiers, device=device, dtype=dtype, seed=seed)
+    tokens = asyncio.run(_generate(stack_dir, options, contract, prompt_ids, tokenizer, max_new))
+    click.echo(" ".join(str(token) for token in tokens))
+    click.echo(tokenizer.decode(tokens))
+
+
+async def _generate(stack_dir: Path | None, options: StackOptions, contract: dict[str, Any], prompt: list[int],
+                    tokenizer: Any, max_new: int) -> list[int]:
+    async with contextlib.AsyncExitStack() as exits:
+        if stack_dir is None:
+            folder = await exits.enter_async_context(_workdir(None))
+            console.print("starting an embedded reference stack…")
+            stack = await Stack.start(folder, options)
+            exits.push_async_callback(stack.stop)
+            pki_dir, uris = stack.pki.directory, stack.uris
+        else:
+            described = json.loads((stack_dir / STACK_FILE).read_text())
+            pki_dir, uris = Path(described["pki"]), described["uris"]
+        tls, _ = _role_tls(pki_dir, "client")
+        client = StackClient(uris["router"], tls)
+        exits.push_async_callback(client.aclose)
+        progress = Progress(TextColumn("committed"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=console)
+        task = progress.add_task("tokens", total=max_new)
+        with Live(progress, console=console, refresh_per_second=8):
+
+            def show(fresh: list[int]) -> None:
+                progress.advance(task, len(fresh))
+                progress.console.print(Text(f"+ {tokenizer.decode(fresh)}", style="green"))
+
+            result = await client.generate(contract, prompt, show)
+        console.print(f"finish: {result.finish.name.lower() if result.finish else 'none'}, "
+                      f"{len(result.tokens)} tokens, verifiers: {', '.join(result.verifiers)}")
+        return result.tokens
+
+
+__all__ = ["generate", "serve"]
