@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import math
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -125,7 +126,7 @@ def test_rule2_output_follows_the_bigram_distribution(tmp_path: Path) -> None:
     for result in results:
         assert len(result.tokens) == 300 or result.tokens[-1:] == []
         chain = prompt + result.tokens
-        transitions.update(zip(chain, chain[1:], strict=False))
+        transitions.update(itertools.pairwise(chain))
     contexts = Counter(previous for previous, _ in transitions.elements())
     worst, statistic, bins = 0.0, 0.0, 0
     for context, n in contexts.items():

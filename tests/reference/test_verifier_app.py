@@ -320,7 +320,7 @@ def test_self_decode_skipped_under_load_switches() -> None:
         assert verdict["action"] == 2 and verdict["load"] == 90
         await asyncio.wait_for(h.router.delivered.wait(), 10)
         assert [int(event.kind) for event in h.router.events] == [2]
-        status, problem = await h.propose([1])
+        status, _problem = await h.propose([1])
         assert status == 403
 
     run(scenario())
@@ -336,7 +336,7 @@ def test_output_long_poll_wakes_on_commit() -> None:
         status, output = await reader
         assert status == 200 and output["tokens"] == greedy(PROMPT, 2) and output["final"] is True
         assert output["finish"] == 4 and verdict["action"] == 4
-        status, problem = await h.propose([1])
+        status, _problem = await h.propose([1])
         assert status == 410
 
     run(scenario())
