@@ -119,6 +119,8 @@ class PendingCommit:
     verdict: Verdict | None  # None for a self-decoded round (no proposal, no verdict)
     action: Action
     self_decoded: bool
+    proposed: int = 0
+    """M of the proposal (0 for a self-decoded round)."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,8 @@ class VerifierSession:
         self.drafter: str | None = None
         self.control = SpeculationControl(EscalationPolicy.from_contract(self.contract.to_obj()))
         self._verdicts: dict[int, Verdict] = {}
+        self.proposed: dict[int, int] = {}
+        """M of each verified round, for measurements."""
         self._in_flight: Ticket | None = None
         self._policies: list[Policy] = []
         self.self_decoded_in_period = 0  # D-VER-4: counters start afresh on resume
@@ -372,7 +376,7 @@ class VerifierSession:
             low=control.low,
             load=load,
         )
-        return PendingCommit(record, verdict, control.action, self_decoded=False)
+        return PendingCommit(record, verdict, control.action, self_decoded=False, proposed=len(tokens))
 
     def _record(self, round_number: int, emitted: Sequence[int]) -> CommitRecord:
         return CommitRecord(
@@ -428,6 +432,7 @@ class VerifierSession:
         self.round = record.round
         if pending.verdict is not None:
             self._verdicts[record.round] = pending.verdict
+            self.proposed[record.round] = pending.proposed
             self._in_flight = None
         else:
             self.self_decoded_in_period += 1
