@@ -85,7 +85,7 @@ async def start_cache(base_uri: str, tls: PartyTls, *, db: Path | None = None, h
     return RunningRole("cache", base_uri, app, server, [close_store])
 
 
-async def start_verifier(base_uri: str, tls: PartyTls, model: RuntimeModel, router_uri: str, *,
+async def start_verifier(base_uri: str, tls: PartyTls, model: RuntimeModel | Sequence[RuntimeModel], router_uri: str, *,
                          host: str = "127.0.0.1", pinned_load: int | None = None) -> RunningRole:
     config = VerifierConfig(base_uri=base_uri, routers=frozenset({router_uri}), pinned_load=pinned_load)
     service = await VerifierService.start(config, tls, model, router_uri, host=host, port=port_of(base_uri))

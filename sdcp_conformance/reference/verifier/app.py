@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
@@ -138,12 +138,18 @@ Route = Callable[[Request, list[str]], Awaitable[Response]]
 class VerifierApp:
     """An async :data:`~sdcp_conformance.transport.types.Handler` serving the verifier resources."""
 
-    def __init__(self, config: VerifierConfig, model: TargetModel, cache: Cache, router: RouterLink) -> None:
+    def __init__(
+        self, config: VerifierConfig, model: TargetModel | Sequence[TargetModel], cache: Cache, router: RouterLink
+    ) -> None:
         self.config = config
-        self.model = model
+        served = list(model) if isinstance(model, Sequence) else [model]
+        # D-VER-9: a verifier may serve several target models; a session uses the
+        # one its contract's target digest names (§6.1).
+        self.models = {candidate.model_sha256: candidate for candidate in served}
+        self.model = served[0]
         self.cache = cache
         self.router = router
-        self.batcher = ScoreBatcher(model, config.max_batch)
+        self.batchers = {digest: ScoreBatcher(candidate, config.max_batch) for digest, candidate in self.models.items()}
         self.sessions: dict[bytes, _SessionSlot] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._base_path = urlsplit(config.base_uri).path.rstrip("/")
@@ -181,7 +187,10 @@ class VerifierApp:
     def load(self) -> int:
         if self.config.pinned_load is not None:
             return self.config.pinned_load
-        return min(100, round(100 * self.batcher.queued / self.config.capacity))
+        return min(100, round(100 * self.queued() / self.config.capacity))
+
+    def queued(self) -> int:
+        return sum(batcher.queued for batcher in self.batchers.values())
 
     def _spawn(self, coroutine: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -197,6 +206,9 @@ class VerifierApp:
         for task in list(self._background):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+    def _batcher(self, machine: VerifierSession) -> ScoreBatcher:
+        return self.batchers[machine.contract.target]
 
     def _require_router(self, request: Request) -> None:
         # P1-ID-2: router-only resources "are accepted only from identities in the
@@ -226,20 +238,22 @@ class VerifierApp:
         committed: list[int] = []
         if opening.resume is not None:
             committed = await self._tokens(opening.resume.committed_tokens)
-        machine = VerifierSession(opening, prompt, vocab_size=self.model.vocab_size, committed_output=committed)
+        model = self.models[opening.contract.target]
+        machine = VerifierSession(opening, prompt, vocab_size=model.vocab_size, committed_output=committed)
         if existing is not None and existing.self_decoder is not None:
             existing.self_decoder.cancel()
-        self.model.forget(opening.session)
+        model.forget(opening.session)
         self.sessions[opening.session] = _SessionSlot(machine, opening.commit_log)
         return _ok(machine.state(), 201)
 
     def _check_model(self, opening: SessionOpen) -> None:
         contract = opening.contract
         # §6.1: "it MUST refuse a contract whose target digest does not match its model".
-        if contract.target != self.model.model_sha256:
+        model = self.models.get(contract.target)
+        if model is None:
             raise ProtocolError(ProblemType.BAD_CONTRACT, "the contract's target is not this verifier's model")
         # P1-SES-1: "The verifier SHOULD also refuse a tokenizer digest that does not match".
-        if contract.tokenizer != self.model.tokenizer_sha256:
+        if contract.tokenizer != model.tokenizer_sha256:
             raise ProtocolError(ProblemType.BAD_CONTRACT, "the contract's tokenizer is not this verifier's")
 
     def _replaces(self, current: VerifierSession, opening: SessionOpen) -> bool:
@@ -319,7 +333,7 @@ class VerifierApp:
         try:
             q_rows = await self._q_rows(machine, ticket) if ticket.needs_q else None
             item = ScoreItem(machine.session, (*machine.prompt, *machine.output), ticket.proposal.tokens)
-            logits = await self.batcher.score(item)
+            logits = await self._batcher(machine).score(item)
             uniforms = _uniforms(machine, ticket.sampling, ticket.proposal.round)
             pending = machine.decide(ticket, logits, uniforms, self.load(), q_rows)  # type: ignore[arg-type]
         except BaseException:
@@ -383,7 +397,7 @@ class VerifierApp:
                     slot.changed.notify_all()
                 return
             item = ScoreItem(machine.session, (*machine.prompt, *machine.output), ())
-            logits = await self.batcher.score(item)
+            logits = await self._batcher(machine).score(item)
             if not machine.self_decoding:
                 return  # D-VER-6: an assignment ended the period while we scored
             round_number = machine.round + 1
@@ -422,7 +436,7 @@ class VerifierApp:
             instance=self.config.base_uri,
             role=ROLE_VERIFIER,
             load=self.load(),
-            queue=self.batcher.queued,
+            queue=self.queued(),
             ttl_ms=self.config.status_ttl_ms,
         )
 

@@ -43,3 +43,9 @@ makes the drafter retry with the identical body."""
 M_INIT_ZERO = ProblemType.BAD_MESSAGE
 """D-VER-5: an assignment with m_init 0 is 400 sdcp-bad-message at the
 verifier too, as P1-DRF-2 has the drafter answer."""
+
+SERVES_SEVERAL_MODELS = True
+"""D-VER-9: one reference verifier may serve several target models (the
+conformance harness uses ``bigram`` and ``ctx`` together); each session is
+scored by the model whose SHA-256 its contract's ``target`` names, and a
+contract naming none of them is refused (§6.1)."""

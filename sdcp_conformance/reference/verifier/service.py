@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,7 @@ class VerifierService:
         cls,
         config: VerifierConfig,
         tls: PartyTls,
-        model: TargetModel,
+        model: TargetModel | Sequence[TargetModel],
         router_uri: str,
         *,
         host: str = "127.0.0.1",
