@@ -275,7 +275,8 @@ def diagnostic(value: Any) -> str:
     """CBOR diagnostic notation (RFC 8949 §8) of a value, or of encoded bytes.
 
     Used for transcripts: bytes given here are rendered as the CBOR item(s)
-    they encode when well-formed, else as a hex byte string.
+    they encode when well-formed, else as a hex byte string. Compact (one
+    line) and with every byte string in hex, so digests read as digests.
     """
     import cbor_diag
 
@@ -286,9 +287,9 @@ def diagnostic(value: Any) -> str:
         except (MalformedMessage, InvalidArgument):
             return f"h'{data.hex()}'"
         if len(items) == 1:
-            return str(cbor_diag.cbor2diag(data))  # as sent, encoding quirks included
-        return ", ".join(str(cbor_diag.cbor2diag(encode(item))) for item in items)
-    return str(cbor_diag.cbor2diag(encode(value)))
+            return str(cbor_diag.cbor2diag(data, pretty=False))  # as sent, encoding quirks included
+        return ", ".join(str(cbor_diag.cbor2diag(encode(item), pretty=False)) for item in items)
+    return str(cbor_diag.cbor2diag(encode(value), pretty=False))
 
 
 __all__ = [

@@ -142,6 +142,8 @@ class VerifierApp:
         self, config: VerifierConfig, model: TargetModel | Sequence[TargetModel], cache: Cache, router: RouterLink
     ) -> None:
         self.config = config
+        self.pinned_load = config.pinned_load
+        """Starts as configured; the embedded harness may switch it between cases."""
         served = list(model) if isinstance(model, Sequence) else [model]
         # D-VER-9: a verifier may serve several target models; a session uses the
         # one its contract's target digest names (§6.1).
@@ -185,8 +187,8 @@ class VerifierApp:
         return await route(request, parts)
 
     def load(self) -> int:
-        if self.config.pinned_load is not None:
-            return self.config.pinned_load
+        if self.pinned_load is not None:
+            return self.pinned_load
         return min(100, round(100 * self.queued() / self.config.capacity))
 
     def queued(self) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,9 +45,12 @@ class VerifierService:
         host: str = "127.0.0.1",
         port: int = 0,
         report_status: bool = True,
+        app_factory: Callable[..., VerifierApp] | None = None,
     ) -> VerifierService:
+        """``app_factory(config, model, cache, router)`` builds the app (a mutant's, for the harness)."""
         http = party_http_client(tls.cert, tls.key, tls.ca)
-        app = VerifierApp(config, model, MlcCache(http), HttpRouterLink(http, router_uri, config.base_uri))
+        factory = app_factory or VerifierApp
+        app = factory(config, model, MlcCache(http), HttpRouterLink(http, router_uri, config.base_uri))
         server = H2Server(app, ServerConfig(cert=tls.cert, key=tls.key, ca=tls.ca, host=host, port=port))
         await server.start()
         service = cls(app, server, http)

@@ -1,0 +1,46 @@
+"""One certification run: start the environment, run the selected cases, stop, return the report."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+
+from sdcp_conformance.harness.case import Catalogue
+from sdcp_conformance.harness.environment import AppFactory, Environment
+from sdcp_conformance.harness.expected import ExpectedFailures
+from sdcp_conformance.harness.runner import Progress, RunReport, run_catalogue
+from sdcp_conformance.harness.target import TargetConfig
+
+
+def default_catalogue(role: str = "verifier") -> Catalogue:
+    if role != "verifier":
+        raise ValueError(f"no suite for role {role!r} yet")
+    from sdcp_conformance.suites.verifier import CATALOGUE
+
+    return CATALOGUE
+
+
+async def certify(
+    target: TargetConfig | None = None,
+    *,
+    selectors: Sequence[str] = (),
+    seed: int | None = None,
+    expected_failures: ExpectedFailures | None = None,
+    progress: Progress | None = None,
+    app_factory: AppFactory | None = None,
+    workdir: Path | None = None,
+) -> RunReport:
+    """Certify ``target`` (the embedded reference verifier when None, or ``app_factory``'s app)."""
+    catalogue = default_catalogue(target.role if target is not None else "verifier")
+    selected = catalogue.select(selectors)
+    run_seed = seed if seed is not None else secrets.randbelow(2**32)
+    environment = await Environment.start(target, app_factory=app_factory, workdir=workdir)
+    try:
+        return await run_catalogue(environment, catalogue, selected, seed=run_seed,
+                                   expected_failures=expected_failures, progress=progress)
+    finally:
+        await environment.stop()
+
+
+__all__ = ["certify", "default_catalogue"]

@@ -1,0 +1,286 @@
+"""What a case works with: the harness roles (router, drafters, cache), sessions it tracks, judgements.
+
+The harness keeps its own model of every session it opens — prompt, contract
+digest, committed tokens, round, epoch — and recomputes the digest chain from
+the tokens (§4.2), so a verdict's ``digest`` and ``committed`` are checked
+against first principles on every round, whatever the case is about.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, TypeVar
+
+import numpy as np
+
+from sdcp_conformance.errors import MalformedMessage
+from sdcp_conformance.harness.case import CaseFailed, CaseInformational, CaseNonStrict, CaseSkipped, Level
+from sdcp_conformance.harness.environment import Environment
+from sdcp_conformance.harness.iut import Answer
+from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.models.registry import MockModel, mock_model
+from sdcp_conformance.oracle.greedy import greedy_continuation
+from sdcp_conformance.protocol.chain import contract_digest, extend_digest, prefix_digest
+from sdcp_conformance.protocol.codec import decode_sequence
+from sdcp_conformance.protocol.messages import Message, Output, SessionState, Verdict
+from sdcp_conformance.protocol.problems import ProblemType
+
+M = TypeVar("M", bound=Message)
+
+DEFAULT_PROMPT = (5, 9, 14)
+
+
+@dataclass
+class TrackedSession:
+    """The harness's own account of a session it opened at the IUT."""
+
+    id: bytes
+    epoch: int
+    contract: dict[str, Any]
+    model: str
+    prompt: list[int]
+    commit_log: str
+    output: list[int] = field(default_factory=list)
+    round: int = 0
+    verdicts: dict[int, Verdict] = field(default_factory=dict)
+
+    @property
+    def d0(self) -> bytes:
+        return prefix_digest(contract_digest(self.contract), self.prompt)
+
+    @property
+    def digest(self) -> bytes:
+        return extend_digest(self.d0, self.output)
+
+    @property
+    def path_id(self) -> str:
+        """P1-MSG-3: {id} is the unpadded base64url of the session id."""
+        return base64.urlsafe_b64encode(self.id).rstrip(b"=").decode()
+
+    @property
+    def context(self) -> list[int]:
+        return [*self.prompt, *self.output]
+
+
+class CaseContext:
+    """One case's view of the harness."""
+
+    def __init__(self, env: Environment, case_id: str, seed: int, run: str = "main") -> None:
+        self.env = env
+        self.case_id = case_id
+        self.transcript = CaseTranscript()
+        self.rng = random.Random(f"{seed}:{case_id}:{run}")
+        self.notes: list[str] = []
+        self.sessions: list[TrackedSession] = []
+
+    # ------------------------------------------------------------------ judgements
+
+    def fail(self, message: str, *, expected: Sequence[str] = (), actual: str = "") -> NoReturn:
+        raise CaseFailed(message, expected=expected, actual=actual)
+
+    def require(self, condition: bool, message: str, *, expected: str = "", actual: str = "") -> None:
+        if not condition:
+            self.fail(message, expected=[expected] if expected else [], actual=actual)
+
+    def skip(self, reason: str) -> NoReturn:
+        raise CaseSkipped(reason)
+
+    def informational(self, message: str) -> NoReturn:
+        raise CaseInformational(message)
+
+    def non_strict(self, message: str, *, expected: Sequence[str] = (), actual: str = "") -> NoReturn:
+        raise CaseNonStrict(message, expected=expected, actual=actual)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def expect_problem(self, answer: Answer, problem: ProblemType, *, level: Level = Level.MUST,
+                       what: str = "") -> None:
+        """The answer must be ``problem.status`` with that problem type (P1-ERR-1 matching by suffix).
+
+        At PROFILE or SHOULD level, or for a profile-only problem type, a refusal
+        with another status or type is NON-STRICT; accepting the request fails
+        only at MUST level.
+        """
+        expected = f"{problem.status} {problem.suffix}"
+        if answer.status == problem.status and answer.problem_type is problem:
+            return
+        message = f"{what or 'the request'}: expected {expected}, got {answer.describe()}"
+        lenient = not level.strict or problem.profile_only
+        if lenient and (answer.status is None or answer.status >= 400 or not level.strict):
+            self.non_strict(message, expected=[expected], actual=answer.describe())
+        self.fail(message, expected=[expected], actual=answer.describe())
+
+    def expect_ok(self, answer: Answer, kind: type[M], *, what: str = "") -> M:
+        """A 2xx answer carrying a well-formed ``kind`` (P1-MSG-4: any 2xx is success)."""
+        label = what or kind.__name__
+        if not answer.ok:
+            self.fail(f"{label}: expected success, got {answer.describe()}", expected=["2xx"], actual=answer.describe())
+        try:
+            return answer.message(kind)
+        except MalformedMessage as exc:
+            self.fail(f"{label}: the answer is not a well-formed {kind.__name__}: {exc}", actual=answer.describe())
+
+    # ------------------------------------------------------------------ models and contracts
+
+    def mock(self, model: str = "bigram") -> MockModel:
+        if model not in self.env.config.models:
+            self.skip(f"the target does not serve the mock model {model!r}")
+        return mock_model(model)
+
+    def contract(self, model: str = "bigram", **overrides: Any) -> dict[str, Any]:
+        """A valid contract for ``model``; ``None`` values remove a member."""
+        info = self.mock(model)
+        contract: dict[str, Any] = {
+            "target": info.model_sha256, "tokenizer": info.tokenizer_sha256, "rule": 1, "m_max": 8,
+            "max_new": 64, "stop": [], "low_rounds": 1000, "fallback": [1],
+        }
+        contract.update(overrides)
+        return {key: value for key, value in contract.items() if value is not None}
+
+    def new_session_id(self) -> bytes:
+        return self.rng.randbytes(16)
+
+    def cache_uri(self, name: str) -> str:
+        return f"{self.env.config.cache}{self.case_id}/{name}"
+
+    def put_object(self, name: str, data: bytes) -> str:
+        """Store an object in the harness's cache directly (no IUT traffic); returns its URI."""
+        uri = self.cache_uri(name)
+        self.env.cache.store.put(_path_of(uri), data, lease_ms=None, now=0.0)
+        return uri
+
+    def read_log(self, session: TrackedSession) -> list[dict[str, Any]]:
+        """The session's commit log as the harness's cache holds it (P1-LOG-1)."""
+        stored = self.env.cache.store.get(_path_of(session.commit_log), now=0.0)
+        return [] if stored is None else list(decode_sequence(stored.data))
+
+    # ------------------------------------------------------------------ router role
+
+    def opening(self, session: TrackedSession, **overrides: Any) -> dict[str, Any]:
+        body = {"session": session.id, "epoch": session.epoch, "contract": session.contract,
+                "prompt": session.prompt, "commit_log": session.commit_log}
+        body.update(overrides)
+        return {key: value for key, value in body.items() if value is not None}
+
+    def track(self, model: str = "bigram", contract: Mapping[str, Any] | None = None,
+              prompt: Sequence[int] = DEFAULT_PROMPT, *, epoch: int = 1) -> TrackedSession:
+        """A session the harness is about to open (nothing is sent yet)."""
+        session_id = self.new_session_id()
+        session = TrackedSession(session_id, epoch, dict(contract or self.contract(model)), model, list(prompt),
+                                 self.cache_uri(f"log-{session_id.hex()}"))
+        self.sessions.append(session)
+        return session
+
+    async def open(self, session: TrackedSession, *, party: str = "router", **overrides: Any) -> Answer:
+        return await self.env.iut.send(party, "POST", "sessions", self.opening(session, **overrides))
+
+    async def open_ok(self, model: str = "bigram", contract: Mapping[str, Any] | None = None,
+                      prompt: Sequence[int] = DEFAULT_PROMPT) -> TrackedSession:
+        """Open a session and check the session-state against d[0] (§6.1)."""
+        session = self.track(model, contract, prompt)
+        state = self.expect_ok(await self.open(session), SessionState, what="POST sessions")
+        self.check_state(session, state, "POST sessions")
+        return session
+
+    def check_state(self, session: TrackedSession, state: SessionState, what: str) -> None:
+        self.require(state.session == session.id, f"{what}: session-state names another session")
+        self.require(state.committed == len(session.output) and state.digest == session.digest,
+                     f"{what}: session-state (committed {state.committed}, digest {state.digest.hex()[:16]}…) "
+                     f"does not match the harness's d[{len(session.output)}] = {session.digest.hex()[:16]}…")
+
+    def assignment(self, session: TrackedSession, drafter: str = "drafter-1", **overrides: Any) -> dict[str, Any]:
+        body = {"session": session.id, "epoch": session.epoch, "contract": session.contract,
+                "verifier": self.env.config.base_uri, "drafter": self.env.party_uri(drafter),
+                "prompt": session.prompt, "round": session.round, "committed": len(session.output),
+                "digest": session.digest, "m_init": 4}
+        body.update(overrides)
+        return {key: value for key, value in body.items() if value is not None}
+
+    async def assign(self, session: TrackedSession, drafter: str = "drafter-1", *, party: str = "router",
+                     **overrides: Any) -> Answer:
+        body = self.assignment(session, drafter, **overrides)
+        return await self.env.iut.send(party, "PUT", f"sessions/{session.path_id}/drafter", body)
+
+    async def assign_ok(self, session: TrackedSession, drafter: str = "drafter-1", **overrides: Any) -> None:
+        state = self.expect_ok(await self.assign(session, drafter, **overrides), SessionState,
+                               what="PUT sessions/{id}/drafter")
+        self.check_state(session, state, "PUT sessions/{id}/drafter")
+
+    async def policy(self, session: TrackedSession, from_round: int, sampling: Mapping[str, int], *,
+                     party: str = "router") -> Answer:
+        body = {"session": session.id, "from_round": from_round, "sampling": dict(sampling)}
+        return await self.env.iut.send(party, "POST", f"sessions/{session.path_id}/policy", body)
+
+    # ------------------------------------------------------------------ drafter role
+
+    def proposal(self, session: TrackedSession, tokens: Sequence[int], drafter: str = "drafter-1",
+                 **overrides: Any) -> dict[str, Any]:
+        uri = self.env.party_uri(drafter)
+        body = {"session": session.id, "epoch": session.epoch, "round": session.round + 1, "drafter": uri,
+                "base": len(session.output), "base_digest": session.digest, "tokens": list(tokens),
+                "status": {"instance": uri, "role": 1, "load": 0, "queue": 0, "ttl_ms": 5000}}
+        body.update(overrides)
+        return {key: value for key, value in body.items() if value is not None}
+
+    def publish_q(self, name: str, rows: np.ndarray) -> str:
+        """Write draft rows (§5.2: M rows of V little-endian binary32) to the harness cache."""
+        return self.put_object(name, np.ascontiguousarray(rows, dtype="<f4").tobytes())
+
+    async def send_proposal(self, body: Mapping[str, Any] | bytes, *, party: str = "drafter-1") -> Answer:
+        return await self.env.iut.send(party, "POST", "proposals", body if isinstance(body, bytes) else dict(body))
+
+    async def propose(self, session: TrackedSession, tokens: Sequence[int], *, drafter: str = "drafter-1",
+                      party: str | None = None, **overrides: Any) -> Answer:
+        """Send a proposal built from the tracked state (overrides replace members) and, on a verdict
+        for the next round, check it and advance the tracked session."""
+        body = self.proposal(session, tokens, drafter, **overrides)
+        answer = await self.send_proposal(body, party=party or drafter)
+        if answer.ok and body.get("round") == session.round + 1:
+            self.apply_verdict(session, self.expect_ok(answer, Verdict, what="POST proposals"))
+        return answer
+
+    async def propose_ok(self, session: TrackedSession, tokens: Sequence[int], **overrides: Any) -> Verdict:
+        answer = await self.propose(session, tokens, **overrides)
+        verdict = self.expect_ok(answer, Verdict, what="POST proposals")
+        return verdict
+
+    def apply_verdict(self, session: TrackedSession, verdict: Verdict) -> None:
+        """§4.2 and §6.3 Commit, from first principles: the verdict must extend d[n] by its emitted tokens."""
+        self.require(verdict.session == session.id and verdict.epoch == session.epoch,
+                     "the verdict names another session or epoch")
+        self.require(verdict.round == session.round + 1,
+                     f"the verdict is for round {verdict.round}, not {session.round + 1}")
+        expected_digest = extend_digest(session.digest, verdict.emitted)
+        self.require(verdict.committed == len(session.output) + len(verdict.emitted),
+                     f"committed {verdict.committed} is not n + |emitted| = {len(session.output) + len(verdict.emitted)}")
+        self.require(verdict.digest == expected_digest,
+                     "the verdict's digest is not d[n] extended by its emitted tokens (§4.2)",
+                     expected=expected_digest.hex(), actual=verdict.digest.hex())
+        session.output.extend(verdict.emitted)
+        session.round = verdict.round
+        session.verdicts[verdict.round] = verdict
+
+    async def output(self, session: TrackedSession, start: int = 0, *, party: str = "drafter-1") -> Answer:
+        return await self.env.iut.send(party, "GET", f"sessions/{session.path_id}/output?from={start}")
+
+    async def output_ok(self, session: TrackedSession, start: int = 0, *, party: str = "drafter-1") -> Output:
+        return self.expect_ok(await self.output(session, start, party=party), Output, what="GET output")
+
+    # ------------------------------------------------------------------ oracle
+
+    def greedy(self, session: TrackedSession, count: int) -> list[int]:
+        """The target's greedy continuation of the tracked committed prefix (§6.4 rule 1)."""
+        return greedy_continuation(session.model, session.context, count)
+
+
+def _path_of(uri: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(uri).path
+
+
+__all__ = ["DEFAULT_PROMPT", "CaseContext", "TrackedSession"]

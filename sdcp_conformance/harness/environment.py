@@ -1,0 +1,220 @@
+"""The harness's side of a certification: its cache, its router listener, its identities and the IUT.
+
+With a target file the IUT runs elsewhere and the harness listens where the
+file says; without one the reference verifier is started in-process as the
+IUT (the embedded default), optionally as a named mutant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from sdcp_conformance.cache.app import CacheApp
+from sdcp_conformance.harness.iut import Identity, IutLink
+from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
+from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.protocol.messages import Event, Status
+from sdcp_conformance.reference.roles import RunningRole, port_of
+from sdcp_conformance.reference.stack import free_port, load_model
+from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
+from sdcp_conformance.reference.verifier.service import PartyTls, VerifierService
+from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
+from sdcp_conformance.transport.server import H2Server, ServerConfig
+from sdcp_conformance.transport.types import Handler, Request, Response
+
+AppFactory = Callable[..., VerifierApp]
+"""Builds the embedded IUT's app: ``factory(config, models, cache, router)`` (a mutant's, say)."""
+
+HARNESS_PARTIES = ("router", "cache", "drafter-1", "drafter-2")
+
+
+class Recorder:
+    """Wraps a handler so that every request the IUT sends it lands in the current case's transcript."""
+
+    def __init__(self, party: str, inner: Handler, transcript: Callable[[], CaseTranscript | None]) -> None:
+        self.party = party
+        self._inner = inner
+        self._transcript = transcript
+
+    async def __call__(self, request: Request) -> Response:
+        response = await self._inner(request)
+        transcript = self._transcript()
+        if transcript is not None:
+            target = request.path + (f"?{request.query}" if request.query else "")
+            note = f"fault: {response.fault.value}" if response.fault is not None else ""
+            transcript.record("from-iut", self.party, request.method, target, request.body, response.status,
+                              response.body, content_type=response.header("content-type"), note=note)
+        return response
+
+
+@dataclass
+class RouterInbox:
+    """The harness's router listener: accepts status reports and events (§5.1 Table 1), records them."""
+
+    events: list[tuple[str | None, Event]] = field(default_factory=list)
+    statuses: list[tuple[str | None, Status]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def __call__(self, request: Request) -> Response:
+        try:
+            if request.method == "POST" and request.path.endswith("/events"):
+                self.events.append((request.peer_identity, Event.from_cbor(request.body)))
+            elif request.method == "PUT" and "/instances/" in request.path and request.path.endswith("/status"):
+                self.statuses.append((request.peer_identity, Status.from_cbor(request.body)))
+            else:
+                return Response(404)
+        except Exception:  # the IUT sent something malformed: record it as refused, judge it in the case
+            return Response(400)
+        self.changed.set()
+        return Response(204)
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until ``predicate()`` holds or the timeout passes; no sleeping, woken by arrivals."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not predicate():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            self.changed.clear()
+            if predicate():
+                return True
+            try:
+                await asyncio.wait_for(self.changed.wait(), remaining)
+            except TimeoutError:
+                return predicate()
+        return True
+
+
+class Environment:
+    """Everything the cases talk to and through; start with :meth:`start`, end with :meth:`stop`."""
+
+    def __init__(self, config: TargetConfig, pki: Pki) -> None:
+        self.config = config
+        self.pki = pki
+        self.current: CaseTranscript | None = None
+        self.cache = CacheApp()
+        self.inbox = RouterInbox()
+        self.servers: list[H2Server] = []
+        self.embedded: RunningRole | None = None
+        self.embedded_app: VerifierApp | None = None
+        self.iut = IutLink(config.base_uri, config.ca, self._identities(), lambda: self.current)
+        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+
+    # ------------------------------------------------------------------ identities
+
+    def party_uri(self, name: str) -> str:
+        return self.pki.base_uris[name]
+
+    def drafter_uris(self) -> tuple[str, ...]:
+        return self.config.drafters
+
+    def _identities(self) -> dict[str, Identity]:
+        pki = self.pki
+        identities = {name: Identity(name, pki.cert(name), pki.key(name)) for name in pki.parties}
+        identities["no-cert"] = Identity("no-cert", None, None)
+        identities["wrong-ca"] = Identity("wrong-ca", pki.wrong_ca.cert, pki.wrong_ca.key)
+        identities["expired"] = Identity("expired", pki.expired.cert, pki.expired.key)
+        identities["other-party"] = Identity("other-party", pki.other_party.cert, pki.other_party.key)
+        return identities
+
+    def capabilities(self) -> set[str]:
+        found = {f"model:{model}" for model in self.config.models}
+        if self.embedded_app is not None or self.config.pinned_load is not None:
+            found.add("load:known")
+        if self.embedded_app is not None:
+            found.add("load:control")
+        return found
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    async def start(cls, config: TargetConfig | None = None, *, app_factory: AppFactory | None = None,
+                    workdir: Path | None = None) -> Environment:
+        tempdir = None
+        if config is None:
+            tempdir = tempfile.TemporaryDirectory(prefix="sdcp-certify-")
+            config = embedded_target(Path(workdir or tempdir.name))
+            pki = load_pki(config.pki)
+        else:
+            pki = load_pki(config.pki)
+        environment = cls(config, pki)
+        environment._tempdir = tempdir
+        try:
+            await environment._serve_harness()
+            if config.embedded:
+                await environment._start_embedded(app_factory)
+        except BaseException:
+            await environment.stop()
+            raise
+        return environment
+
+    async def _serve_harness(self) -> None:
+        def server(name: str, handler: Handler) -> H2Server:
+            uri = self.config.cache if name == "cache" else self.config.router
+            return H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name),
+                                                  ca=self.pki.ca_cert, host=urlsplit(uri).hostname or "127.0.0.1",
+                                                  port=port_of(uri)))
+
+        for name, handler in (("cache", Recorder("cache", self.cache, lambda: self.current)),
+                              ("router", Recorder("router", self.inbox, lambda: self.current))):
+            started = server(name, handler)
+            await started.start()
+            self.servers.append(started)
+
+    async def _start_embedded(self, app_factory: AppFactory | None) -> None:
+        config = self.config
+        tls = PartyTls(self.pki.cert("verifier"), self.pki.key("verifier"), self.pki.ca_cert)
+        models = [load_model(model) for model in config.models]
+        verifier_config = VerifierConfig(base_uri=config.base_uri, routers=frozenset({config.router}),
+                                         output_wait_s=2.0, round_wait_s=20.0)
+        service = await VerifierService.start(verifier_config, tls, models, config.router, port=port_of(config.base_uri),
+                                              app_factory=app_factory)
+        self.embedded = RunningRole("verifier", config.base_uri, service.app, service.server, [service.stop])
+        self.embedded_app = service.app
+
+    async def stop(self) -> None:
+        await self.iut.aclose()
+        if self.embedded is not None:
+            await self.embedded.stop()
+            self.embedded = None
+        for server in self.servers:
+            await server.stop()
+        self.servers.clear()
+        self.cache.store.close()
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+    # ------------------------------------------------------------------ load control (embedded only)
+
+    def pin_load(self, load: int | None) -> None:
+        if self.embedded_app is None:
+            raise RuntimeError("only the embedded IUT's load can be pinned")
+        self.embedded_app.pinned_load = load
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "iut": self.config.base_uri, "role": self.config.role, "models": list(self.config.models),
+            "embedded": self.config.embedded, "harness_router": self.config.router,
+            "harness_cache": self.config.cache, "drafters": list(self.config.drafters),
+        }
+
+
+def embedded_target(folder: Path) -> TargetConfig:
+    """A PKI and target for the reference verifier run in-process, on free loopback ports."""
+    uris = {name: f"https://127.0.0.1:{free_port()}/{name}/" for name in ("verifier", *HARNESS_PARTIES)}
+    pki = init_pki(folder / "pki", uris, subject="verifier")
+    return TargetConfig(
+        role="verifier", base_uri=uris["verifier"], ca=pki.ca_cert, models=DEFAULT_MODELS, pki=pki.directory,
+        router=uris["router"], cache=uris["cache"], drafters=(uris["drafter-1"], uris["drafter-2"]),
+    )
+
+
+__all__ = ["HARNESS_PARTIES", "AppFactory", "Environment", "Recorder", "RouterInbox", "embedded_target"]
