@@ -11,7 +11,7 @@ from sdcp_conformance.suites.verifier import CATALOGUE
     "VER-SANITY-001",
     area="sanity",
     section="6.1, 6.3",
-    quote="The verifier validates the contract ..., computes d[0], and answers with session-state (round 0, "
+    quote="The verifier validates the contract ... computes d[0], and answers with session-state (round 0, "
           "committed 0).",
     level=Level.MUST,
     sanity=True,
