@@ -1,13 +1,20 @@
 """The verifier conformance suite: every requirement the draft and the profile place on a verifier.
 
-Case modules register their cases on :data:`CATALOGUE` when imported; the
-import list below is the suite.
+Each module of this package declares the cases of one area on
+:data:`CATALOGUE`; importing the package imports them all (in name order),
+so adding a module adds its cases.
 """
+
+import importlib
+import pkgutil
 
 from sdcp_conformance.harness.case import Catalogue
 
 CATALOGUE = Catalogue()
 
-from sdcp_conformance.suites.verifier import sanity  # noqa: E402,F401  (registers the cases)
+_NOT_CASES = frozenset({"requirements"})
+for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
+    if _module not in _NOT_CASES:
+        importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["CATALOGUE"]
