@@ -255,8 +255,8 @@ class CaseContext:
         self.require(verdict.round == session.round + 1,
                      f"the verdict is for round {verdict.round}, not {session.round + 1}")
         expected_digest = extend_digest(session.digest, verdict.emitted)
-        self.require(verdict.committed == len(session.output) + len(verdict.emitted),
-                     f"committed {verdict.committed} is not n + |emitted| = {len(session.output) + len(verdict.emitted)}")
+        extended = len(session.output) + len(verdict.emitted)
+        self.require(verdict.committed == extended, f"committed {verdict.committed} is not n + |emitted| = {extended}")
         self.require(verdict.digest == expected_digest,
                      "the verdict's digest is not d[n] extended by its emitted tokens (§4.2)",
                      expected=expected_digest.hex(), actual=verdict.digest.hex())

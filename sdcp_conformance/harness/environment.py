@@ -174,8 +174,8 @@ class Environment:
         models = [load_model(model) for model in config.models]
         verifier_config = VerifierConfig(base_uri=config.base_uri, routers=frozenset({config.router}),
                                          output_wait_s=2.0, round_wait_s=20.0)
-        service = await VerifierService.start(verifier_config, tls, models, config.router, port=port_of(config.base_uri),
-                                              app_factory=app_factory)
+        service = await VerifierService.start(verifier_config, tls, models, config.router,
+                                              port=port_of(config.base_uri), app_factory=app_factory)
         self.embedded = RunningRole("verifier", config.base_uri, service.app, service.server, [service.stop])
         self.embedded_app = service.app
 
