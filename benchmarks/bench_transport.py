@@ -1,6 +1,6 @@
 """Rate of small POSTs through the harness's HTTP/2 stack, against h2load on the same server.
 
-Run: ``python benchmarks/bench_transport.py [--requests N]``. It mints a PKI in
+Run: ``python benchmarks/bench_transport.py [--requests N] [--repeat R] [--httpx-requests N]``. It mints a PKI in
 a temporary folder, starts the h2 server (sdcp_conformance.transport.server)
 in a child process with two listeners (one requiring client certificates for
 our clients, one without client authentication for h2load, which has no
@@ -12,6 +12,13 @@ client-certificate option), and measures on ONE HTTP/2 connection each:
 
 It prints requests/s and each client's ratio to h2load at the same concurrency.
 Target (issue 3): the harness path at >= 50% of h2load's rate with 32 streams.
+
+Every rate is the median of ``--repeat`` runs (3 by default). The runs of the
+three clients are interleaved (h2load, H2Client, httpx, h2load, …), so a change
+in the machine's load during the benchmark touches all of them alike; a short
+h2load run warms the server up first, and each Python client warms its
+connection up before it is timed. httpx, several times slower, is timed on
+``--httpx-requests`` requests (4,000 by default) to keep the benchmark short.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import asyncio
 import json
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -130,16 +138,27 @@ def _h2load_rate(port: int, total: int, streams: int, body_file: Path) -> float:
 # --------------------------------------------------------------------------- main
 
 
-def _measure(pki: Pki, ports: dict[str, int], total: int, work: Path) -> None:
+def _measure(pki: Pki, ports: dict[str, int], args: argparse.Namespace, work: Path) -> None:
+    total, repeat = args.requests, args.repeat
     body_file = work / "body.cbor"
     body_file.write_bytes(BODY)
+    _h2load_rate(ports["open"], min(total, 2000), STREAMS, body_file)  # warm-up: the server process
     rows = []
     for streams in (1, STREAMS):
-        h2load = _h2load_rate(ports["open"], total, streams, body_file)
-        lean = asyncio.run(_h2client_rate(pki, ports["mtls"], total, streams))
-        via_httpx = asyncio.run(_httpx_rate(pki, ports["mtls"], total, streams))
-        rows.append((streams, h2load, lean, via_httpx))
-    print(f"{total} small POSTs ({len(BODY)} B in, {len(REPLY)} B out) on one HTTP/2 connection")
+        runs: dict[str, list[float]] = {"h2load": [], "H2Client": [], "httpx": []}
+        for _ in range(repeat):  # interleaved, so that load changes touch every client alike
+            runs["h2load"].append(_h2load_rate(ports["open"], total, streams, body_file))
+            runs["H2Client"].append(asyncio.run(_h2client_rate(pki, ports["mtls"], total, streams)))
+            if args.httpx_requests > 0:
+                runs["httpx"].append(asyncio.run(_httpx_rate(pki, ports["mtls"], args.httpx_requests, streams)))
+        spread = "  ".join(f"{name} " + "/".join(f"{r:.0f}" for r in rates) for name, rates in runs.items() if rates)
+        print(f"runs at {streams} stream(s), req/s: {spread}", flush=True)
+        median = {name: statistics.median(rates) if rates else float("nan") for name, rates in runs.items()}
+        rows.append((streams, median["h2load"], median["H2Client"], median["httpx"]))
+    print(
+        f"{total} small POSTs ({len(BODY)} B in, {len(REPLY)} B out) on one HTTP/2 connection "
+        f"(httpx: {args.httpx_requests}); median of {repeat} interleaved runs"
+    )
     print(f"{'streams':>7} {'h2load/s':>10} {'H2Client/s':>11} {'ratio':>6} {'httpx/s':>9} {'ratio':>6}")
     for streams, h2load, lean, via_httpx in rows:
         print(
@@ -153,7 +172,9 @@ def _measure(pki: Pki, ports: dict[str, int], total: int, work: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--requests", type=int, default=20000, help="requests per run of h2load and H2Client")
+    parser.add_argument("--httpx-requests", type=int, default=4000, help="requests per httpx run (0: skip httpx)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is reported")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -173,7 +194,7 @@ def main() -> None:
         try:
             assert child.stdout is not None
             ports = json.loads(child.stdout.readline())
-            _measure(pki, ports, args.requests, work)
+            _measure(pki, ports, args, work)
         finally:
             assert child.stdin is not None
             child.stdin.close()

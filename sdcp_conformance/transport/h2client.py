@@ -37,12 +37,7 @@ import h2.events
 import h2.exceptions
 import hpack
 from h2.errors import ErrorCodes
-from h2.utilities import (
-    HeaderValidationFlags,
-    normalize_outbound_headers,
-    utf8_encode_headers,
-    validate_outbound_headers,
-)
+from h2.utilities import HeaderValidationFlags, normalize_outbound_headers, validate_outbound_headers
 from hpack.struct import Header
 from hpack.table import HeaderTable
 
@@ -479,7 +474,8 @@ class H2Client:
             ("content-length", str(length)),
             *((name.lower(), value) for name, value in (headers or {}).items()),
         ]
-        normalised = normalize_outbound_headers(utf8_encode_headers(raw), _REQUEST_FLAGS, False)
+        encoded = [(name.encode(), value.encode()) for name, value in raw]  # UTF-8, as h2 and hpack do
+        normalised = normalize_outbound_headers(encoded, _REQUEST_FLAGS)  # no cookie splitting: h2's default
         checked = tuple(validate_outbound_headers(normalised, _REQUEST_FLAGS))
         if len(self._header_lists) >= HEADER_CACHE_SIZE:
             del self._header_lists[next(iter(self._header_lists))]  # the oldest
