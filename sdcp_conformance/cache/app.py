@@ -78,6 +78,10 @@ class CacheApp:
         for fault in firing:
             if fault.kind is FaultKind.DROP_LEASE:
                 self.store.delete(request.path)
+            if fault.kind is FaultKind.INSERT_BEFORE_PUT:
+                spliced = self._insert(request, fault)
+                if spliced is not None:
+                    return spliced
         terminal = next((fault for fault in firing if fault.kind.terminal), None)
         if terminal is not None:
             return _injected(terminal, request.path)
@@ -91,6 +95,19 @@ class CacheApp:
         response = status_problem_response(405, f"{method} is not served by the MLC")
         response.headers.append(("allow", ALLOWED_METHODS))
         return response
+
+    def _insert(self, request: Request, fault: ArmedFault) -> Response | None:
+        """FaultKind.INSERT_BEFORE_PUT: another writer's bytes arrive first (or get spliced in)."""
+        with self.store.lock:
+            now = self._clock()
+            current = self.store.get(request.path, now)
+            old = current.data if current is not None else b""
+            if not fault.splice:
+                self.store.put(request.path, old + fault.data, lease_ms=None, now=now)
+                return None
+            added = request.body[len(old):] if request.body.startswith(old) else request.body
+            stored = self.store.put(request.path, old + fault.data + added, lease_ms=None, now=now)
+        return Response(201 if current is None else 204, headers=[("etag", stored.etag)])
 
     def _get(self, request: Request, *, with_body: bool) -> Response:
         stored = self.store.get(request.path, self._clock())

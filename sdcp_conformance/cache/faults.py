@@ -30,6 +30,13 @@ class FaultKind(enum.Enum):
     """The object is evicted before its lease ends, just before the next request for it."""
     REJECT_APPEND = "reject-append"
     """A PUT is refused with an error status and not applied."""
+    INSERT_BEFORE_PUT = "insert-before-put"
+    """Bytes (a fence record, say) land in the object just before the next PUT to it.
+
+    Plain: as if another writer appended first, so a PUT with If-Match gets 412
+    (the re-read path of P1-LOG-1). Spliced: the cache is neither fencing nor
+    atomic — it stores old content + inserted bytes + the PUT's new records and
+    answers success, which only a read-back after the append can reveal (§6.8)."""
 
     @property
     def terminal(self) -> bool:
@@ -55,6 +62,8 @@ class ArmedFault:
     status: int | None = None
     seconds: float = 0.0
     transport: TransportFault | None = None
+    data: bytes = b""
+    splice: bool = False
 
     def matches(self, method: str, path: str) -> bool:
         return self.remaining > 0 and method in self.methods and (self.path is None or self.path == path)
@@ -66,6 +75,8 @@ class ArmedFault:
             return f"transport fault {self.transport.value}"
         if self.status is not None:
             return f"status {self.status}"
+        if self.kind is FaultKind.INSERT_BEFORE_PUT:
+            return f"{'splice' if self.splice else 'insert'} {len(self.data)} bytes before the PUT"
         return str(self.kind.value)
 
 
@@ -135,6 +146,17 @@ class FaultPlan:
         if not 400 <= status <= 599:
             raise InvalidArgument(f"an injected rejection needs an error status, not {status}")
         return self._arm(FaultKind.REJECT_APPEND, path, frozenset({"PUT"}), count, status=status)
+
+    def insert_before_put(self, path: str, data: bytes, *, splice: bool = False) -> int:
+        """Put ``data`` into the object at ``path`` just before the next PUT to it (see the kind)."""
+        if not data:
+            raise InvalidArgument("nothing to insert")
+        fault_id = self._arm(FaultKind.INSERT_BEFORE_PUT, path, frozenset({"PUT"}), 1)
+        with self._lock:
+            for fault in self._armed:
+                if fault.fault_id == fault_id:
+                    fault.data, fault.splice = data, splice
+        return fault_id
 
     def _arm(
         self,

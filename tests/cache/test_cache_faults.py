@@ -7,12 +7,13 @@ from collections.abc import Callable
 import pytest
 
 from sdcp_conformance.cache.app import CacheApp
-from sdcp_conformance.cache.append import ConditionalAppendError, append_record
+from sdcp_conformance.cache.append import AppendStatus, ConditionalAppendError, append_record
 from sdcp_conformance.cache.clients import HandlerObjectClient
 from sdcp_conformance.cache.commit_log import CommitRecord
 from sdcp_conformance.cache.faults import FaultKind, FaultPlan
 from sdcp_conformance.cache.transcript import Transcript
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.protocol.codec import decode_sequence, encode
 from sdcp_conformance.transport.types import TransportFault
 from tests.cache.conftest import FakeClock
 from tests.cache.helpers import LOG, request, run
@@ -187,3 +188,32 @@ def test_disarm_all(app: CacheApp) -> None:
 def test_nonsensical_faults_are_refused(arm: Callable[[FaultPlan], object]) -> None:
     with pytest.raises(InvalidArgument):
         arm(FaultPlan())
+
+
+def test_an_inserted_fence_makes_the_racing_append_re_read_and_stop(app: CacheApp) -> None:
+    """Plain insertion: another writer's fence lands first, the If-Match PUT gets 412 (P1-LOG-1)."""
+    client = HandlerObjectClient(app)
+    run(append_record(client, "https://mlc" + LOG, CommitRecord(1, 1, (5,), 1, b"\x33" * 32)))
+    app.faults.insert_before_put(LOG, encode({"epoch": 2}))
+    outcome = run(append_record(client, "https://mlc" + LOG, CommitRecord(1, 2, (6,), 2, b"\x33" * 32)))
+    assert outcome.status is AppendStatus.FENCED and outcome.conflicts == 1
+    stored = app.store.get(LOG, 0.0)
+    assert stored is not None and decode_sequence(stored.data)[-1] == {"epoch": 2}
+    assert [kind for _, _, _, kinds in faults_in_transcript(app) for kind in kinds if "insert" in kind]
+
+
+def test_a_spliced_fence_is_only_visible_to_a_read_back(app: CacheApp) -> None:
+    """Spliced insertion plays a cache that neither fences nor appends atomically (§6.8)."""
+    app.enforce_fences = False
+    client = HandlerObjectClient(app)
+    run(append_record(client, "https://mlc" + LOG, CommitRecord(1, 1, (5,), 1, b"\x33" * 32)))
+    app.faults.insert_before_put(LOG, encode({"epoch": 2}), splice=True)
+    blind = run(append_record(client, "https://mlc" + LOG, CommitRecord(1, 2, (6,), 2, b"\x33" * 32),
+                              read_back=False))
+    assert blind.status is AppendStatus.APPENDED  # a writer that does not read back is fooled
+    stored = app.store.get(LOG, 0.0)
+    assert stored is not None
+    assert [item.get("round") for item in decode_sequence(stored.data)] == [1, None, 2]
+    app.faults.insert_before_put(LOG, encode({"epoch": 3}), splice=True)
+    careful = run(append_record(client, "https://mlc" + LOG, CommitRecord(2, 3, (7,), 3, b"\x33" * 32)))
+    assert careful.status is AppendStatus.FENCED  # the read-back sees the fence before its record

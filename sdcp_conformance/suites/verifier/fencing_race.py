@@ -1,0 +1,55 @@
+"""Fences that arrive while the IUT appends: the 412 re-read of P1-LOG-1 and the §6.8 read-back.
+
+The harness's cache slips a fence record into the commit log just before the
+IUT's PUT of its next record: plainly (as if the router's append won the
+race, so the IUT's If-Match fails and it must re-read), or spliced into the
+IUT's own write by a cache that neither enforces fences nor appends
+atomically (so only reading the log back after the append reveals the fence).
+Either way the round must end with no verdict and no output.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.context import CaseContext
+from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.suites.verifier import CATALOGUE
+from sdcp_conformance.suites.verifier._common_a import still_works
+from sdcp_conformance.suites.verifier.fencing import FENCED_APPEND, READ_BACK, _fence_kept, _no_output_beyond
+
+RE_READ = "On 412 the writer re-reads: if a fence with a higher epoch is now present it stops serving the session"
+
+
+async def _race(ctx: CaseContext, *, splice: bool) -> None:
+    ctx.env.cache.enforce_fences = not splice
+    session = await ctx.open_ok()
+    await ctx.assign_ok(session)
+    await still_works(ctx, session, "round 1 before the fence")
+    fence = encode({"epoch": session.epoch + 1})
+    ctx.env.cache.faults.insert_before_put(urlsplit(session.commit_log).path, fence, splice=splice)
+    answer = await ctx.send_proposal(ctx.proposal(session, ctx.greedy(session, 2)))
+    fired = [firing for firing in ctx.env.cache.faults.fired if firing.kind.value == "insert-before-put"]
+    if not fired:
+        ctx.fail("the IUT verified the round without appending to the commit log",
+                 expected=["a PUT of the commit record"], actual=answer.describe())
+    ctx.require(not answer.ok, "the IUT sent a verdict although a fence with a higher epoch came before its "
+                "commit record", expected="no verdict (any non-2xx)", actual=answer.describe())
+    await _no_output_beyond(ctx, session)
+    _fence_kept(ctx, session, 1, enforcing=not splice)
+
+
+@CATALOGUE.case("VER-6.8-FENCING-101", area="fencing", section="6.8", level=Level.MUST,
+                quote=f"{FENCED_APPEND} ... {RE_READ}", profile=("P1-LOG-1",))
+async def fence_wins_the_append_race(ctx: CaseContext) -> None:
+    """A fence lands between the IUT's read and write of the log: its If-Match PUT fails, it re-reads and stops."""
+    await _race(ctx, splice=False)
+
+
+@CATALOGUE.case("VER-6.8-FENCING-102", area="fencing", section="6.8", level=Level.MUST,
+                quote=f"{READ_BACK} ... {FENCED_APPEND}", profile=("P1-LOG-2",))
+async def fence_spliced_into_the_append(ctx: CaseContext) -> None:
+    """A cache that neither fences nor appends atomically stores a fence before the IUT's record and says
+    success: only the read-back of §6.8 reveals it, and the IUT must then release nothing."""
+    await _race(ctx, splice=True)

@@ -1,0 +1,245 @@
+"""Transport and message framing at the verifier (§5.1, P1-TLS-1, P1-MSG-1, P1-ERR-1).
+
+Handshakes with bad client credentials and other TLS/HTTP versions are probed
+two ways: through the harness's HTTP/2 client with the negative identities,
+and with raw :mod:`ssl` probes (:mod:`sdcp_conformance.harness.probes`) where
+the client must offer what a correct party never would.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+
+from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.context import CaseContext
+from sdcp_conformance.harness.iut import Answer
+from sdcp_conformance.harness.probes import ProbeResult, TlsOffer, http1_request, tls_probe
+from sdcp_conformance.protocol.codec import decode, encode
+from sdcp_conformance.protocol.messages import SessionState
+from sdcp_conformance.protocol.problems import (
+    PROBLEM_CBOR_MEDIA_TYPE,
+    PROBLEM_MEDIA_TYPE,
+    PROBLEM_URN_PREFIX,
+    SDCP_MEDIA_TYPE,
+)
+from sdcp_conformance.suites.verifier import CATALOGUE
+from sdcp_conformance.transport.client import FailureKind
+
+MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
+        "is REQUIRED.")
+TLS_PROFILE = ("HTTP/2 over TLS 1.3 with a required client certificate. A handshake without a client certificate, "
+               "with one from an unknown CA, or at TLS 1.2 must fail.")
+HTTP1_PROFILE = "HTTP/1.1 requests (if ALPN lets them through) are refused with 505 or the connection is closed."
+REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
+
+
+async def _bad_identity(ctx: CaseContext, identity: str, label: str) -> None:
+    """Open a session as ``identity``: the handshake (or the first request on it) must fail."""
+    session = ctx.track()
+    answer = await ctx.open(session, party=identity)
+    if answer.status is None:
+        if answer.failure in REFUSALS:
+            ctx.note(f"refused below HTTP: {answer.describe()}")
+            return
+        ctx.fail(f"a client {label} got no answer at all ({answer.describe()}): the IUT hung instead of "
+                 "refusing the handshake", expected=["handshake refused"], actual=answer.describe())
+    if answer.ok:
+        ctx.fail(f"a client {label} opened a session ({answer.describe()}): mutual certificate authentication "
+                 "is REQUIRED", expected=["handshake refused"], actual=answer.describe())
+    ctx.non_strict(f"a client {label} completed the handshake and got an HTTP answer ({answer.describe()}); "
+                   "P1-TLS-1 has the handshake itself fail", expected=["handshake refused"], actual=answer.describe())
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-001", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
+    level=Level.REQUIRED, profile=("P1-TLS-1",),
+)
+async def no_client_certificate(ctx: CaseContext) -> None:
+    """A client presenting no certificate cannot reach the verifier's resources."""
+    await _bad_identity(ctx, "no-cert", "without a certificate")
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-002", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
+    level=Level.REQUIRED, profile=("P1-TLS-1",),
+)
+async def certificate_from_another_ca(ctx: CaseContext) -> None:
+    """A client certificate issued by an unknown CA is refused."""
+    await _bad_identity(ctx, "wrong-ca", "with a certificate from an unknown CA")
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-003", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
+    level=Level.REQUIRED, profile=("P1-TLS-1",),
+)
+async def expired_certificate(ctx: CaseContext) -> None:
+    """An expired (otherwise valid) client certificate is refused."""
+    await _bad_identity(ctx, "expired", "with an expired certificate")
+
+
+def _offer(ctx: CaseContext, party: str, *, max_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3,
+           alpn: tuple[str, ...] = ()) -> TlsOffer:
+    return TlsOffer(ctx.env.pki.cert(party), ctx.env.pki.key(party), max_version=max_version, alpn=alpn)
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-004", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
+    level=Level.REQUIRED, profile=("P1-TLS-1",),
+)
+async def tls12_refused(ctx: CaseContext) -> None:
+    """A client offering at most TLS 1.2 (valid certificate, ALPN h2) cannot complete a handshake."""
+    offer = _offer(ctx, "drafter-1", max_version=ssl.TLSVersion.TLSv1_2, alpn=("h2",))
+    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False)
+    ctx.note(f"TLS 1.2 probe: {result.describe()}")
+    ctx.require(not result.handshake_ok, f"the IUT completed a handshake at {result.tls_version}; TLS 1.3 is REQUIRED",
+                expected="handshake refused", actual=result.describe())
+
+
+def _judge_http1(ctx: CaseContext, result: ProbeResult) -> None:
+    """P1-TLS-1: a 505, a refused handshake or a closed connection; serving the request fails."""
+    ctx.note(f"HTTP/1.1 probe: {result.describe()}")
+    status = result.http1_status
+    acceptable = ["handshake refused", "HTTP/1.1 505", "connection closed without an HTTP/1.x answer"]
+    if not result.handshake_ok or status == 505 or (status is None and result.closed):
+        return
+    if status is not None and 200 <= status < 300:
+        ctx.fail(f"the IUT served an SDCP request over HTTP/1.1 ({status}); HTTP/2 or HTTP/3 is REQUIRED",
+                 expected=acceptable, actual=result.describe())
+    ctx.non_strict(f"the IUT neither answered 505 nor closed the connection: {result.describe()}",
+                   expected=acceptable, actual=result.describe())
+
+
+async def _http1_probe(ctx: CaseContext, alpn: tuple[str, ...]) -> None:
+    session = ctx.track()
+    request = http1_request(ctx.env.config.base_uri, "POST", "sessions", encode(ctx.opening(session)),
+                            SDCP_MEDIA_TYPE)
+    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, _offer(ctx, "router", alpn=alpn), request)
+    _judge_http1(ctx, result)
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-005", area="transport", section="5.1", quote=f"{MTLS} ... {HTTP1_PROFILE}",
+    level=Level.REQUIRED, profile=("P1-TLS-1",),
+)
+async def http11_by_alpn(ctx: CaseContext) -> None:
+    """A router offering only ALPN http/1.1 and sending an HTTP/1.1 session-open gets 505 or a closed connection."""
+    await _http1_probe(ctx, ("http/1.1",))
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-006", area="transport", section="5.1", quote=f"{MTLS} ... {HTTP1_PROFILE}",
+    level=Level.REQUIRED, profile=("P1-TLS-1",),
+)
+async def http11_without_alpn(ctx: CaseContext) -> None:
+    """A router offering no ALPN at all and sending an HTTP/1.1 session-open gets 505 or a closed connection."""
+    await _http1_probe(ctx, ())
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-007", area="transport", section="5.1", quote=MTLS, level=Level.REQUIRED,
+    profile=("P1-TLS-1",),
+)
+async def alpn_selects_h2(ctx: CaseContext) -> None:
+    """Offered both h2 and http/1.1, the IUT selects h2 (it never negotiates HTTP/1.1 over TLS)."""
+    offer = _offer(ctx, "drafter-1", alpn=("h2", "http/1.1"))
+    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False)
+    ctx.note(f"ALPN probe: {result.describe()}")
+    ctx.require(result.handshake_ok, f"a valid client offering h2 and http/1.1 was refused: {result.describe()}",
+                expected="handshake with ALPN h2", actual=result.describe())
+    ctx.require(result.tls_version == "TLSv1.3", f"the handshake negotiated {result.tls_version}, not TLS 1.3",
+                expected="TLSv1.3", actual=str(result.tls_version))
+    if result.alpn == "h2":
+        return
+    if result.alpn is None:
+        ctx.non_strict("the IUT selected no ALPN protocol; P1-TLS-1 speaks HTTP/2 over TLS, which ALPN h2 names "
+                       "(RFC 9113 §3.2)", expected=["ALPN h2"], actual="no ALPN")
+    ctx.fail(f"the IUT selected ALPN {result.alpn!r}; HTTP/2 or HTTP/3 is REQUIRED", expected=["ALPN h2"],
+             actual=str(result.alpn))
+
+
+def _media(answer: Answer) -> str:
+    return (answer.content_type or "").split(";", 1)[0].strip().lower()
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-008", area="transport", section="5.1",
+    quote='Message bodies use the media type "application/sdcp+cbor". ... Request and success bodies are '
+          "`application/sdcp+cbor`.",
+    level=Level.MUST, profile=("P1-MSG-1",),
+)
+async def success_media_type(ctx: CaseContext) -> None:
+    """session-state, verdict and output bodies are labelled application/sdcp+cbor."""
+    session = ctx.track()
+    answers = [("POST sessions", await ctx.open(session))]
+    ctx.check_state(session, ctx.expect_ok(answers[0][1], SessionState, what="POST sessions"), "POST sessions")
+    answers.append(("PUT sessions/{id}/drafter", await ctx.assign(session)))
+    answers.append(("POST proposals", await ctx.propose(session, ctx.greedy(session, 1))))
+    answers.append(("GET output", await ctx.output(session, 0)))
+    for what, answer in answers:
+        ctx.require(answer.ok, f"{what} failed: {answer.describe()}", expected="2xx", actual=answer.describe())
+        ctx.require(_media(answer) == SDCP_MEDIA_TYPE, f"{what}: the body's media type is {answer.content_type!r}",
+                    expected=SDCP_MEDIA_TYPE, actual=str(answer.content_type))
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-009", area="transport", section="5.1",
+    quote="Errors use Problem Details [RFC9457]; ... Errors are RFC 9457 `application/problem+json`. `type` is "
+          "`urn:ietf:params:sdcp:problem:<suffix>` with the suffix from Table 2",
+    level=Level.MUST, profile=("P1-ERR-1",),
+)
+async def errors_are_problem_details(ctx: CaseContext) -> None:
+    """A refused proposal (wrong epoch) is answered with a Problem Details document of the Table 2 type."""
+    session = await ctx.open_ok()
+    await ctx.assign_ok(session)
+    answer = await ctx.propose(session, ctx.greedy(session, 1), epoch=session.epoch + 1)
+    ctx.require(answer.status == 409, f"a proposal with another epoch got {answer.describe()}, not 409",
+                expected="409", actual=answer.describe())
+    media = _media(answer)
+    ctx.require(media in (PROBLEM_MEDIA_TYPE, PROBLEM_CBOR_MEDIA_TYPE),
+                f"the error body is labelled {answer.content_type!r}, not a Problem Details media type",
+                expected=PROBLEM_MEDIA_TYPE, actual=str(answer.content_type))
+    members = _problem_members(ctx, answer, media)
+    status = members.get("status")
+    ctx.require(status is None or status == answer.status,
+                f"the problem's status member {status!r} differs from the HTTP status {answer.status} (RFC 9457 "
+                "§3.1.2: generators MUST use the same status code)", expected=str(answer.status), actual=str(status))
+    type_uri = members.get("type")
+    expected = PROBLEM_URN_PREFIX + "sdcp-stale-epoch"
+    if type_uri == expected:
+        return
+    if isinstance(type_uri, str) and type_uri.rsplit("/", 1)[-1].rsplit(":", 1)[-1] == "sdcp-stale-epoch":
+        ctx.non_strict(f"the problem type {type_uri!r} names sdcp-stale-epoch but not as the profile's URN",
+                       expected=[expected], actual=type_uri)
+    ctx.fail(f"the problem type {type_uri!r} is not sdcp-stale-epoch (§6.3 Fencing)", expected=[expected],
+             actual=str(type_uri))
+
+
+def _problem_members(ctx: CaseContext, answer: Answer, media: str) -> dict[str, object]:
+    try:
+        members = json.loads(answer.body) if media == PROBLEM_MEDIA_TYPE else decode(answer.body)
+    except Exception as exc:  # any decoding failure is the IUT's malformed body
+        ctx.fail(f"the problem body does not decode as {media}: {exc}", actual=answer.body[:200].hex())
+    if not isinstance(members, dict):
+        ctx.fail("the problem body is not an object", actual=answer.body[:200].hex())
+    return members
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-010", area="transport", section="5.1",
+    quote="Senders use core deterministic encoding (RFC 8949 §4.2.1) for every message",
+    level=Level.PROFILE, profile=("P1-MSG-1",),
+)
+async def deterministic_encoding(ctx: CaseContext) -> None:
+    """The session-state, verdict and output the IUT sends are in core deterministic CBOR."""
+    session = ctx.track()
+    answers = [("session-state", await ctx.open(session))]
+    answers.append(("session-state of PUT drafter", await ctx.assign(session)))
+    answers.append(("verdict", await ctx.propose(session, ctx.greedy(session, 2))))
+    answers.append(("output", await ctx.output(session, 0)))
+    for what, answer in answers:
+        ctx.require(answer.ok, f"{what}: the request failed ({answer.describe()})", actual=answer.describe())
+        canonical = encode(decode(answer.body))
+        if canonical != answer.body:
+            ctx.non_strict(f"the {what} is not in core deterministic encoding", expected=[canonical.hex()],
+                           actual=answer.body.hex())
