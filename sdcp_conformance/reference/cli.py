@@ -125,18 +125,19 @@ async def _serve_role(start: Any) -> None:
 @click.option("--pki", "pki_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--party", default="verifier", show_default=True)
 @click.option("--router", "router_uri", required=True, help="The router's base URI (P1-TLS-2).")
-@click.option("--model", default="bigram", show_default=True)
+@click.option("--model", "models", multiple=True, default=("bigram",), show_default=True,
+              help="Target model to serve: mock model id or folder (repeat to serve several, D-VER-9).")
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--dtype", default="float32", show_default=True, type=click.Choice(["float32", "bfloat16"]))
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--pin-load", type=click.IntRange(0, 100), default=None,
               help="Report this load instead of the measured one (for tests of §6.5.2).")
-def serve_verifier(pki_dir: Path, party: str, router_uri: str, model: str, device: str, dtype: str, host: str,
-                   pin_load: int | None) -> None:
+def serve_verifier(pki_dir: Path, party: str, router_uri: str, models: tuple[str, ...], device: str, dtype: str,
+                   host: str, pin_load: int | None) -> None:
     """Run one reference verifier."""
     tls, base_uri = _role_tls(pki_dir, party)
-    runtime = load_model(model, device, dtype)
-    asyncio.run(_serve_role(start_verifier(base_uri, tls, runtime, router_uri, host=host, pinned_load=pin_load)))
+    runtimes = [load_model(model, device, dtype) for model in models]
+    asyncio.run(_serve_role(start_verifier(base_uri, tls, runtimes, router_uri, host=host, pinned_load=pin_load)))
 
 
 @serve.command("drafter")

@@ -46,14 +46,31 @@ def pki() -> None:
     "cache and harness on 127.0.0.1.",
 )
 @click.option("--subject", help="Party the negative-test certificates impersonate.")
-def init_command(directory: Path, party_specs: tuple[str, ...], subject: str | None) -> None:
+@click.option("--iut", type=click.Choice(["verifier"]), default=None,
+              help="Mint for an implementation under test and the conformance harness (free loopback ports; "
+              "--party overrides a base URI), write DIRECTORY/target.toml and print how to start the IUT.")
+def init_command(directory: Path, party_specs: tuple[str, ...], subject: str | None, iut: str | None) -> None:
     """Mint a CA, party certificates and negative-test certificates into DIRECTORY."""
+    if iut is not None:
+        _init_for_iut(directory, _parse_parties(party_specs))
+        return
     parties = _parse_parties(party_specs or DEFAULT_PARTIES)
     try:
         made = init_pki(directory, parties, subject=subject)
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from exc
     click.echo(parties_text(made), nl=False)
+
+
+def _init_for_iut(directory: Path, overrides: dict[str, str]) -> None:
+    # The harness layer writes the target file; imported here so the transport layer never depends on it.
+    from sdcp_conformance.harness.cli import iut_instructions, write_iut_target
+
+    try:
+        made, target = write_iut_target(directory, overrides)
+    except InvalidArgument as exc:
+        raise click.UsageError(str(exc)) from exc
+    click.echo(iut_instructions(made, target), nl=False)
 
 
 @pki.command("issue")

@@ -1,0 +1,238 @@
+"""pytest plugin: the verifier conformance cases as pytest items.
+
+``pytest --sdcp-target target.toml`` (or ``pytest --sdcp-suite`` for the
+embedded reference verifier) collects one item per case, node ID = case ID,
+in the runner's order (sanity first and last, the rest shuffled by
+``--sdcp-seed``), and runs them in one harness environment started at the
+first item and stopped when the session ends. FAILED, ERROR and XPASS fail
+the item with the message and the transcript; SKIPPED skips; XFAIL is an
+xfail; NON-STRICT and INFORMATIONAL pass with a warning and user properties
+(which ``--junitxml`` records).
+
+Registered as a ``pytest11`` entry point, so it is loaded by every pytest run
+of every project where this package is installed: without its options it
+only adds them, and it imports nothing heavy until it is asked to run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+    from sdcp_conformance.harness.case import Case
+    from sdcp_conformance.harness.environment import Environment
+    from sdcp_conformance.harness.expected import ExpectedFailures
+    from sdcp_conformance.harness.runner import CaseResult
+    from sdcp_conformance.harness.target import TargetConfig
+
+PLUGIN_NAME = "sdcp-conformance-suite"
+
+
+class SdcpNote(UserWarning):
+    """A NON-STRICT or INFORMATIONAL verdict: the item passes, the note is shown in the warnings summary."""
+
+
+class SdcpCaseFailure(Exception):
+    """A case ended FAILED, ERROR or XPASS (or could not run): the item fails with this text."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sdcp", "SDCP verifier conformance suite")
+    group.addoption("--sdcp-suite", action="store_true", default=False,
+                    help="Run the verifier conformance cases (against the embedded reference verifier unless "
+                    "--sdcp-target is given).")
+    group.addoption("--sdcp-target", metavar="PATH", default=None,
+                    help="Target description (TOML) of the verifier under test; implies --sdcp-suite.")
+    group.addoption("--sdcp-only", action="append", default=[], metavar="ID-OR-AREA",
+                    help="Only these cases: a case ID, an ID prefix or an area (repeatable).")
+    group.addoption("--sdcp-seed", type=int, default=None, help="Seed of the case order (default: random, printed).")
+    group.addoption("--sdcp-expected-failures", metavar="PATH", default=None,
+                    help="Expected-failures file ([[expected]] id, contains, reason).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("sdcp_suite") or config.getoption("sdcp_target"):
+        config.pluginmanager.register(SdcpSuite(config), PLUGIN_NAME)
+
+
+class SdcpItem(pytest.Item):
+    """One run of one conformance case."""
+
+    def __init__(self, *, case: Case, run: str, suite: SdcpSuite, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.run = run
+        self.suite = suite
+        self.result: CaseResult | None = None
+
+    def runtest(self) -> None:
+        from sdcp_conformance.harness.case import Verdict
+
+        result = self.suite.run(self)
+        self.result = result
+        self.user_properties += [("sdcp_verdict", result.verdict.value), ("sdcp_seed", self.suite.seed),
+                                 ("sdcp_section", result.case.section), ("sdcp_level", result.case.level.value)]
+        if result.message:
+            self.user_properties.append(("sdcp_message", result.message))
+        if result.counts_as_failure:
+            raise SdcpCaseFailure(describe_result(result))
+        if result.verdict is Verdict.SKIPPED:
+            pytest.skip(result.message)
+        if result.verdict is Verdict.XFAIL:
+            pytest.xfail(f"{result.expected_failure}: {result.message}")
+        if result.verdict in (Verdict.NON_STRICT, Verdict.INFORMATIONAL):
+            warnings.warn(SdcpNote(f"{self.case.id} {result.verdict.value}: {result.message}"), stacklevel=1)
+
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
+                     style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, SdcpCaseFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        source = inspect.getsourcefile(self.case.run)
+        line = inspect.getsourcelines(self.case.run)[1] if source else None
+        return Path(source) if source else self.path, line, f"{self.case.id} [{self.run}] §{self.case.section}"
+
+
+def describe_result(result: CaseResult) -> str:
+    """The failure text: verdict, message, expectations, the quoted sentence, the transcript."""
+    lines = [f"{result.case.id} {result.verdict.value}: {result.message}"]
+    if result.expected:
+        lines.append("expected: " + " | ".join(result.expected))
+    if result.actual:
+        lines.append(f"actual: {result.actual}")
+    lines.append(f'§{result.case.section} ({result.case.level.value}): "{result.case.quote}"')
+    if result.transcript:
+        lines += ["transcript:", *(entry.render() for entry in result.transcript)]
+    return "\n".join(lines)
+
+
+class SdcpSuite:
+    """The registered plugin object: collects the cases, owns the event loop and the environment."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        import secrets
+
+        from sdcp_conformance.errors import InvalidArgument
+        from sdcp_conformance.harness.certify import default_catalogue
+
+        self.config = config
+        self.seed: int = config.getoption("sdcp_seed")
+        if self.seed is None:
+            self.seed = secrets.randbelow(2**32)
+        try:
+            self.target = _target(config.getoption("sdcp_target"))
+            self.catalogue = default_catalogue(self.target.role if self.target else "verifier")
+            self.selected = self.catalogue.select(config.getoption("sdcp_only"))
+            self.expected = _expected(config.getoption("sdcp_expected_failures"), set(self.catalogue.cases))
+        except InvalidArgument as exc:
+            raise pytest.UsageError(f"sdcp: {exc}") from exc
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.env: Environment | None = None
+        self.start_error = ""
+        self.dead = ""
+        self.verdicts: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ collection
+
+    def items(self, session: pytest.Session) -> Iterator[SdcpItem]:
+        from sdcp_conformance.harness.runner import order_cases
+
+        for case, run in order_cases(self.catalogue, self.selected, self.seed):
+            nodeid = case.id if run in ("main", "sanity-first") else f"{case.id}[{run}]"
+            yield SdcpItem.from_parent(session, name=nodeid, nodeid=nodeid, case=case, run=run, suite=self)
+
+    @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so those apply to the cases too
+    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        items.extend(self.items(session))
+
+    # ------------------------------------------------------------------ running
+
+    def _environment(self) -> Environment | None:
+        from sdcp_conformance.harness.environment import Environment
+
+        if self.env is None and not self.start_error:
+            self.loop = asyncio.new_event_loop()
+            try:
+                self.env = self.loop.run_until_complete(Environment.start(self.target))
+            except Exception as exc:  # reported on every item instead of crashing the session
+                self.start_error = f"the harness could not start: {type(exc).__name__}: {exc}"
+        return self.env
+
+    def run(self, item: SdcpItem) -> CaseResult:
+        from sdcp_conformance.harness.case import Verdict
+        from sdcp_conformance.harness.runner import CaseResult, run_case
+
+        env = self._environment()
+        if env is None or self.loop is None:
+            raise SdcpCaseFailure(self.start_error)
+        if self.dead and item.run != "sanity-last":
+            result = CaseResult(item.case, Verdict.SKIPPED, f"not run: the sanity case failed first ({self.dead})",
+                                run=item.run)
+        else:
+            result = self.loop.run_until_complete(run_case(env, item.case, self.seed, item.run))
+            if item.run == "sanity-first" and result.verdict is not Verdict.PASSED:
+                self.dead = result.message or result.verdict.value
+        if self.expected is not None:
+            self.expected.apply(result)
+        self.verdicts[result.verdict.value] = self.verdicts.get(result.verdict.value, 0) + 1
+        return result
+
+    def pytest_sessionfinish(self) -> None:
+        if self.loop is None:
+            return
+        if self.env is not None:
+            self.loop.run_until_complete(self.env.stop())
+            self.env = None
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+        self.loop = None
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        counts = ", ".join(f"{verdict} {count}" for verdict, count in sorted(self.verdicts.items()))
+        terminalreporter.write_sep("-", "SDCP conformance")
+        terminalreporter.write_line(f"verdicts: {counts or 'none run'}; seed {self.seed} "
+                                    f"(replay the order with --sdcp-seed {self.seed})")
+        if self.start_error:
+            terminalreporter.write_line(self.start_error)
+
+
+def _target(path: str | None) -> TargetConfig | None:
+    from sdcp_conformance.harness.target import load_target
+
+    return None if path is None else load_target(Path(path))
+
+
+def _expected(path: str | None, known: set[str]) -> ExpectedFailures | None:
+    from sdcp_conformance.errors import InvalidArgument
+    from sdcp_conformance.harness.expected import ExpectedFailures
+
+    if path is None:
+        return None
+    expected = ExpectedFailures.load(Path(path))
+    unknown = expected.unknown_ids(known)
+    if unknown:
+        raise InvalidArgument(f"{path}: no such case ID: {', '.join(unknown)}")
+    return expected
+
+
+__all__ = [
+    "PLUGIN_NAME",
+    "SdcpCaseFailure",
+    "SdcpItem",
+    "SdcpNote",
+    "SdcpSuite",
+    "describe_result",
+    "pytest_addoption",
+    "pytest_configure",
+]

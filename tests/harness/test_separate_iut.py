@@ -1,0 +1,118 @@
+"""`pki init --iut verifier`, then the reference verifier as a separate process, then `certify --target`."""
+
+from __future__ import annotations
+
+import json
+import queue
+import shlex
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import IO
+from urllib.parse import urlsplit
+
+import pytest
+
+from sdcp_conformance.harness.target import load_target
+from sdcp_conformance.reference.stack import READY_LINE
+
+CLI = [sys.executable, "-m", "sdcp_conformance.cli"]
+READY_TIMEOUT_S = 90.0
+STEP_TIMEOUT_S = 120.0
+
+
+def _cli_words(printed: str) -> list[str]:
+    """The printed `sdcp-conformance …` command, run with this interpreter (no reliance on PATH)."""
+    words = shlex.split(printed)
+    assert words[0] == "sdcp-conformance"
+    return [*CLI, *words[1:]]
+
+
+def _lines(stream: IO[str]) -> queue.Queue[str]:
+    """Lines of a child's stdout, read by a thread so that waiting for one can have a deadline."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def _wait_ready(lines: queue.Queue[str], process: subprocess.Popen[str]) -> str:
+    seen: list[str] = []
+    while True:
+        try:
+            line = lines.get(timeout=READY_TIMEOUT_S)
+        except queue.Empty:
+            pytest.fail(f"no {READY_LINE!r} line within {READY_TIMEOUT_S} s; got {seen}")
+        seen.append(line)
+        if line.startswith(READY_LINE):
+            return line[len(READY_LINE):].strip()
+        assert process.poll() is None, f"the verifier exited early: {seen}"
+
+
+def _port_is_free(uri: str) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", urlsplit(uri).port or 443))
+        except OSError:
+            return False
+    return True
+
+
+@pytest.fixture
+def separate_verifier(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    folder = tmp_path / "iut"
+    made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", "verifier"], capture_output=True, text=True,
+                          timeout=STEP_TIMEOUT_S, check=True)
+    printed = next(line.strip() for line in made.stdout.splitlines()
+                   if line.strip().startswith("sdcp-conformance serve verifier"))
+    with (tmp_path / "verifier.err").open("w") as errors:
+        process = subprocess.Popen(_cli_words(printed), stdout=subprocess.PIPE, stderr=errors, text=True)
+        try:
+            assert process.stdout is not None
+            base_uri = _wait_ready(_lines(process.stdout), process)
+            yield folder / "target.toml", base_uri
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=20)
+    assert _port_is_free(base_uri), "the verifier's port is still taken after it stopped"
+
+
+@pytest.mark.slow
+def test_certify_a_separately_started_reference_verifier(separate_verifier: tuple[Path, str], tmp_path: Path) -> None:
+    target, base_uri = separate_verifier
+    assert load_target(target).base_uri == base_uri
+    reports = tmp_path / "reports"
+    done = subprocess.run([*CLI, "certify", "--target", str(target), "--only", "VER-SANITY-001", "--seed", "11",
+                           "--report-dir", str(reports)], capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout + done.stderr
+    document = json.loads((reports / "report.json").read_text(encoding="utf-8"))
+    assert document["environment"]["embedded"] is False and document["environment"]["iut"] == base_uri
+    assert document["counts"] == {"PASSED": 2}
+    assert document["results"][0]["evidence"], "the report carries the exchanged messages"
+
+
+@pytest.mark.slow
+def test_pytest_plugin_against_a_separately_started_verifier(separate_verifier: tuple[Path, str],
+                                                             tmp_path: Path) -> None:
+    target, _ = separate_verifier
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    plugin = [] if any(ep.name == "sdcp_conformance" for ep in entry_points(group="pytest11")) else [
+        "-p", "sdcp_conformance.pytest_plugin"]
+    done = subprocess.run([sys.executable, "-m", "pytest", *plugin, "-p", "no:cacheprovider", "--sdcp-target",
+                           str(target), "--sdcp-only", "VER-SANITY-001", "--sdcp-seed", "2", "-v"],
+                          cwd=empty, capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "VER-SANITY-001 PASSED" in done.stdout and "2 passed" in done.stdout
