@@ -1,0 +1,151 @@
+"""Output delivery (§6.7, P1-OUT-1): indices, epochs, long-poll and the final message.
+
+Expected tokens are the harness's own account of the session (every verdict
+checked against the digest chain); reads use another identity than the
+drafter's, since any authenticated party may read output (P1-DRF-6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.protocol.messages import Output
+from sdcp_conformance.suites.verifier import CATALOGUE
+from sdcp_conformance.suites.verifier._cases_b_support import (
+    check_output,
+    failed_session,
+    finished_session,
+    rejecting_token,
+    started,
+)
+
+DELIVERY_QUOTE = ("Committed tokens are delivered with GET output?from=n, which returns the tokens committed at "
+                  "output indices n and later, waiting up to a server-chosen time if none are available.")
+STABLE_QUOTE = "Indices are stable and every output message carries the session epoch"
+FINAL_QUOTE = "The final output message has final set to true and finish set to \"finish\" or \"fail\"."
+
+
+async def _read(ctx: CaseContext, session: TrackedSession, start: int) -> Output:
+    return ctx.expect_ok(await ctx.output(session, start, party="drafter-2"), Output, what=f"GET output?from={start}")
+
+
+async def _rounds(ctx: CaseContext, session: TrackedSession, count: int) -> None:
+    for step in range(count):
+        tokens = [rejecting_token(session)] if step % 3 == 2 else ctx.greedy(session, 3)
+        await ctx.propose_ok(session, tokens)
+
+
+@CATALOGUE.case("VER-6.7-OUTPUT-001", area="output", section="6.7", quote=DELIVERY_QUOTE + " ... " + STABLE_QUOTE,
+                level=Level.MUST, profile=("P1-OUT-1",))
+async def from_zero(ctx: CaseContext) -> None:
+    """After three rounds, output?from=0 returns every committed token, the epoch, and final false."""
+    session = await started(ctx)
+    await _rounds(ctx, session, 3)
+    output = await _read(ctx, session, 0)
+    check_output(ctx, session, output, 0, "output from 0")
+    ctx.require(not output.final, "the output of an active session is marked final")
+
+
+@CATALOGUE.case("VER-6.7-OUTPUT-002", area="output", section="6.7", quote=DELIVERY_QUOTE + " ... " + STABLE_QUOTE,
+                level=Level.MUST, profile=("P1-OUT-1",))
+async def stable_indices(ctx: CaseContext) -> None:
+    """Reads from several indices, before and after more rounds, agree token by token."""
+    session = await started(ctx)
+    await _rounds(ctx, session, 2)
+    seen: dict[int, int] = {}
+    for _ in range(2):
+        for start in sorted({0, 1, len(session.output) // 2, len(session.output) - 1}):
+            output = await _read(ctx, session, start)
+            check_output(ctx, session, output, start, f"output from {start}")
+            for offset, token in enumerate(output.tokens):
+                ctx.require(seen.setdefault(start + offset, token) == token,
+                            f"index {start + offset} changed between reads")
+        await _rounds(ctx, session, 2)
+
+
+@CATALOGUE.case(
+    "VER-6.7-OUTPUT-003", area="output", section="6.7", quote=DELIVERY_QUOTE, level=Level.MUST,
+    profile=("P1-OUT-1",),
+    black_box_note="The read is sent before the proposal; if the server's wait ends first (an empty answer), "
+                   "the case reads again, so a short server-chosen wait is accepted.",
+)
+async def long_poll(ctx: CaseContext) -> None:
+    """A read waiting at index n = committed returns the next round's tokens once it commits."""
+    session = await started(ctx)
+    await _rounds(ctx, session, 1)
+    start = len(session.output)
+    reader = asyncio.ensure_future(_read(ctx, session, start))
+    try:
+        await ctx.propose_ok(session, ctx.greedy(session, 2))
+        output = await reader
+    finally:
+        reader.cancel()
+    if not output.tokens:
+        ctx.note("the waiting read ended empty; reading again")
+        output = await _read(ctx, session, start)
+    check_output(ctx, session, output, start, "long-poll output")
+
+
+@CATALOGUE.case(
+    "VER-6.7-OUTPUT-004", area="output", section="6.7", level=Level.PROFILE, profile=("P1-OUT-1",),
+    quote="`GET output?from=n` waits up to a server-chosen time (the harness allows 30 s) and then returns "
+          "whatever is committed from n on, possibly no tokens. `from` greater than the committed length waits",
+    timeout_s=45.0,
+)
+async def beyond_committed(ctx: CaseContext) -> None:
+    """from > committed: the read waits and returns no tokens (not an error, not tokens from elsewhere)."""
+    session = await started(ctx)
+    await _rounds(ctx, session, 1)
+    start = len(session.output) + 2
+    answer = await ctx.output(session, start, party="drafter-2")
+    if not answer.ok:
+        ctx.non_strict(f"output?from={start} beyond the committed length was refused (P1-OUT-1: it waits)",
+                       actual=answer.describe())
+    output = ctx.expect_ok(answer, Output, what=f"GET output?from={start}")
+    ctx.require(not output.tokens, f"output?from={start} returned tokens beyond the committed length",
+                actual=str(list(output.tokens)))
+    ctx.require(output.epoch == session.epoch, "the output does not carry the session epoch")
+
+
+@CATALOGUE.case("VER-6.7-OUTPUT-005", area="output", section="6.7", quote=FINAL_QUOTE, level=Level.MUST,
+                profile=("P1-OUT-1",))
+async def final_after_finish(ctx: CaseContext) -> None:
+    """After finish, a read of the last index returns final true with finish 4 (and the last token)."""
+    session = (await finished_session(ctx)).session
+    start = len(session.output) - 1
+    output = await _read(ctx, session, start)
+    check_output(ctx, session, output, start, "the final output")
+    ctx.require(output.final and output.finish is not None and int(output.finish) == 4,
+                "the final output after finish is not final with finish 4",
+                expected="final true, finish 4", actual=f"final {output.final}, finish {output.finish}")
+
+
+@CATALOGUE.case("VER-6.7-OUTPUT-006", area="output", section="6.7", quote=FINAL_QUOTE, level=Level.MUST,
+                profile=("P1-OUT-1",))
+async def final_after_fail(ctx: CaseContext) -> None:
+    """After fail, output from 0 returns the committed tokens with final true and finish 5."""
+    session = (await failed_session(ctx)).session
+    output = await _read(ctx, session, 0)
+    check_output(ctx, session, output, 0, "the final output")
+    ctx.require(output.final and output.finish is not None and int(output.finish) == 5,
+                "the final output after fail is not final with finish 5",
+                expected="final true, finish 5", actual=f"final {output.final}, finish {output.finish}")
+
+
+@CATALOGUE.case(
+    "VER-6.7-OUTPUT-007", area="output", section="6.7", level=Level.PROFILE, profile=("P1-OUT-1",),
+    quote="after the final output it returns `final: true` with no tokens.", timeout_s=45.0,
+)
+async def after_final(ctx: CaseContext) -> None:
+    """After the final message, a read from the committed length returns final true and no tokens at once."""
+    session = (await finished_session(ctx)).session
+    answer = await ctx.output(session, len(session.output), party="drafter-2")
+    if not answer.ok:
+        ctx.non_strict("a read after the final output was refused (P1-OUT-1: final true, no tokens)",
+                       actual=answer.describe())
+    output = ctx.expect_ok(answer, Output, what="GET output after the final message")
+    ctx.require(not output.tokens, "a read after the final output returned tokens")
+    if not output.final:
+        ctx.non_strict("a read after the final output is not final (P1-OUT-1)", actual=str(output.to_obj()))
