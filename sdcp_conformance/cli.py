@@ -8,6 +8,7 @@ from rich.table import Table
 
 from sdcp_conformance import __version__
 from sdcp_conformance.cache.cli import serve_cache
+from sdcp_conformance.mutants.cli import selftest
 from sdcp_conformance.harness.cli import certify
 from sdcp_conformance.reference.cli import generate, serve
 from sdcp_conformance.transport.pki_cli import pki
@@ -58,6 +59,7 @@ def info() -> None:
 serve.add_command(serve_cache)
 main.add_command(serve)
 main.add_command(generate)
+main.add_command(selftest)
 main.add_command(pki)
 main.add_command(certify)
 

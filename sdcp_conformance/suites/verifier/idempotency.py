@@ -97,10 +97,16 @@ async def concurrent_identical(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-004", area="idempotency", section="6.3, 6.9", quote=f"{IDEMPOTENCY} ... {LOST}",
                 level=Level.MUST)
 async def retry_after_moving_on(ctx: CaseContext) -> None:
-    """Round 1 re-sent after round 2 committed gets round 1's stored verdict, and round 3 still follows round 2."""
+    """Round 1 re-sent after round 2 committed gets round 1's stored verdict, and round 3 still follows round 2.
+
+    Round 2 is a rejected (low) round, so the session's counters changed since
+    round 1: a verifier that re-renders the stored verdict with its current
+    ``low``, ``m_cap`` or ``load`` no longer returns it "unchanged"."""
     session = await _opened(ctx)
     body, stored = await _round_one(ctx, session)
-    await still_works(ctx, session, "round 2", count=2)
+    wrong = (ctx.greedy(session, 1)[0] + 1) % ctx.mock(session.model).vocab_size
+    low_round = await ctx.propose_ok(session, [wrong])
+    ctx.require(low_round.accepted == 0, "round 2 proposed a non-greedy token and must accept none")
     _same_verdict(ctx, await ctx.send_proposal(body), stored, "round 1 re-sent after round 2")
     _one_record(ctx, session, 1)
     await still_works(ctx, session, "round 3 after the late retry")

@@ -162,7 +162,9 @@ async def existing_session_failover(ctx: CaseContext) -> None:
     ctx.require(list(verdict.emitted) == greedy, "the failed-over session's round is not greedy from the prefix")
     answer = await ctx.propose(session, ctx.greedy(session, 2), epoch=1)
     ctx.expect_problem(answer, ProblemType.STALE_EPOCH, what="a proposal with epoch 1 after the failover")
-    last = commit_records(ctx, session)[-1]
+    records = commit_records(ctx, session)
+    ctx.require(bool(records), "a verdict was sent but the commit log holds no commit record")
+    last = records[-1]
     ctx.require(last.get("epoch") == 2 and last.get("round") == verdict.round,
                 "the commit record after the failover does not carry epoch 2", actual=str(last))
 

@@ -1,0 +1,113 @@
+"""HTTP-layer mutants: bugs in the order of I/O (commit log, output) and in what is read off the wire."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from sdcp_conformance.errors import ProtocolError
+from sdcp_conformance.mutants.base import MutantApp, MutantSession
+from sdcp_conformance.mutants.faulty import raw_member
+from sdcp_conformance.protocol.chain import CONTRACT_DOMAIN, prefix_digest
+from sdcp_conformance.protocol.messages import SessionOpen
+from sdcp_conformance.protocol.problems import ProblemType
+from sdcp_conformance.reference.verifier.app import _HttpError, _SessionSlot
+from sdcp_conformance.reference.verifier.decisions import COMMIT_LOG_UNAVAILABLE_STATUS
+from sdcp_conformance.reference.verifier.ports import AppendOutcome
+from sdcp_conformance.reference.verifier.session import Committed, PendingCommit, Phase, Ticket, VerifierSession
+from sdcp_conformance.transport.types import Request
+
+log = logging.getLogger(__name__)
+
+WRITE_BEHIND_S = 0.3
+"""How long the write-behind mutant holds a commit record before appending it."""
+
+
+class OutputBeforeAppend(MutantApp):
+    """Bug: the round is committed in memory (verdict stored, output visible) before the log append."""
+
+    async def _commit(self, slot: _SessionSlot, pending: PendingCommit, ticket: Ticket | None) -> Committed:
+        machine = slot.machine
+        committed = machine.commit(pending)
+        async with slot.changed:
+            slot.changed.notify_all()
+        try:
+            outcome = await self.cache.append_record(slot.commit_log, pending.record.to_obj(), machine.epoch)
+        except Exception as exc:
+            log.warning("append failed: %s", exc)
+            outcome = AppendOutcome.FAILED
+        if outcome is AppendOutcome.FENCED:
+            machine.fence()
+            raise ProtocolError(ProblemType.STALE_EPOCH, "the commit log is fenced by a newer epoch")
+        if outcome is not AppendOutcome.APPENDED:
+            raise _HttpError(COMMIT_LOG_UNAVAILABLE_STATUS, "the commit log could not be appended to")
+        self._after_commit(slot, committed)
+        return committed
+
+    def _after_commit(self, slot: _SessionSlot, committed: Committed) -> None:
+        for event in committed.events:
+            self._spawn(self._post_event(event))
+        if slot.machine.phase is Phase.SELF_DECODING and (slot.self_decoder is None or slot.self_decoder.done()):
+            slot.self_decoder = asyncio.ensure_future(self._self_decode(slot))
+
+
+class RecordAfterVerdict(OutputBeforeAppend):
+    """Bug: a write-behind commit log — the verdict goes out first, the record is appended shortly after."""
+
+    async def _commit(self, slot: _SessionSlot, pending: PendingCommit, ticket: Ticket | None) -> Committed:
+        committed = slot.machine.commit(pending)
+        async with slot.changed:
+            slot.changed.notify_all()
+        self._spawn(self._append_later(slot, pending))
+        self._after_commit(slot, committed)
+        return committed
+
+    async def _append_later(self, slot: _SessionSlot, pending: PendingCommit) -> None:
+        await asyncio.sleep(WRITE_BEHIND_S)  # the flush timer of a write-behind log
+        machine = slot.machine
+        try:
+            outcome = await self.cache.append_record(slot.commit_log, pending.record.to_obj(), machine.epoch)
+        except Exception as exc:
+            log.warning("write-behind append failed: %s", exc)
+            return
+        if outcome is AppendOutcome.FENCED:
+            machine.fence()
+
+
+class CommitOnQUnavailable(MutantApp):
+    """Bug: rows that cannot be fetched are replaced by a uniform draft distribution and the round commits."""
+
+    async def _q_rows(self, machine: VerifierSession, ticket: Ticket) -> object:
+        try:
+            return await super()._q_rows(machine, ticket)
+        except ProtocolError as exc:
+            if exc.problem is not ProblemType.Q_UNAVAILABLE:
+                raise
+        proposed = len(ticket.proposal.tokens)
+        return np.full((proposed, machine.vocab_size), 1.0 / machine.vocab_size)
+
+
+class ContractDigestRawBytes(MutantApp):
+    """Bug: the contract digest is taken over the contract's bytes as received, not re-encoded canonically."""
+
+    def new_session(self, request: Request, opening: SessionOpen, prompt: Sequence[int], vocab_size: int,
+                    committed: Sequence[int]) -> VerifierSession:
+        machine = super().new_session(request, opening, prompt, vocab_size, committed)
+        received = raw_member(request.body, "contract")
+        if received is not None and isinstance(machine, MutantSession):
+            digest = hashlib.sha256(CONTRACT_DOMAIN + received).digest()
+            machine.rebase(digest, prefix_digest(digest, machine.prompt))
+        return machine
+
+
+__all__ = [
+    "WRITE_BEHIND_S",
+    "CommitOnQUnavailable",
+    "ContractDigestRawBytes",
+    "OutputBeforeAppend",
+    "RecordAfterVerdict",
+]

@@ -1,0 +1,103 @@
+"""``sdcp-conformance selftest``: run the suite against the reference and every mutant, print the kill matrix."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.harness.runner import CaseResult
+from sdcp_conformance.harness.runner import Progress as CaseProgress
+from sdcp_conformance.mutants.base import Mutant
+from sdcp_conformance.mutants.catalogue import MUTANTS_LIST, get_mutant
+from sdcp_conformance.mutants.selftest import KILLERS_PATH, SelftestReport, run_selftest, write_killers
+
+
+@click.command()
+@click.option("--mutant", "names", multiple=True, metavar="NAME", help="Run only this mutant (repeatable).")
+@click.option("--only", "selectors", multiple=True, metavar="ID-OR-AREA",
+              help="Run only these cases (IDs, ID prefixes or areas; repeatable).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the case order.")
+@click.option("--jobs", type=click.IntRange(1, 16), default=1, show_default=True,
+              help="Mutants certified at the same time.")
+@click.option("--no-reference", is_flag=True, help="Skip the run against the clean reference.")
+@click.option("--write-killers", "write_killers_flag", is_flag=True,
+              help="Record each mutant's killing cases in killers.json.")
+@click.option("--killers-file", type=click.Path(dir_okay=False, path_type=Path), default=KILLERS_PATH,
+              show_default=True)
+def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs: int, no_reference: bool,
+             write_killers_flag: bool, killers_file: Path) -> None:
+    """Certify the reference verifier and every mutant; exit non-zero if the reference fails or a mutant survives."""
+    console = Console()
+    if not console.is_terminal:  # a log file: wide enough that case IDs are not cut
+        console = Console(width=200)
+    try:
+        mutants = [get_mutant(name) for name in names] if names else list(MUTANTS_LIST)
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), param_hint="--mutant") from exc
+    report = _run(console, mutants, selectors, seed, jobs, not no_reference)
+    _print_reference(console, report)
+    _print_matrix(console, report)
+    if write_killers_flag:
+        write_killers(report.matrix(), killers_file)
+        console.print(f"killers written to {killers_file}")
+    sys.exit(0 if report.ok else 1)
+
+
+def _run(console: Console, mutants: list[Mutant], selectors: tuple[str, ...], seed: int, jobs: int,
+         with_reference: bool) -> SelftestReport:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as bars:
+        def factory(label: str, total: int) -> CaseProgress:
+            task = bars.add_task(label, total=total)
+
+            def advance(result: CaseResult) -> None:
+                bars.advance(task)
+            return advance
+
+        return asyncio.run(run_selftest(mutants, selectors=selectors, seed=seed, jobs=jobs,
+                                        with_reference=with_reference, progress=factory))
+
+
+def _print_reference(console: Console, report: SelftestReport) -> None:
+    if report.reference is None:
+        return
+    counts = ", ".join(f"{verdict} {count}" for verdict, count in sorted(report.reference.counts().items()))
+    problems = report.reference_problems()
+    colour = "red" if problems else "green"
+    console.print(f"[{colour}]reference verifier: {counts}[/{colour}] (seed {report.seed})")
+    for result in problems:
+        console.print(f"  [red]{result.case.id} {result.verdict.value}[/red]: {result.message[:300]}")
+
+
+def _print_matrix(console: Console, report: SelftestReport) -> None:
+    table = Table(title="Kill matrix")
+    table.add_column("mutant", no_wrap=True)
+    table.add_column("area", no_wrap=True)
+    table.add_column("killed by", overflow="fold")
+    table.add_column("verdicts")
+    for outcome in report.mutants:
+        if outcome.crashed:
+            killed = f"[red]SURVIVOR (certification crashed: {outcome.crashed})[/red]"
+        elif outcome.survived:
+            killed = "[red bold]SURVIVOR[/red bold]"
+        else:
+            killed = ", ".join(outcome.killers)
+        verdicts = ", ".join(f"{verdict} {count}" for verdict, count in sorted(outcome.counts.items()))
+        if outcome.harness_errors:
+            verdicts += f" [yellow](ERROR in {', '.join(outcome.harness_errors)})[/yellow]"
+        table.add_row(outcome.mutant.name, outcome.mutant.area, killed, verdicts)
+    console.print(table)
+    survivors = report.survivors()
+    total = len(report.mutants)
+    colour = "red" if survivors else "green"
+    console.print(f"[{colour}]{total - len(survivors)} of {total} mutants killed[/{colour}]")
+
+
+__all__ = ["selftest"]

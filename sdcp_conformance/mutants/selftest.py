@@ -1,0 +1,150 @@
+"""The suite's own test: the clean reference passes every case, and every mutant fails at least one.
+
+:func:`run_selftest` certifies the embedded reference verifier and then each
+mutant (as the embedded IUT, through ``certify(app_factory=...)``), and
+returns the kill matrix: for each mutant, the case IDs whose verdict counts as
+detecting it. ``killers.json`` stores that matrix so CI can re-run each
+mutant against its known killers only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sdcp_conformance.harness.case import Verdict
+from sdcp_conformance.harness.certify import certify, default_catalogue
+from sdcp_conformance.harness.runner import CaseResult, Progress, RunReport
+from sdcp_conformance.mutants.base import Mutant
+
+KILLERS_PATH = Path(__file__).with_name("killers.json")
+"""Mutant name → case IDs that killed it in the last ``selftest --write-killers``."""
+
+REFERENCE_OK = frozenset({Verdict.PASSED, Verdict.SKIPPED, Verdict.INFORMATIONAL})
+"""What the clean reference may score: it implements the profile to the letter, so not even NON-STRICT."""
+
+
+@dataclass
+class MutantOutcome:
+    """One mutant's certification and the cases that detected it."""
+
+    mutant: Mutant
+    killers: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    harness_errors: list[str] = field(default_factory=list)
+    """Cases that ended in ERROR against this mutant (a harness bug, never a kill)."""
+    crashed: str = ""
+    """Why the certification itself could not run, if it could not."""
+
+    @property
+    def survived(self) -> bool:
+        return not self.killers
+
+
+@dataclass
+class SelftestReport:
+    reference: RunReport | None
+    mutants: list[MutantOutcome]
+    seed: int
+
+    def reference_problems(self) -> list[CaseResult]:
+        if self.reference is None:
+            return []
+        return [result for result in self.reference.results if result.verdict not in REFERENCE_OK]
+
+    def survivors(self) -> list[MutantOutcome]:
+        return [outcome for outcome in self.mutants if outcome.survived]
+
+    @property
+    def ok(self) -> bool:
+        return not self.reference_problems() and not self.survivors()
+
+    def matrix(self) -> dict[str, list[str]]:
+        return {outcome.mutant.name: outcome.killers for outcome in self.mutants}
+
+
+def killers_in(mutant: Mutant, report: RunReport) -> list[str]:
+    """Case IDs (each once, sorted) whose verdict counts as detecting ``mutant``."""
+    return sorted({result.case.id for result in report.results if result.verdict in mutant.kill_verdicts})
+
+
+async def certify_mutant(mutant: Mutant, *, selectors: Sequence[str] = (), seed: int = 1,
+                         progress: Progress | None = None) -> MutantOutcome:
+    """Run the selected cases against ``mutant`` as the embedded IUT."""
+    outcome = MutantOutcome(mutant)
+    try:
+        report = await certify(selectors=selectors, seed=seed, app_factory=mutant.factory, progress=progress)
+    except Exception as exc:  # a mutant that cannot even start is not a kill: the harness must judge it
+        outcome.crashed = f"{type(exc).__name__}: {exc}"
+        return outcome
+    outcome.killers = killers_in(mutant, report)
+    outcome.counts = report.counts()
+    outcome.harness_errors = sorted({r.case.id for r in report.results if r.verdict is Verdict.ERROR})
+    return outcome
+
+
+ProgressFactory = Callable[[str, int], Progress]
+"""``factory(label, cases)`` → a per-run progress callback (the CLI's rich bars)."""
+
+
+async def run_selftest(mutants: Iterable[Mutant], *, selectors: Sequence[str] = (), seed: int = 1,
+                       jobs: int = 1, with_reference: bool = True,
+                       progress: ProgressFactory | None = None) -> SelftestReport:
+    """Certify the reference (unless told not to) and every mutant, ``jobs`` at a time."""
+    def callback(label: str) -> Progress | None:
+        return None if progress is None else progress(label, case_runs(selectors))
+
+    reference = None
+    if with_reference:
+        reference = await certify(selectors=selectors, seed=seed, progress=callback("reference"))
+    gate = asyncio.Semaphore(max(1, jobs))
+
+    async def one(mutant: Mutant) -> MutantOutcome:
+        async with gate:
+            return await certify_mutant(mutant, selectors=selectors, seed=seed, progress=callback(mutant.name))
+
+    outcomes = await asyncio.gather(*(one(mutant) for mutant in mutants))
+    return SelftestReport(reference, list(outcomes), seed)
+
+
+def case_runs(selectors: Sequence[str] = ()) -> int:
+    """How many case runs one certification makes (the sanity case runs first and last)."""
+    catalogue = default_catalogue()
+    selected = [case.id for case in catalogue.select(selectors)]
+    if catalogue.sanity_id is None:
+        return len(selected)
+    return len([case for case in selected if case != catalogue.sanity_id]) + 2
+
+
+def load_killers(path: Path = KILLERS_PATH) -> dict[str, list[str]]:
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {str(name): [str(case) for case in cases] for name, cases in data.items()}
+
+
+def write_killers(matrix: Mapping[str, list[str]], path: Path = KILLERS_PATH) -> dict[str, list[str]]:
+    """Merge ``matrix`` into the file (mutants not run keep their entries); returns what was written."""
+    merged = load_killers(path)
+    merged.update({name: sorted(cases) for name, cases in matrix.items()})
+    text = json.dumps(dict(sorted(merged.items())), indent=2) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return merged
+
+
+__all__ = [
+    "KILLERS_PATH",
+    "REFERENCE_OK",
+    "MutantOutcome",
+    "ProgressFactory",
+    "SelftestReport",
+    "case_runs",
+    "certify_mutant",
+    "killers_in",
+    "load_killers",
+    "run_selftest",
+    "write_killers",
+]

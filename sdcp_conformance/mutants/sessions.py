@@ -1,0 +1,402 @@
+"""Session-machine mutants: each subclass overrides the smallest method that holds its one bug."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from sdcp_conformance.errors import ProtocolError
+from sdcp_conformance.mutants.base import MutantSession
+from sdcp_conformance.mutants.faulty import (
+    Rule1Fault,
+    Rule2Fault,
+    faulty_rule1,
+    faulty_rule2,
+    lenient_q_rows,
+    little_endian_extend,
+    prefix_digest_without_domain,
+)
+from sdcp_conformance.protocol.control import Action, EscalationPolicy, RoundControl, SpeculationControl
+from sdcp_conformance.protocol.messages import (
+    Assignment,
+    Event,
+    Output,
+    Proposal,
+    Sampling,
+    SessionOpen,
+    SessionState,
+    Verdict,
+)
+from sdcp_conformance.protocol.problems import ProblemType
+from sdcp_conformance.protocol.rng import UniformSource
+from sdcp_conformance.protocol.rules import RuleOutcome
+from sdcp_conformance.reference.verifier.decisions import TOKEN_OUT_OF_VOCABULARY
+from sdcp_conformance.reference.verifier.session import CommitRecord, FloatRows, Ticket, WaitForRound
+
+# ---------------------------------------------------------------------- authorization
+
+
+class AcceptAnyDrafter(MutantSession):
+    def _authorize(self, proposal: Proposal, peer: str | None) -> None:
+        """Bug: any authenticated client may propose (mTLS is taken as enough)."""
+
+
+class IgnoreReassignment(MutantSession):
+    def assign(self, assignment: Assignment) -> SessionState:
+        """Bug: the first drafter stays authorised; a later assignment only updates m_init."""
+        first = self.drafter
+        state = super().assign(assignment)
+        if first is not None:
+            self.drafter = first
+        return state
+
+
+class TrustDrafterMember(MutantSession):
+    def _authorize(self, proposal: Proposal, peer: str | None) -> None:
+        """Bug: the proposal's own ``drafter`` member is checked, not the client certificate."""
+        if self.drafter is None or proposal.drafter != self.drafter:
+            raise ProtocolError(ProblemType.NOT_ASSIGNED, f"{proposal.drafter!r} is not the assigned drafter")
+
+
+# ---------------------------------------------------------------------- fencing
+
+
+class SkipEpochCheck(MutantSession):
+    def _require_epoch(self, epoch: int) -> None:
+        """Bug: a message's epoch is never compared with the session epoch."""
+
+
+# ---------------------------------------------------------------------- idempotency
+
+
+class ReverifyRetriedRound(MutantSession):
+    def stored_verdict(self, round_number: int) -> Verdict | None:
+        """Bug: no verdict store is consulted; a retry is checked like a new proposal."""
+        return None
+
+
+class ConcurrentDuplicatesCommitted(MutantSession):
+    def concurrent(self, proposal: Proposal) -> WaitForRound | None:
+        """Bug: an identical copy that arrives while its round is verified is verified again."""
+        return None
+
+    def _require_current(self, ticket: Ticket) -> None:
+        """(No single in-flight ticket is tracked, so every ticket is current.)"""
+
+    def check_commit_order(self, record: CommitRecord) -> None:
+        """(The commit is not serialised: both copies commit.)"""
+
+
+class StoredVerdictRefreshed(MutantSession):
+    def stored_verdict(self, round_number: int) -> Verdict | None:
+        """Bug: a retry gets the stored verdict rebuilt with the current m_cap, low and load."""
+        stored = super().stored_verdict(round_number)
+        if stored is None:
+            return None
+        return stored.replace(m_cap=self.control.limit(), low=self.control.c, load=self.last_load)
+
+
+# ---------------------------------------------------------------------- base and round
+
+
+class SkipBaseDigestCheck(MutantSession):
+    def _check_base(self, proposal: Proposal) -> None:
+        """Bug: only the base length is compared, never base_digest."""
+        if proposal.base != len(self.output):
+            raise self._stale_base(f"base {proposal.base} is not {len(self.output)}")
+        if proposal.round != self.round + 1:
+            raise self._stale_base(f"round {proposal.round} is not {self.round + 1}")
+
+
+class SkipRoundCheck(MutantSession):
+    def _check_base(self, proposal: Proposal) -> None:
+        """Bug: the proposal's round is trusted; only base and base_digest are checked."""
+        if proposal.base != len(self.output) or proposal.base_digest != self.digest:
+            raise self._stale_base(f"base {proposal.base} does not match the committed prefix")
+
+    def check_commit_order(self, record: CommitRecord) -> None:
+        """(Rounds are whatever the drafter says.)"""
+
+
+class StaleBaseWithoutState(MutantSession):
+    def _stale_base(self, detail: str) -> ProtocolError:
+        """Bug: the 409 carries no ``state`` member (P1-ERR-2)."""
+        return ProtocolError(ProblemType.STALE_BASE, detail)
+
+
+# ---------------------------------------------------------------------- limits
+
+
+class LimitOffByOne(MutantSession):
+    def _check_limits(self, proposal: Proposal) -> None:
+        """Bug: the limit is compared with ``>`` against limit + 1 (M = limit + 1 passes)."""
+        m = len(proposal.tokens)
+        limit = min(self.contract.m_max, self.control.limit())
+        if m > limit + 1:
+            raise ProtocolError(ProblemType.LIMIT, f"M = {m} exceeds the limit {limit}")
+        outside = [token for token in proposal.tokens if not 0 <= token < self.vocab_size]
+        if outside:
+            raise ProtocolError(TOKEN_OUT_OF_VOCABULARY, f"tokens {outside} are outside the vocabulary")
+
+
+class IgnoreMInit(MutantSession):
+    def assign(self, assignment: Assignment) -> SessionState:
+        """Bug: before the first verdict the limit is m_max; the assignment's m_init is not used."""
+        state = super().assign(assignment)
+        self.control.m_cap = self.contract.m_max
+        return state
+
+
+# ---------------------------------------------------------------------- q preconditions
+
+
+class _LenientQ(MutantSession):
+    """Checks the rows' size and values up front, but not q[i](x[i]) = 0."""
+
+    def check_q(self, ticket: Ticket, q_blob: bytes) -> FloatRows:
+        self._require_current(ticket)
+        return lenient_q_rows(q_blob, len(ticket.proposal.tokens), self.vocab_size)
+
+
+class DrawBeforeQCheck(_LenientQ):
+    def accept(self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None,
+               uniforms: UniformSource) -> RuleOutcome:
+        """Bug: q[i](x[i]) = 0 is found only when position i is evaluated, after r was drawn."""
+        if not ticket.needs_q or q_rows is None:
+            return super().accept(ticket, p_rows, q_rows, uniforms)
+        return faulty_rule2(p_rows, q_rows, list(ticket.proposal.tokens), uniforms, Rule2Fault.LAZY_Q_CHECK)
+
+
+class AcceptZeroQ(_LenientQ):
+    def accept(self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None,
+               uniforms: UniformSource) -> RuleOutcome:
+        """Bug: q[i](x[i]) = 0 gives an infinite ratio and the token is accepted."""
+        if not ticket.needs_q or q_rows is None:
+            return super().accept(ticket, p_rows, q_rows, uniforms)
+        return faulty_rule2(p_rows, q_rows, list(ticket.proposal.tokens), uniforms, Rule2Fault.ZERO_Q_ACCEPTED)
+
+
+# ---------------------------------------------------------------------- rules 1 and 2
+
+
+def _rule1_mutant(fault: Rule1Fault) -> type[MutantSession]:
+    class _Rule1(MutantSession):
+        def accept(self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None,
+                   uniforms: UniformSource) -> RuleOutcome:
+            if ticket.needs_q:
+                return super().accept(ticket, p_rows, q_rows, uniforms)
+            return faulty_rule1(p_rows, list(ticket.proposal.tokens), fault)
+
+    _Rule1.__name__ = _Rule1.__qualname__ = f"Rule1{fault.name.title().replace('_', '')}"
+    _Rule1.__doc__ = f"Bug (rule 1): {fault.value}."
+    return _Rule1
+
+
+def _rule2_mutant(fault: Rule2Fault) -> type[MutantSession]:
+    class _Rule2(MutantSession):
+        def accept(self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None,
+                   uniforms: UniformSource) -> RuleOutcome:
+            if not ticket.needs_q or q_rows is None:
+                return super().accept(ticket, p_rows, q_rows, uniforms)
+            return faulty_rule2(p_rows, q_rows, list(ticket.proposal.tokens), uniforms, fault)
+
+    _Rule2.__name__ = _Rule2.__qualname__ = f"Rule2{fault.name.title().replace('_', '')}"
+    _Rule2.__doc__ = f"Bug (rule 2): {fault.value}."
+    return _Rule2
+
+
+TiesToLargerId = _rule1_mutant(Rule1Fault.TIES_TO_LARGER_ID)
+BonusFromPA = _rule1_mutant(Rule1Fault.BONUS_FROM_P_A)
+AcceptExtraPosition = _rule1_mutant(Rule1Fault.EXTRA_POSITION)
+UniformIndexOffByOne = _rule2_mutant(Rule2Fault.INDEX_OFF_BY_ONE)
+PurposeSwapped = _rule2_mutant(Rule2Fault.PURPOSE_SWAPPED)
+ResidualFromP = _rule2_mutant(Rule2Fault.RESIDUAL_FROM_P)
+
+
+# ---------------------------------------------------------------------- digests
+
+
+class DigestLittleEndian(MutantSession):
+    def _record(self, round_number: int, emitted: Sequence[int]) -> CommitRecord:
+        """Bug: d[k] hashes uint32(o[k]) in little-endian order."""
+        return CommitRecord(epoch=self.epoch, round=round_number, emitted=tuple(emitted),
+                            committed=len(self.output) + len(emitted),
+                            digest=little_endian_extend(self.digest, emitted))
+
+
+class D0WithoutDomain(MutantSession):
+    def __init__(self, opening: SessionOpen, prompt: Sequence[int], *, vocab_size: int,
+                 committed_output: Sequence[int] = ()) -> None:
+        """Bug: d[0] omits the "SDCP-PREFIX-1" || 0x00 domain separator."""
+        super().__init__(opening, prompt, vocab_size=vocab_size, committed_output=committed_output)
+        self.rebase(self.contract_digest, prefix_digest_without_domain(self.contract_digest, self.prompt))
+
+
+# ---------------------------------------------------------------------- truncation
+
+
+class NoStopTruncation(MutantSession):
+    def truncate_emitted(self, emitted: Sequence[int]) -> tuple[list[int], bool]:
+        """Bug: stop tokens are ignored; only max_new truncates."""
+        kept = list(emitted)[: self.contract.max_new - len(self.output)]
+        return kept, len(self.output) + len(kept) == self.contract.max_new
+
+
+class MaxNewOffByOne(MutantSession):
+    def truncate_emitted(self, emitted: Sequence[int]) -> tuple[list[int], bool]:
+        """Bug: the output may reach max_new + 1 tokens (``<=`` where ``<`` was meant)."""
+        stops = set(self.contract.stop)
+        kept = list(emitted)
+        for index, token in enumerate(kept):
+            if token in stops:
+                kept = kept[: index + 1]
+                break
+        kept = kept[: self.contract.max_new - len(self.output) + 1]
+        finished = any(token in stops for token in kept) or len(self.output) + len(kept) >= self.contract.max_new
+        return kept, finished
+
+
+class AcceptedAfterTruncation(MutantSession):
+    def reported_accepted(self, outcome: RuleOutcome, emitted: Sequence[int]) -> int:
+        """Bug: a is counted after stop/max_new truncation (P1-CTL-5 says before)."""
+        return min(outcome.accepted, len(emitted))
+
+
+# ---------------------------------------------------------------------- output
+
+
+class OutputFromOffByOne(MutantSession):
+    def output_from(self, start: int) -> Output | None:
+        """Bug: ``from`` is read as a 1-based index."""
+        output = super().output_from(max(0, start - 1))
+        return None if output is None else output.replace(from_=start)
+
+
+class OutputWithoutFinal(MutantSession):
+    def output_from(self, start: int) -> Output | None:
+        """Bug: the final output never says ``final: true`` nor ``finish``."""
+        output = super().output_from(start)
+        return None if output is None else output.replace(final=False, finish=None)
+
+
+# ---------------------------------------------------------------------- escalation
+
+
+class _NeverEscalates(SpeculationControl):
+    def _escalate(self, load: int) -> Action:
+        return Action.CONTINUE
+
+
+class NeverEscalate(MutantSession):
+    """Bug: reaching R low rounds changes nothing; the fallback list is never applied."""
+
+    control_class = _NeverEscalates
+
+
+class _HalvesToZero(SpeculationControl):
+    def _adjust_m_cap(self, action: Action, low: bool) -> None:
+        if action is Action.REDUCE:
+            self.m_cap = self.limit() // 2
+            return
+        super()._adjust_m_cap(action, low)
+
+
+class ReduceToZero(MutantSession):
+    """Bug: reduce sets m_cap to floor(m_cap / 2) without max(1, …), so 1 becomes 0."""
+
+    control_class = _HalvesToZero
+
+
+@dataclasses.dataclass(frozen=True)
+class _LoadBlindPolicy(EscalationPolicy):
+    def self_decode_permitted(self, load: int) -> bool:
+        return self.self_load is not None
+
+
+class SelfDecodeDespiteLoad(MutantSession):
+    """Bug: self_decode is applied whenever the contract has self_load, whatever the load."""
+
+    policy_class = _LoadBlindPolicy
+
+
+class _KeepsJ(SpeculationControl):
+    def _count(self, low: bool) -> None:
+        if low:
+            self.c, self.g = self.c + 1, 0
+        else:
+            self.c, self.g = 0, self.g + 1
+
+
+class JNotReset(MutantSession):
+    """Bug: g reaching R does not reset j, so the ladder never starts over."""
+
+    control_class = _KeepsJ
+
+
+class NoSwitchEvent(MutantSession):
+    def _apply(self, action: Action) -> list[Event]:
+        """Bug: switch stops the drafter but the router is never sent the event."""
+        events = super()._apply(action)
+        return [] if action is Action.SWITCH else events
+
+
+# ---------------------------------------------------------------------- policy and closed sessions
+
+
+class PolicyImmediate(MutantSession):
+    def sampling_for(self, round_number: int) -> Sampling | None:
+        """Bug: the latest policy applies at once, whatever its from_round."""
+        return self._policies[-1].sampling if self._policies else self.contract.sampling
+
+
+class _ReopensOnRound(SpeculationControl):
+    def on_round(self, accepted: int, proposed: int, finished: bool, load: int) -> RoundControl:
+        self.closed = False
+        return super().on_round(accepted, proposed, finished, load)
+
+
+class AcceptAfterFinish(MutantSession):
+    """Bug: a finished or failed session keeps accepting (and committing) proposals."""
+
+    control_class = _ReopensOnRound
+
+    def _require_open(self) -> None:
+        pass
+
+
+__all__ = [
+    "AcceptAfterFinish",
+    "AcceptAnyDrafter",
+    "AcceptExtraPosition",
+    "AcceptZeroQ",
+    "AcceptedAfterTruncation",
+    "BonusFromPA",
+    "ConcurrentDuplicatesCommitted",
+    "D0WithoutDomain",
+    "DigestLittleEndian",
+    "DrawBeforeQCheck",
+    "IgnoreMInit",
+    "IgnoreReassignment",
+    "JNotReset",
+    "LimitOffByOne",
+    "MaxNewOffByOne",
+    "NeverEscalate",
+    "NoStopTruncation",
+    "NoSwitchEvent",
+    "OutputFromOffByOne",
+    "OutputWithoutFinal",
+    "PolicyImmediate",
+    "PurposeSwapped",
+    "ReduceToZero",
+    "ResidualFromP",
+    "ReverifyRetriedRound",
+    "SelfDecodeDespiteLoad",
+    "SkipBaseDigestCheck",
+    "SkipEpochCheck",
+    "SkipRoundCheck",
+    "StaleBaseWithoutState",
+    "StoredVerdictRefreshed",
+    "TiesToLargerId",
+    "TrustDrafterMember",
+    "UniformIndexOffByOne",
+]
