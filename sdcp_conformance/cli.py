@@ -8,8 +8,8 @@ from rich.table import Table
 
 from sdcp_conformance import __version__
 from sdcp_conformance.cache.cli import serve_cache
-from sdcp_conformance.mutants.cli import selftest
 from sdcp_conformance.harness.cli import certify
+from sdcp_conformance.mutants.cli import selftest
 from sdcp_conformance.reference.cli import generate, serve
 from sdcp_conformance.transport.pki_cli import pki
 
