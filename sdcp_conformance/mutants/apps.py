@@ -36,7 +36,7 @@ class OutputBeforeAppend(MutantApp):
         async with slot.changed:
             slot.changed.notify_all()
         try:
-            outcome = await self.cache.append_record(slot.commit_log, pending.record.to_obj(), machine.epoch)
+            outcome = await self.cache.append_record(slot.commit_log, pending.record.to_cbor(), machine.epoch)
         except Exception as exc:
             log.warning("append failed: %s", exc)
             outcome = AppendOutcome.FAILED
@@ -70,7 +70,7 @@ class RecordAfterVerdict(OutputBeforeAppend):
         await asyncio.sleep(WRITE_BEHIND_S)  # the flush timer of a write-behind log
         machine = slot.machine
         try:
-            outcome = await self.cache.append_record(slot.commit_log, pending.record.to_obj(), machine.epoch)
+            outcome = await self.cache.append_record(slot.commit_log, pending.record.to_cbor(), machine.epoch)
         except Exception as exc:
             log.warning("write-behind append failed: %s", exc)
             return

@@ -241,12 +241,17 @@ class VerifierApp:
         if opening.resume is not None:
             committed = await self._tokens(opening.resume.committed_tokens)
         model = self.models[opening.contract.target]
-        machine = VerifierSession(opening, prompt, vocab_size=model.vocab_size, committed_output=committed)
+        machine = self.new_session(request, opening, prompt, model.vocab_size, committed)
         if existing is not None and existing.self_decoder is not None:
             existing.self_decoder.cancel()
         model.forget(opening.session)
         self.sessions[opening.session] = _SessionSlot(machine, opening.commit_log)
         return _ok(machine.state(), 201)
+
+    def new_session(self, request: Request, opening: SessionOpen, prompt: Sequence[int], vocab_size: int,
+                    committed: Sequence[int]) -> VerifierSession:
+        """The session machine for a session-open (a hook: the mutant catalogue plants bugs here)."""
+        return VerifierSession(opening, prompt, vocab_size=vocab_size, committed_output=committed)
 
     def _check_model(self, opening: SessionOpen) -> None:
         contract = opening.contract
@@ -361,7 +366,7 @@ class VerifierApp:
     async def _commit(self, slot: _SessionSlot, pending: PendingCommit, ticket: Ticket | None) -> Committed:
         machine = slot.machine
         try:
-            outcome = await self.cache.append_record(slot.commit_log, pending.record.to_obj(), machine.epoch)
+            outcome = await self.cache.append_record(slot.commit_log, pending.record.to_cbor(), machine.epoch)
         except Exception as exc:
             log.warning("commit-log append for %s failed: %s", machine.session.hex(), exc)
             outcome = AppendOutcome.FAILED

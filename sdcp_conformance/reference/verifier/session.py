@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from sdcp_conformance.cache.commit_log import CommitRecord
 from sdcp_conformance.errors import InvalidArgument, ProtocolError
 from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.contract import RULE_SPECULATIVE_SAMPLING, digest_of
@@ -42,7 +43,7 @@ from sdcp_conformance.protocol.messages import (
 )
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.rng import PURPOSE_DRAW, UniformSource
-from sdcp_conformance.protocol.rules import check_q_rows, parse_q_rows, rule1, rule2, truncate
+from sdcp_conformance.protocol.rules import RuleOutcome, check_q_rows, parse_q_rows, rule1, rule2, truncate
 from sdcp_conformance.protocol.sampling import draw_token, greedy_token, target_distribution
 from sdcp_conformance.reference.verifier.decisions import (
     ASSIGNMENT_ENDS_SELF_DECODING,
@@ -89,26 +90,6 @@ class Ticket:
 
 
 Admission = StoredVerdict | WaitForRound | Ticket
-
-
-@dataclass(frozen=True)
-class CommitRecord:
-    """P1-LOG-1 commit record: ``{epoch, round, emitted, committed, digest}``."""
-
-    epoch: int
-    round: int
-    emitted: tuple[int, ...]
-    committed: int
-    digest: bytes
-
-    def to_obj(self) -> dict[str, object]:
-        return {
-            "epoch": self.epoch,
-            "round": self.round,
-            "emitted": list(self.emitted),
-            "committed": self.committed,
-            "digest": self.digest,
-        }
 
 
 @dataclass(frozen=True)
@@ -269,14 +250,12 @@ class VerifierSession:
         self._authorize(proposal, peer)
         self._require_serving()
         self._require_epoch(proposal.epoch)
-        stored = self._verdicts.get(proposal.round)
+        stored = self.stored_verdict(proposal.round)
         if stored is not None:
             return StoredVerdict(stored)
-        in_flight = self._in_flight
-        if in_flight is not None and in_flight.proposal.round == proposal.round:
-            if in_flight.proposal.identity_key() == proposal.identity_key():
-                return WaitForRound(proposal.round)
-            raise self._stale_base(f"round {proposal.round} is being verified for another proposal")
+        waiting = self.concurrent(proposal)
+        if waiting is not None:
+            return waiting
         self._require_open()
         self._check_base(proposal)
         self._check_limits(proposal)
@@ -287,6 +266,19 @@ class VerifierSession:
         ticket = Ticket(proposal, self.sampling_for(proposal.round), needs_q)
         self._in_flight = ticket
         return ticket
+
+    def stored_verdict(self, round_number: int) -> Verdict | None:
+        """§6.3 Idempotency: "if a verdict for this round already exists, return it unchanged"."""
+        return self._verdicts.get(round_number)
+
+    def concurrent(self, proposal: Proposal) -> WaitForRound | None:
+        """§6.3: an identical request for the round in flight waits; P1-IDEM-1: a different one is refused."""
+        in_flight = self._in_flight
+        if in_flight is None or in_flight.proposal.round != proposal.round:
+            return None
+        if in_flight.proposal.identity_key() == proposal.identity_key():
+            return WaitForRound(proposal.round)
+        raise self._stale_base(f"round {proposal.round} is being verified for another proposal")
 
     def _authorize(self, proposal: Proposal, peer: str | None) -> None:
         # §6.3 Authorization: "the authenticated client MUST be the drafter named
@@ -354,20 +346,16 @@ class VerifierSession:
         self._require_current(ticket)
         tokens = list(ticket.proposal.tokens)
         p_rows = self.target_rows(logits, ticket.sampling)
-        if ticket.needs_q:
-            if q_rows is None:
-                raise InvalidArgument("rule 2 needs the checked q rows")
-            outcome = rule2(p_rows, q_rows, tokens, uniforms)
-        else:
-            outcome = rule1(p_rows, tokens)
-        emitted, finished = truncate(outcome.emitted, self.contract.stop, self.contract.max_new, len(self.output))
-        control = self.control.on_round(outcome.accepted, len(tokens), finished, load)
+        outcome = self.accept(ticket, p_rows, q_rows, uniforms)
+        emitted, finished = self.truncate_emitted(outcome.emitted)
+        accepted = self.reported_accepted(outcome, emitted)
+        control = self.control.on_round(accepted, len(tokens), finished, load)
         record = self._record(ticket.proposal.round, emitted)
         verdict = Verdict(
             session=self.session,
             epoch=self.epoch,
             round=ticket.proposal.round,
-            accepted=outcome.accepted,
+            accepted=accepted,
             emitted=tuple(emitted),
             committed=record.committed,
             digest=record.digest,
@@ -377,6 +365,25 @@ class VerifierSession:
             load=load,
         )
         return PendingCommit(record, verdict, control.action, self_decoded=False, proposed=len(tokens))
+
+    def accept(
+        self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None, uniforms: UniformSource
+    ) -> RuleOutcome:
+        """§6.4: the contract's acceptance rule."""
+        tokens = list(ticket.proposal.tokens)
+        if not ticket.needs_q:
+            return rule1(p_rows, tokens)
+        if q_rows is None:
+            raise InvalidArgument("rule 2 needs the checked q rows")
+        return rule2(p_rows, q_rows, tokens, uniforms)
+
+    def truncate_emitted(self, emitted: Sequence[int]) -> tuple[list[int], bool]:
+        """§6.3: "It truncates the emitted tokens after the first stop token and at max_new"."""
+        return truncate(emitted, self.contract.stop, self.contract.max_new, len(self.output))
+
+    def reported_accepted(self, outcome: RuleOutcome, emitted: Sequence[int]) -> int:
+        """P1-CTL-5: a before truncation, for the verdict and the low-round test alike."""
+        return outcome.accepted
 
     def _record(self, round_number: int, emitted: Sequence[int]) -> CommitRecord:
         return CommitRecord(
@@ -425,8 +432,7 @@ class VerifierSession:
     def commit(self, pending: PendingCommit) -> Committed:
         """Apply a round whose commit record was appended (§6.3 Commit, Control)."""
         record = pending.record
-        if record.round != self.round + 1 or record.epoch != self.epoch:
-            raise InvalidArgument("pending commit does not follow the session's last round")
+        self.check_commit_order(record)
         self.output.extend(record.emitted)
         self.digest = record.digest
         self.round = record.round
@@ -437,6 +443,10 @@ class VerifierSession:
         else:
             self.self_decoded_in_period += 1
         return Committed(pending.verdict, tuple(self._apply(pending.action)))
+
+    def check_commit_order(self, record: CommitRecord) -> None:
+        if record.round != self.round + 1 or record.epoch != self.epoch:
+            raise InvalidArgument("pending commit does not follow the session's last round")
 
     def _apply(self, action: Action) -> list[Event]:
         # P1-EVT-1: events for switch (2), start of self-decoding (3), finish (4), fail (5).
