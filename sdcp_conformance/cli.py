@@ -8,6 +8,7 @@ from rich.table import Table
 
 from sdcp_conformance import __version__
 from sdcp_conformance.cache.cli import serve_cache
+from sdcp_conformance.fuzz.cli import fuzz
 from sdcp_conformance.harness.cli import certify
 from sdcp_conformance.mutants.cli import selftest
 from sdcp_conformance.reference.cli import generate, serve
@@ -62,6 +63,7 @@ main.add_command(generate)
 main.add_command(selftest)
 main.add_command(pki)
 main.add_command(certify)
+main.add_command(fuzz)
 
 
 if __name__ == "__main__":

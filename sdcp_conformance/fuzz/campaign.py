@@ -1,0 +1,166 @@
+"""A fuzz campaign: start the environment, fuzz for a budget or a number of examples, save failures, replay.
+
+The command line (:mod:`sdcp_conformance.fuzz.cli`) and the tests both use
+these functions; they never print, they report through ``progress``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypothesis.database import ExampleDatabase
+
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.fuzz import replay
+from sdcp_conformance.fuzz.loop import LoopThread
+from sdcp_conformance.fuzz.messages import MessageFuzzer, MessageStats, Recipe, run_messages
+from sdcp_conformance.fuzz.stateful import FuzzFailure, FuzzStats, StatefulRunner, replay_steps
+from sdcp_conformance.fuzz.steps import Step, Violation
+from sdcp_conformance.harness.environment import AppFactory
+from sdcp_conformance.harness.target import TargetConfig
+
+CHUNK = 25
+"""Examples per Hypothesis run within a time budget (the budget is checked between runs)."""
+QUIET_LOGGERS = ("sdcp_conformance.transport.server", "sdcp_conformance.reference.verifier.app")
+
+CLEAN = ("none", "reference")
+"""``--mutant none`` replays a mutant's failure against the clean reference (to see it reported fixed)."""
+
+Stats = FuzzStats | MessageStats
+
+
+@dataclass(frozen=True)
+class CampaignConfig:
+    target: TargetConfig | None = None
+    mutant: str | None = None
+    examples: int | None = None
+    budget_s: float | None = None
+    seed: int = 0
+    database: ExampleDatabase | None = None
+    messages: bool = False
+    step_count: int = 12
+    out: Path = Path(".sdcp-fuzz") / "failures"
+
+
+@dataclass
+class CampaignResult:
+    stats: Stats
+    failure: FuzzFailure | None
+    saved: Path | None
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    fixed: bool
+    failure: FuzzFailure | None
+    recorded: replay.ReplayFile
+
+
+def parse_budget(text: str) -> float:
+    """``90s``, ``10m``, ``1h`` or plain seconds."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if found is None:
+        raise InvalidArgument(f"--budget {text!r}: expected e.g. 90s, 10m or 1h")
+    return float(found.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[found.group(2)]
+
+
+def app_factory(mutant: str | None) -> AppFactory | None:
+    if mutant is None or mutant in CLEAN:
+        return None
+    from sdcp_conformance.mutants import get_mutant
+    from sdcp_conformance.mutants.fuzz_targets import FUZZ_MUTANTS_BY_NAME
+
+    found = FUZZ_MUTANTS_BY_NAME.get(mutant)
+    return (found or get_mutant(mutant)).factory
+
+
+def run_campaign(config: CampaignConfig, progress: Callable[[Stats], None] | None = None) -> CampaignResult:
+    if config.target is not None and config.mutant is not None:
+        raise InvalidArgument("--mutant runs the embedded reference with a planted bug; it cannot go with --target")
+    for name in QUIET_LOGGERS:  # a crashing IUT is judged from its answers, not from its log lines
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    with LoopThread() as loop:
+        loop.start(config.target, app_factory=app_factory(config.mutant))
+        if config.messages:
+            stats, failure = _messages(loop, config, progress)
+        else:
+            stats, failure = _stateful(loop, config, progress)
+    saved = None
+    if failure is not None:
+        kind = "messages" if config.messages else "stateful"
+        saved = replay.save(config.out, kind, [step.to_json() for step in failure.steps], failure.message,
+                            failure.level, mutant=config.mutant, seed=config.seed)
+    return CampaignResult(stats, failure, saved)
+
+
+def _chunks(config: CampaignConfig, started: float) -> list[int] | None:
+    """How many examples the next Hypothesis run gets, or None when the campaign is over."""
+    return None if config.budget_s is not None and time.monotonic() - started >= config.budget_s else [CHUNK]
+
+
+def _stateful(loop: LoopThread, config: CampaignConfig,
+              progress: Callable[[Stats], None] | None) -> tuple[Stats, FuzzFailure | None]:
+    runner = StatefulRunner(loop, progress)
+    if config.budget_s is None:
+        return runner.stats, runner.run(examples=config.examples or 100, seed=config.seed,
+                                        step_count=config.step_count, database=config.database)
+    started, round_ = time.monotonic(), 0
+    while _chunks(config, started) is not None:
+        failure = runner.run(examples=CHUNK, seed=config.seed + round_, step_count=config.step_count,
+                             database=config.database)
+        if failure is not None:
+            return runner.stats, failure
+        round_ += 1
+    return runner.stats, None
+
+
+def _messages(loop: LoopThread, config: CampaignConfig,
+              progress: Callable[[Stats], None] | None) -> tuple[Stats, FuzzFailure | None]:
+    fuzzer = MessageFuzzer(loop, progress)
+    if config.budget_s is None:
+        return fuzzer.stats, run_messages(fuzzer, examples=config.examples or 1000, seed=config.seed,
+                                          database=config.database)
+    started, round_ = time.monotonic(), 0
+    while _chunks(config, started) is not None:
+        failure = run_messages(fuzzer, examples=CHUNK * 20, seed=config.seed + round_, database=config.database)
+        if failure is not None:
+            return fuzzer.stats, failure
+        round_ += 1
+    return fuzzer.stats, None
+
+
+def replay_file(path: Path, *, target: TargetConfig | None = None, mutant: str | None = None) -> ReplayResult:
+    """Run a saved failure again; ``fixed`` when it no longer fails. The file's mutant applies unless overridden."""
+    recorded = replay.load(path)
+    chosen = mutant if mutant is not None else (recorded.mutant if target is None else None)
+    with LoopThread() as loop:
+        loop.start(target, app_factory=app_factory(chosen))
+        steps = recorded.stateful_steps()
+        failure = _replay_messages(loop, steps) if recorded.kind == "messages" else replay_steps(loop, steps)
+    return ReplayResult(failure is None, failure, recorded)
+
+
+def _replay_messages(loop: LoopThread, steps: list[Step]) -> FuzzFailure | None:
+    fuzzer = MessageFuzzer(loop)
+    for step in steps:
+        try:
+            loop.run(fuzzer.check(Recipe.from_step(step)))
+        except Violation as violation:
+            return FuzzFailure([step], violation.text, violation.level)
+    return None
+
+
+__all__ = [
+    "CampaignConfig",
+    "CampaignResult",
+    "ReplayResult",
+    "app_factory",
+    "parse_budget",
+    "replay_file",
+    "run_campaign",
+]

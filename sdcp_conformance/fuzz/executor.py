@@ -1,0 +1,440 @@
+"""Runs fuzz steps against the IUT through the harness roles and judges every answer against the model.
+
+One :class:`StepExecutor` serves one example (a fresh :class:`CaseContext`,
+so cache objects and the transcript are the example's own). Each step resolves
+its generated arguments against the model, sends what the harness (as router,
+drafter or cache) would send, and checks the answer and then the invariants:
+the commit log's live records are exactly the verdicts sent (which also ties
+the log to the output), digests recomputed from tokens, rounds consecutive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import numpy as np
+
+from sdcp_conformance.errors import MalformedMessage
+from sdcp_conformance.fuzz import model as m
+from sdcp_conformance.fuzz.steps import Step, Violation
+from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.environment import Environment
+from sdcp_conformance.harness.iut import Answer
+from sdcp_conformance.models.bigram import bigram_logits
+from sdcp_conformance.oracle import rule2 as oracle
+from sdcp_conformance.oracle.greedy import greedy_continuation
+from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
+from sdcp_conformance.protocol.problems import ProblemType
+
+MODEL = "bigram"
+"""Closed-form logits: exact and cheap, so thousands of rounds cost little (V = 128)."""
+VOCAB = 128
+PROMPTS = ((5, 9, 14), (1, 2, 3, 4), (77,), (120, 3, 40, 41, 42))
+PROPOSAL_KINDS = ("valid", "garbage", "stale_base", "wrong_digest", "wrong_round", "past_round", "stale_epoch",
+                  "over_limit", "no_q", "missing_q", "zero_q", "unassigned")
+DRAFTERS = ("drafter-1", "drafter-2")
+MAX_SESSIONS = 3
+
+Handler = Callable[["StepExecutor", dict[str, Any]], Awaitable[None]]
+
+
+class StepExecutor:
+    """The model of one example's sessions plus the code that plays each step."""
+
+    def __init__(self, env: Environment, example: str) -> None:
+        self.env = env
+        self.ctx = CaseContext(env, f"fuzz-{example}", 0)
+        self.sessions: list[m.FuzzedSession] = []
+        self.log: list[str] = []
+
+    # ------------------------------------------------------------------ entry point
+
+    async def apply(self, step: Step) -> None:
+        handler = _HANDLERS.get(step.rule)
+        if handler is None:
+            raise ValueError(f"unknown fuzz rule {step.rule!r}")
+        self.env.current = self.ctx.transcript
+        self.log.append(step.describe())
+        await handler(self, dict(step.args))
+        for fs in self.sessions:
+            problems = m.log_problems(fs, self.ctx.read_log(fs.tracked))
+            if problems:
+                raise Violation(f"after {step.describe()}: {problems[0]}")
+
+    def session(self, index: Any) -> m.FuzzedSession | None:
+        return self.sessions[int(index) % len(self.sessions)] if self.sessions else None
+
+    # ------------------------------------------------------------------ router role
+
+    async def open(self, args: dict[str, Any]) -> None:
+        if len(self.sessions) >= MAX_SESSIONS:
+            return
+        rule = 2 if args.get("rule") == 2 else 1
+        prompt = PROMPTS[int(args.get("prompt", 0)) % len(PROMPTS)]
+        stop_at = args.get("stop_at")
+        stop = [] if stop_at is None else [greedy_continuation(MODEL, prompt, int(stop_at) + 1)[-1]]
+        overrides: dict[str, Any] = {"rule": rule, "m_max": int(args.get("m_max", 4)), "stop": stop,
+                                     "max_new": int(args.get("max_new", 16)),
+                                     "low_rounds": int(args.get("low_rounds", 1000)), "fallback": [1]}
+        if rule == 2:
+            overrides["sampling"] = {"seed": int(args.get("seed", 1)), "temperature_milli": 1000}
+        tracked = self.ctx.track(MODEL, self.ctx.contract(MODEL, **overrides), prompt)
+        answer = await self.ctx.open(tracked)
+        fs = m.FuzzedSession(tracked, rule)
+        self.require_state(fs, answer, "POST sessions", strict=True)
+        self.sessions.append(fs)
+
+    async def assign(self, args: dict[str, Any]) -> None:
+        fs = self.session(args.get("s", 0))
+        if fs is None:
+            return
+        drafter = DRAFTERS[int(args.get("drafter", 0)) % 2]
+        m_init = int(args.get("m_init", 4))
+        answer = await self.ctx.assign(fs.tracked, drafter, m_init=m_init)
+        if self.refusal_ok(fs, answer, "PUT sessions/{id}/drafter"):
+            return
+        self.require_state(fs, answer, "PUT sessions/{id}/drafter", strict=True)
+        fs.assigned = drafter
+        fs.limit = min(int(fs.contract["m_max"]), m_init)  # P1-CTL-1
+
+    async def policy(self, args: dict[str, Any]) -> None:
+        fs = self.session(args.get("s", 0))
+        if fs is None:
+            return
+        from_round = max(0, fs.tracked.round + int(args.get("delta", 1)))
+        sampling = {"temperature_milli": int(args.get("temperature", 1000)), "seed": int(args.get("seed", 7))}
+        answer = await self.ctx.policy(fs.tracked, from_round, sampling)
+        if self.refusal_ok(fs, answer, "POST sessions/{id}/policy"):
+            return
+        if from_round <= fs.tracked.round:
+            self.judge_refusal(fs, answer, m.Refuse(frozenset({ProblemType.STALE_BASE})),
+                               f"a policy with from_round {from_round} <= round {fs.tracked.round} (P1-POL-1)")
+            return
+        self.require_state(fs, answer, "POST sessions/{id}/policy", strict=True)
+        fs.policies.append((from_round, sampling))
+
+    def refusal_ok(self, fs: m.FuzzedSession, answer: Answer, what: str) -> bool:
+        """Closed (P1-CTL-3: 410) or fenced (§6.3: stop serving, once noticed) sessions may refuse router calls."""
+        if fs.closed is not None:
+            self.judge_refusal(fs, answer, m.Refuse(frozenset({ProblemType.SESSION_CLOSED})), f"{what} when closed")
+            return True
+        if fs.fence_epoch is not None and not answer.ok:
+            if answer.status is None or answer.status >= 500:
+                raise Violation(f"{what} on a fenced session: {answer.describe()}")
+            return True
+        return False
+
+    async def fence(self, args: dict[str, Any]) -> None:
+        """§6.9 verifier failure, first half: the router appends a fence record ``{epoch: E+1}``."""
+        fs = self.session(args.get("s", 0))
+        if fs is None or fs.fence_epoch is not None:
+            return
+        self.env.cache.enforce_fences = bool(args.get("enforcing", True))
+        stored = self.env.cache.store.get(_path(fs.tracked.commit_log), now=0.0)
+        before = stored.data if stored is not None else b""
+        self.ctx.put_object(fs.tracked.commit_log.removeprefix(self.ctx.cache_uri("")),
+                            before + encode({"epoch": fs.epoch + 1}))
+        fs.fence_epoch = fs.epoch + 1
+
+    async def resume(self, args: dict[str, Any]) -> None:
+        """§6.9 second half: open at the new epoch with ``resume``, then name the drafter again."""
+        fs = self.session(args.get("s", 0))
+        if fs is None or fs.fence_epoch is None or fs.closed is not None:
+            return
+        tracked = fs.tracked
+        tokens_uri = self.ctx.put_object(f"committed-{tracked.id.hex()}-{fs.fence_epoch}", encode(tracked.output))
+        resume = {"round": tracked.round, "committed": len(tracked.output), "digest": tracked.digest,
+                  "committed_tokens": tokens_uri}
+        tracked.epoch = fs.fence_epoch
+        answer = await self.ctx.open(tracked, resume=resume)
+        fs.fence_epoch, fs.assigned, fs.limit = None, None, 1
+        latest = fs.sampling_for(tracked.round + 1)
+        fs.policies = []
+        self.require_state(fs, answer, "POST sessions with resume (§6.9)", strict=True)
+        if fs.rule == 2 and latest != fs.contract.get("sampling") and latest is not None:
+            # The resumed verifier knows only the contract: the router re-sends the profile in force (P1-RTR-4).
+            await self.policy({"s": self.sessions.index(fs), "delta": 1, **_policy_args(latest)})
+        await self.assign({"s": self.sessions.index(fs), "drafter": args.get("drafter", 0), "m_init": 4})
+
+    # ------------------------------------------------------------------ drafter role
+
+    async def propose(self, args: dict[str, Any]) -> None:
+        fs = self.session(args.get("s", 0))
+        if fs is None:
+            return
+        kind = _kind(args.get("kind", "valid"))
+        party, body = self.build(fs, kind, max(1, int(args.get("m", 1))), int(args.get("choice", 0)))
+        await self.send_and_judge(fs, party, body, f"a {kind} proposal")
+
+    async def retry(self, args: dict[str, Any]) -> None:
+        fs = self.session(args.get("s", 0))
+        if fs is None or not fs.sent:
+            return
+        party, body = fs.sent[int(args.get("index", 0)) % len(fs.sent)]
+        await self.send_and_judge(fs, party, body, f"an exact retry of the round-{body['round']} proposal")
+
+    async def concurrent(self, args: dict[str, Any]) -> None:
+        """Two identical copies at once: both must get the one verdict (§6.3 "wait for that verdict")."""
+        fs = self.session(args.get("s", 0))
+        if fs is None:
+            return
+        party, body = self.build(fs, "valid", max(1, int(args.get("m", 1))), int(args.get("choice", 0)))
+        expectation = m.expect_proposal(fs, body, party, self.env.party_uri(party))
+        first, second = await asyncio.gather(self.ctx.send_proposal(body, party=party),
+                                             self.ctx.send_proposal(body, party=party))
+        what = "concurrent identical proposals"
+        verdict = self.judge(fs, expectation, first, what)
+        if isinstance(expectation, m.Commit) and verdict is not None:
+            other = _verdict_of(second, what)
+            if other != verdict:
+                raise Violation(f"{what}: the two copies got different answers: {verdict} vs {other}")
+            m.apply_verdict(fs, verdict)
+        else:
+            self.judge(fs, expectation, second, what)
+
+    async def send_and_judge(self, fs: m.FuzzedSession, party: str, body: dict[str, Any], what: str) -> None:
+        expectation = m.expect_proposal(fs, body, party, self.env.party_uri(party))
+        answer = await self.ctx.send_proposal(body, party=party)
+        verdict = self.judge(fs, expectation, answer, what)
+        if verdict is not None and isinstance(expectation, m.Commit):
+            m.apply_verdict(fs, verdict)
+
+    def build(self, fs: m.FuzzedSession, kind: str, count: int, choice: int) -> tuple[str, dict[str, Any]]:
+        """The body a drafter would send for proposal ``kind``; published q rows are remembered."""
+        tracked = fs.tracked
+        rng = random.Random(choice)
+        party = fs.assigned or DRAFTERS[choice % 2]
+        if kind == "unassigned":
+            party = DRAFTERS[1] if party == DRAFTERS[0] else DRAFTERS[0]
+        if kind == "over_limit":
+            count = min(fs.limit, int(fs.contract["m_max"])) + 1 + choice % 2
+        tokens, rows = self.draft(fs, count, rng, garbage=kind == "garbage")
+        overrides: dict[str, Any] = _overrides(fs, kind, rng)
+        if fs.rule == 2:  # rule 1 needs no rows (P1-DRF-4), so q kinds are plain proposals there
+            overrides.setdefault("q_rows", self.publish(fs, kind, rows, tokens, rng))
+        body = self.ctx.proposal(tracked, tokens, party, **overrides)
+        fs.sent.append((party, body))
+        return party, body
+
+    def draft(self, fs: m.FuzzedSession, count: int, rng: random.Random, *,
+              garbage: bool) -> tuple[list[int], list[list[float]]]:
+        context = fs.tracked.context
+        if garbage:
+            tokens = [rng.randrange(VOCAB) for _ in range(count)]
+            return tokens, [_q_row([*context, *tokens[:i]]) for i in range(count)]
+        if fs.rule == 1:
+            tokens = greedy_continuation(MODEL, context, count)
+            return tokens, [_q_row([*context, *tokens[:i]]) for i in range(count)]
+        tokens, rows = [], []
+        for _ in range(count):
+            row = _q_row([*context, *tokens])
+            rows.append(row)
+            tokens.append(oracle.draw(row, rng.random()))  # sampled from exactly the row it publishes
+        return tokens, rows
+
+    def publish(self, fs: m.FuzzedSession, kind: str, rows: list[list[float]], tokens: list[int],
+                rng: random.Random) -> str | None:
+        name = f"q-{fs.tracked.id.hex()[:8]}-{len(fs.sent)}"
+        if kind == "no_q":
+            return None
+        if kind == "missing_q":
+            uri = self.ctx.cache_uri(name + "-absent")
+            fs.q_objects[uri] = None
+            return uri
+        if kind == "zero_q":
+            position = rng.randrange(len(tokens))
+            rows = [list(row) for row in rows]
+            rows[position][tokens[position]] = 0.0
+        uri = self.ctx.publish_q(name, np.asarray(rows))
+        fs.q_objects[uri] = rows
+        return uri
+
+    # ------------------------------------------------------------------ output
+
+    async def output(self, args: dict[str, Any]) -> None:
+        """§6.7: tokens from any index, never changing meaning; epoch on every message; final when closed."""
+        fs = self.session(args.get("s", 0))
+        if fs is None:
+            return
+        committed = fs.committed
+        if fs.closed is None and committed == 0:
+            return  # nothing to read without waiting out the long-poll
+        span = committed + 2 if fs.closed is not None else committed
+        start = int(args.get("start", 0)) % span
+        answer = await self.ctx.output(fs.tracked, start)
+        if fs.fence_epoch is not None and not answer.ok:
+            return  # stopped serving (§6.3)
+        output = _message(answer, Output, "GET output")
+        self.check_output(fs, output, start)
+
+    def check_output(self, fs: m.FuzzedSession, output: Output, start: int) -> None:
+        want = fs.tracked.output[start:]
+        got = list(output.tokens)
+        if output.epoch != fs.epoch or output.session != fs.tracked.id:
+            raise Violation(f"output carries epoch {output.epoch}, the session's is {fs.epoch} (§6.7)")
+        if got != want[: len(got)] or (want and not got):
+            raise Violation(f"output from {start} is {got}, the committed tokens there are {want} "
+                            "(§6.7: indices are stable)")
+        if output.final and (fs.closed is None or len(got) != len(want)):
+            raise Violation(f"output from {start} says final, but the session is {fs.closed or 'open'} with "
+                            f"{len(want)} tokens from there")
+        if fs.closed is not None and start >= fs.committed and not output.final:
+            raise Violation("reading past the end of a closed session must give the final message (P1-OUT-1)",
+                            level="PROFILE")
+        if output.final and output.finish is not fs.closed:
+            raise Violation(f"the final message's finish is {output.finish}, the session ended with {fs.closed}")
+
+    # ------------------------------------------------------------------ judging
+
+    def judge(self, fs: m.FuzzedSession, expectation: m.Expectation, answer: Answer, what: str) -> Verdict | None:
+        if isinstance(expectation, m.Commit):
+            verdict = _verdict_of(answer, what)
+            problems = m.verdict_problems(fs, verdict, expectation.outcome)
+            if problems:
+                level, text = problems[0]
+                raise Violation(f"{what}: {text}", level=level)
+            return verdict
+        if isinstance(expectation, m.Stored):
+            if answer.ok and _verdict_of(answer, what) == expectation.verdict:
+                return None
+            if expectation.or_refuse and answer.status is not None and 400 <= answer.status < 500:
+                return None
+            raise Violation(f"{what}: round {expectation.verdict.round} has a verdict, which must be returned "
+                            f"unchanged (§6.3 Idempotency); got {_shown(answer)}")
+        if isinstance(expectation, m.NoCommit):
+            if not answer.ok:
+                return None
+            if expectation.stored is not None and _verdict_of(answer, what) == expectation.stored:
+                return None
+            raise Violation(f"{what}: a verdict after the commit log was fenced (§6.3, §6.8): {_shown(answer)}")
+        self.judge_refusal(fs, answer, expectation, what)
+        return None
+
+    def judge_refusal(self, fs: m.FuzzedSession, answer: Answer, expectation: m.Refuse, what: str) -> None:
+        names = sorted(f"{p.status} {p.suffix}" for p in expectation.problems)
+        if answer.status is None or not 400 <= answer.status < 500:
+            raise Violation(f"{what}: expected {' or '.join(names)}, got {_shown(answer)}")
+        if answer.problem_type not in expectation.problems or answer.status != answer.problem_type.status:
+            raise Violation(f"{what}: expected {' or '.join(names)}, got {answer.describe()}", level=expectation.level)
+        if answer.problem_type is ProblemType.STALE_BASE:
+            self.check_stale_state(fs, answer, what)
+
+    def check_stale_state(self, fs: m.FuzzedSession, answer: Answer, what: str) -> None:
+        """P1-ERR-2: the 409 sdcp-stale-base carries the current session-state."""
+        problem = answer.problem
+        state = problem.state if problem is not None else None
+        want = fs.state_expected()
+        if state is None or any(state.get(key) != value for key, value in want.items()):
+            raise Violation(f"{what}: the 409's state {state!r} is not the current session-state {want!r}",
+                            level="PROFILE")
+
+    def require_state(self, fs: m.FuzzedSession, answer: Answer, what: str, *, strict: bool) -> None:
+        state = _message(answer, SessionState, what)
+        want = fs.state_expected()
+        got = {key: getattr(state, key) for key in want}
+        if got != want:
+            raise Violation(f"{what}: session-state {_hexed(got)} is not the harness's {_hexed(want)}",
+                            level="MUST" if strict else "PROFILE")
+
+
+def _overrides(fs: m.FuzzedSession, kind: str, rng: random.Random) -> dict[str, Any]:
+    tracked = fs.tracked
+    n = len(tracked.output)
+    if kind == "stale_base":
+        if n == 0:
+            return {"base": 1, "base_digest": hashlib.sha256(b"ahead").digest()}
+        back = 1 + rng.randrange(n)
+        return {"base": n - back, "base_digest": _digest_at(tracked, n - back)}
+    if kind == "wrong_digest":
+        return {"base_digest": hashlib.sha256(rng.randbytes(8)).digest()}
+    if kind == "wrong_round":
+        return {"round": tracked.round + 2 + rng.randrange(3)}
+    if kind == "past_round":
+        return {"round": rng.randrange(tracked.round + 1)}
+    if kind == "stale_epoch":
+        return {"epoch": fs.epoch + 1 if rng.random() < 0.5 or fs.epoch == 0 else fs.epoch - 1}
+    if kind == "no_q" and fs.rule == 2:
+        return {"q_rows": None}
+    return {}
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str) and value in PROPOSAL_KINDS:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return PROPOSAL_KINDS[value % len(PROPOSAL_KINDS)]
+    raise ValueError(f"unknown proposal kind {value!r}")
+
+
+def _digest_at(tracked: TrackedSession, n: int) -> bytes:
+    from sdcp_conformance.protocol.chain import extend_digest
+
+    return extend_digest(tracked.d0, tracked.output[:n])
+
+
+def _q_row(context: list[int]) -> list[float]:
+    """A drafter's row: half uniform, half the target's softmax at temperature 2 — positive everywhere."""
+    logits = np.asarray(bigram_logits(context[-1], MODEL), dtype=np.float64) / 2.0
+    weights = np.exp(logits - logits.max())
+    row = 0.5 / VOCAB + 0.5 * weights / weights.sum()
+    return [float(value) for value in row.astype(np.float32)]
+
+
+def _policy_args(sampling: dict[str, int]) -> dict[str, int]:
+    return {"temperature": sampling.get("temperature_milli", 1000), "seed": sampling.get("seed", 7)}
+
+
+def _verdict_of(answer: Answer, what: str) -> Verdict:
+    verdict: Verdict = _message(answer, Verdict, what)
+    return verdict
+
+
+def _message(answer: Answer, kind: type[Any], what: str) -> Any:
+    if not answer.ok:
+        raise Violation(f"{what}: expected success, got {_shown(answer)}")
+    try:
+        return answer.message(kind)
+    except MalformedMessage as exc:
+        raise Violation(f"{what}: the answer is not a well-formed {kind.__name__}: {exc}") from None
+
+
+def _shown(answer: Answer) -> str:
+    if answer.ok:
+        try:
+            return f"{answer.status} {answer.decoded()!r}"[:400]
+        except MalformedMessage:
+            return f"{answer.status} (undecodable body)"
+    return answer.describe()
+
+
+def _hexed(values: dict[str, Any]) -> dict[str, Any]:
+    return {key: value.hex()[:16] if isinstance(value, bytes) else value for key, value in values.items()}
+
+
+def _path(uri: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(uri).path
+
+
+_HANDLERS: dict[str, Handler] = {
+    "open": StepExecutor.open,
+    "assign": StepExecutor.assign,
+    "policy": StepExecutor.policy,
+    "fence": StepExecutor.fence,
+    "resume": StepExecutor.resume,
+    "propose": StepExecutor.propose,
+    "retry": StepExecutor.retry,
+    "concurrent": StepExecutor.concurrent,
+    "output": StepExecutor.output,
+}
+RULES = tuple(_HANDLERS)
+FINAL_ACTIONS = (Action.FINISH, Action.FAIL)
+
+__all__ = ["DRAFTERS", "MAX_SESSIONS", "MODEL", "PROPOSAL_KINDS", "RULES", "StepExecutor"]

@@ -1,0 +1,78 @@
+"""A dedicated event loop in a background thread that runs the harness environment.
+
+Hypothesis rules are synchronous; the transport is asyncio. Each rule submits a
+coroutine to this loop with :meth:`LoopThread.run` and waits for its result
+with a deadline, so Hypothesis itself is never patched and every wait ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sdcp_conformance.harness.environment import AppFactory, Environment
+from sdcp_conformance.harness.target import TargetConfig
+
+T = TypeVar("T")
+
+STEP_TIMEOUT_S = 90.0
+"""Longer than the IUT link's own timeouts (40 s), so a hung IUT shows up as a failed answer first."""
+
+
+class StepTimeout(Exception):
+    """A step did not finish within its deadline (the IUT or the harness hung)."""
+
+
+class LoopThread:
+    """Owns one event loop on a daemon thread and the :class:`Environment` started on it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="sdcp-fuzz-loop", daemon=True)
+        self._thread.start()
+        self.environment: Environment | None = None
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float = STEP_TIMEOUT_S) -> T:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result(timeout_s)
+        except FutureTimeout:
+            future.cancel()
+            raise StepTimeout(f"the step did not finish within {timeout_s} s") from None
+
+    def start(self, target: TargetConfig | None = None, *, app_factory: AppFactory | None = None,
+              workdir: Path | None = None) -> Environment:
+        self.environment = self.run(Environment.start(target, app_factory=app_factory, workdir=workdir), 120.0)
+        return self.environment
+
+    @property
+    def env(self) -> Environment:
+        if self.environment is None:
+            raise RuntimeError("the environment has not been started")
+        return self.environment
+
+    def close(self) -> None:
+        if self.environment is not None:
+            self.run(self.environment.stop(), 60.0)
+            self.environment = None
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10.0)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+    def __enter__(self) -> LoopThread:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["STEP_TIMEOUT_S", "LoopThread", "StepTimeout"]

@@ -1,0 +1,214 @@
+"""Stateful fuzzing of a verifier IUT with ``hypothesis.stateful.RuleBasedStateMachine``.
+
+Each rule builds a :class:`~sdcp_conformance.fuzz.steps.Step` from its
+generated arguments and hands it to a :class:`StepExecutor` on the harness's
+event loop (:class:`~sdcp_conformance.fuzz.loop.LoopThread`). A violation
+makes Hypothesis shrink the example; the steps of the last failing run (the
+minimal one, which Hypothesis replays last) are kept as the failure, so they
+can be saved and replayed exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import strategies as st
+from hypothesis.database import ExampleDatabase
+from hypothesis.errors import Flaky
+from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, initialize, precondition, rule
+
+from sdcp_conformance.fuzz.executor import PROPOSAL_KINDS, StepExecutor
+from sdcp_conformance.fuzz.loop import LoopThread
+from sdcp_conformance.fuzz.steps import Step, Violation
+
+Progress = Callable[["FuzzStats"], None]
+
+S = st.integers(0, 2)
+"""Which of the example's sessions a step is about (modulo the number open)."""
+MAX_NEW = st.integers(2, 12) | st.integers(16, 64)
+"""Short sessions reach finish quickly; long ones leave room for the other rules."""
+STOP_AT = st.none() | st.none() | st.integers(0, 8)
+
+
+@dataclass
+class FuzzFailure:
+    steps: list[Step]
+    message: str
+    level: str
+    transcript: str = ""
+
+
+@dataclass
+class FuzzStats:
+    examples: int = 0
+    steps: int = 0
+    started: float = field(default_factory=time.monotonic)
+    failure: FuzzFailure | None = None
+    flaky: bool = False
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+class StatefulRunner:
+    """Runs one Hypothesis state machine per example against the environment on ``loop``."""
+
+    def __init__(self, loop: LoopThread, progress: Progress | None = None) -> None:
+        self.loop = loop
+        self.stats = FuzzStats()
+        self._progress = progress
+        self._nonce = secrets.token_hex(4)
+        self._counter = itertools.count()
+
+    def executor(self) -> StepExecutor:
+        self.stats.examples += 1
+        return StepExecutor(self.loop.env, f"{self._nonce}-{next(self._counter)}")
+
+    def execute(self, executor: StepExecutor, steps: list[Step], step: Step) -> None:
+        steps.append(step)
+        self.stats.steps += 1
+        try:
+            self.loop.run(executor.apply(step))
+        except Violation as violation:
+            self.stats.failure = FuzzFailure(list(steps), violation.text, violation.level, _transcript(executor))
+            raise
+        except Exception as exc:  # a hang or a harness bug: still a failing, replayable sequence
+            self.stats.failure = FuzzFailure(list(steps), f"{type(exc).__name__}: {exc}", "ERROR",
+                                             _transcript(executor))
+            raise
+        finally:
+            if self._progress is not None:
+                self._progress(self.stats)
+
+    def run(self, *, examples: int, seed: int, step_count: int = 12,
+            database: ExampleDatabase | None = None) -> FuzzFailure | None:
+        """Up to ``examples`` examples from ``seed``; returns the shrunk failure, if any."""
+        self.stats.failure = None
+        config = settings(max_examples=examples, stateful_step_count=step_count, deadline=None, database=database,
+                          suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
+                          report_multiple_bugs=False,
+                          phases=[Phase.reuse, Phase.generate, Phase.shrink] if database else
+                          [Phase.generate, Phase.shrink])
+        test = get_state_machine_test(machine_for(self), settings=config)  # type: ignore[no-untyped-call]
+        test._hypothesis_internal_use_seed = seed  # the seed decorator's attribute, on the test it builds
+        try:
+            test()
+        except Flaky:
+            self.stats.flaky = True
+        except Exception:
+            if self.stats.failure is None:
+                raise
+        return self.stats.failure
+
+
+def machine_for(runner: StatefulRunner) -> Callable[[], RuleBasedStateMachine]:
+    """A state machine class bound to ``runner`` (rules are synchronous; the runner's loop does the I/O)."""
+
+    class VerifierFuzz(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.executor = runner.executor()
+            self.steps: list[Step] = []
+
+        def do(self, rule_name: str, **args: Any) -> None:
+            runner.execute(self.executor, self.steps, Step(rule_name, args))
+
+        def has_session(self) -> bool:
+            return bool(self.executor.sessions)
+
+        @initialize(rule_=st.sampled_from([1, 2]), max_new=MAX_NEW, stop_at=STOP_AT,
+                    low_rounds=st.sampled_from([2, 1000]), m_max=st.integers(1, 8), seed=st.integers(0, 2**32),
+                    prompt=st.integers(0, 3), drafter=st.integers(0, 1), m_init=st.integers(1, 8))
+        def start(self, rule_: int, max_new: int, stop_at: int | None, low_rounds: int, m_max: int, seed: int,
+                  prompt: int, drafter: int, m_init: int) -> None:
+            self.do("open", rule=rule_, max_new=max_new, stop_at=stop_at, low_rounds=low_rounds, m_max=m_max,
+                    seed=seed, prompt=prompt)
+            self.do("assign", s=0, drafter=drafter, m_init=m_init)
+
+        @rule(rule_=st.sampled_from([1, 2]), max_new=MAX_NEW, stop_at=STOP_AT,
+              low_rounds=st.sampled_from([2, 1000]), m_max=st.integers(1, 8), seed=st.integers(0, 2**32),
+              prompt=st.integers(0, 3))
+        def open_session(self, rule_: int, max_new: int, stop_at: int | None, low_rounds: int, m_max: int,
+                         seed: int, prompt: int) -> None:
+            self.do("open", rule=rule_, max_new=max_new, stop_at=stop_at, low_rounds=low_rounds, m_max=m_max,
+                    seed=seed, prompt=prompt)
+
+        @precondition(has_session)
+        @rule(s=S, drafter=st.integers(0, 1), m_init=st.integers(1, 8))
+        def assign(self, s: int, drafter: int, m_init: int) -> None:
+            self.do("assign", s=s, drafter=drafter, m_init=m_init)
+
+        @precondition(has_session)
+        @rule(s=S, m=st.integers(1, 8), choice=st.integers(0, 2**16))
+        def propose_valid(self, s: int, m: int, choice: int) -> None:
+            self.do("propose", s=s, kind="valid", m=m, choice=choice)
+
+        @precondition(has_session)
+        @rule(s=S, kind=st.sampled_from(PROPOSAL_KINDS), m=st.integers(1, 8), choice=st.integers(0, 2**16))
+        def propose(self, s: int, kind: str, m: int, choice: int) -> None:
+            self.do("propose", s=s, kind=kind, m=m, choice=choice)
+
+        # Hypothesis picks among rules uniformly: two more names give hostile proposals the weight of three rules.
+        propose_again = propose
+        propose_once_more = propose
+
+        @precondition(has_session)
+        @rule(s=S, index=st.integers(0, 63))
+        def retry(self, s: int, index: int) -> None:
+            self.do("retry", s=s, index=index)
+
+        @precondition(has_session)
+        @rule(s=S, m=st.integers(1, 8), choice=st.integers(0, 2**16))
+        def concurrent(self, s: int, m: int, choice: int) -> None:
+            self.do("concurrent", s=s, m=m, choice=choice)
+
+        @precondition(has_session)
+        @rule(s=S, delta=st.integers(-1, 3), temperature=st.sampled_from([500, 1000, 1500]),
+              seed=st.integers(0, 2**32))
+        def policy(self, s: int, delta: int, temperature: int, seed: int) -> None:
+            self.do("policy", s=s, delta=delta, temperature=temperature, seed=seed)
+
+        @precondition(has_session)
+        @rule(s=S, enforcing=st.booleans())
+        def fence(self, s: int, enforcing: bool) -> None:
+            self.do("fence", s=s, enforcing=enforcing)
+
+        @precondition(has_session)
+        @rule(s=S, drafter=st.integers(0, 1))
+        def resume(self, s: int, drafter: int) -> None:
+            self.do("resume", s=s, drafter=drafter)
+
+        @precondition(has_session)
+        @rule(s=S, start=st.integers(0, 64))
+        def output(self, s: int, start: int) -> None:
+            self.do("output", s=s, start=start)
+
+    return VerifierFuzz
+
+
+def replay_steps(loop: LoopThread, steps: Sequence[Step]) -> FuzzFailure | None:
+    """Run ``steps`` once, in order, outside Hypothesis; the first violation is the failure."""
+    executor = StepExecutor(loop.env, f"replay-{secrets.token_hex(4)}")
+    done: list[Step] = []
+    for step in steps:
+        done.append(step)
+        try:
+            loop.run(executor.apply(step))
+        except Violation as violation:
+            return FuzzFailure(done, violation.text, violation.level, _transcript(executor))
+    return None
+
+
+def _transcript(executor: StepExecutor) -> str:
+    entries = executor.ctx.transcript.entries()[-12:]
+    return "\n".join(entry.render() for entry in entries)
+
+
+__all__ = ["FuzzFailure", "FuzzStats", "StatefulRunner", "machine_for", "replay_steps"]

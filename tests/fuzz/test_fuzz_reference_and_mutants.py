@@ -1,0 +1,72 @@
+"""The fuzzers against the embedded reference (finds nothing) and against mutants (finds each, replayably).
+
+Short, fixed-seed runs: the CI fuzz job. A vendor's long campaign is
+``sdcp-conformance fuzz --target target.toml --budget 10m``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from sdcp_conformance.fuzz.campaign import CampaignConfig, replay_file, run_campaign
+from sdcp_conformance.fuzz.messages import MessageStats
+from sdcp_conformance.fuzz.stateful import FuzzStats
+
+STATEFUL_MUTANTS = (
+    "skip-epoch-check", "ignore-fenced-append", "no-read-back", "output-before-append",
+    "reverify-retried-round", "concurrent-duplicates-committed", "stored-verdict-refreshed",
+    "skip-base-digest-check", "skip-round-check", "stale-base-without-state", "digest-little-endian",
+    "d0-without-domain", "limit-off-by-one", "ignore-m-init",
+)
+SHRUNK: dict[str, int] = {}
+
+
+def test_a_short_stateful_fuzz_of_the_reference_finds_nothing(tmp_path: Path) -> None:
+    result = run_campaign(CampaignConfig(examples=60, seed=20261130, out=tmp_path))
+    assert result.failure is None, f"{result.failure.message}\n" + "\n".join(
+        step.describe() for step in result.failure.steps)
+    assert isinstance(result.stats, FuzzStats) and result.stats.steps > 300
+
+
+@pytest.mark.parametrize("mutant", STATEFUL_MUTANTS)
+def test_a_short_seeded_fuzz_finds_the_mutant_and_the_replay_reproduces_it(mutant: str, tmp_path: Path) -> None:
+    result = run_campaign(CampaignConfig(mutant=mutant, examples=300, seed=1, out=tmp_path))
+    assert result.failure is not None and result.saved is not None, f"{mutant} survived the fuzzer"
+    SHRUNK[mutant] = len(result.failure.steps)
+    replayed = replay_file(result.saved)
+    assert not replayed.fixed, f"the replay of {result.saved} no longer fails against {mutant}"
+
+
+def test_shrunk_failures_are_short() -> None:
+    if not SHRUNK:
+        pytest.skip("no mutant ran in this session")
+    median = statistics.median(SHRUNK.values())
+    print(f"shrunk steps per mutant: {SHRUNK}; median {median}")
+    assert median <= 8
+
+
+def test_a_failure_that_no_longer_fails_is_reported_fixed(tmp_path: Path) -> None:
+    result = run_campaign(CampaignConfig(mutant="skip-round-check", examples=300, seed=1, out=tmp_path))
+    assert result.saved is not None
+    assert replay_file(result.saved, mutant="none").fixed
+
+
+def test_the_message_fuzzer_finds_no_5xx_in_the_reference(tmp_path: Path) -> None:
+    result = run_campaign(CampaignConfig(messages=True, examples=300, seed=5, out=tmp_path))
+    stats = result.stats
+    assert isinstance(stats, MessageStats)
+    assert result.failure is None, result.failure.message
+    assert stats.messages >= 300 and stats.server_errors == 0 and stats.dropped == 0
+    assert stats.deviations == []
+    assert stats.canary_rounds >= 15
+
+
+def test_the_message_fuzzer_finds_an_input_validation_crash(tmp_path: Path) -> None:
+    result = run_campaign(CampaignConfig(messages=True, mutant="unchecked-token-range", examples=2000, seed=5,
+                                         out=tmp_path))
+    assert result.failure is not None and result.saved is not None
+    assert "5xx" in result.failure.message
+    assert not replay_file(result.saved).fixed
