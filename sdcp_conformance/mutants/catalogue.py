@@ -9,6 +9,7 @@ from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.mutants import apps, sessions
 from sdcp_conformance.mutants.base import Mutant
 from sdcp_conformance.mutants.faulty import fence_blind, no_read_back, records_without_epoch, stale_kv
+from sdcp_conformance.mutants.rule2_stats import RULE2_STAT_MUTANTS
 
 _AUTH = "the authenticated client MUST be the drafter named in the latest assignment the verifier received"
 _FENCE = "Fencing: if epoch differs from the session epoch, respond 409 with problem type \"sdcp-stale-epoch\"."
@@ -160,6 +161,8 @@ MUTANTS_LIST: tuple[Mutant, ...] = (
            _RULE2_DRAW, session=sessions.PurposeSwapped),
     Mutant("residual-from-p", "rule-2", "after a rejection the additional token is drawn from p[i], not the residual",
            "6.4", _RESIDUAL, session=sessions.ResidualFromP),
+    # rule 2 (distribution: the statistical cases)
+    *RULE2_STAT_MUTANTS,
 )
 
 MUTANTS: dict[str, Mutant] = {mutant.name: mutant for mutant in MUTANTS_LIST}

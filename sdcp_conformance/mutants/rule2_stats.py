@@ -58,7 +58,8 @@ def residual_softmax(logits: F, profile: Profile, q: F, tokens: Sequence[int], u
     def softmaxed(p_row: F, q_row: F) -> F:
         rest = np.maximum(0.0, p_row - q_row)
         weights: F = np.exp(rest - rest.max())
-        return weights / weights.sum()
+        normalised: F = weights / weights.sum()
+        return normalised
     return speculative(rows(logits, profile), q, tokens, u, residual_of=softmaxed)
 
 

@@ -1,0 +1,561 @@
+"""Rule 2's exact outcome laws and a sequential test of them with a guaranteed false-alarm rate.
+
+Exact laws (§6.4 rule 2). For one round the harness knows the target rows
+p[1..M+1] (bigram closed form, profile applied by the independent
+:mod:`sdcp_conformance.oracle.rule2`), the q rows it published and the tokens
+x it sampled from them. Conditional on x, a correct verifier's outcome
+(a, y) — a accepted tokens, then y drawn — has the exact law
+
+    P(a, y) = prod_{i<=a} alpha_i * (1 - alpha_{a+1}) * r_{a+1}(y)   for a < M
+    P(M, y) = prod_{i<=M} alpha_i * p[M+1](y)
+
+with alpha_i = min(1, p_i(x_i) / q_i(x_i)) and r_i = max(0, p_i - q_i) / sum.
+(Averaged over x ~ q this gives P(accept, x) = min(p(x), q(x)) and
+P(reject, y) = max(0, p(y) - q(y)); conditioning on x is at least as
+informative and lets the harness choose x adversarially only through q.)
+Stop tokens coarsen the observation: every outcome whose truncated emission
+is the same forms one *cell*, and the laws are compared on cells.
+
+Tolerance model. An IUT may compute p numerically: the composite null is
+every IUT whose p' satisfies e^-rho <= p'(t) / p(t) <= e^rho entry-wise (the
+same support). The bigram logits are k/16 with |k| <= 255, exact in bf16, and
+the designs use temperatures 1/2, 1 and 2 (exact scalings), so the error is
+only the softmax's own rounding: <= ~1e-6 in float32, and <= 2^-9 per entry
+plus renormalisation when an engine keeps probabilities in bf16. The default
+rho = 2^-8 covers the bf16 case with a factor of two. From rho the harness
+derives, per round, (i) the outcomes that are impossible for EVERY member of
+the null (accepting x with p(x) = 0; rejecting x with p(x) e^-rho >= q(x);
+drawing y with p(y) = 0 or, when the residual cannot vanish, with
+p(y) e^rho <= q(y)): one of them is decisive on its own; and (ii) a bound
+eps_t on the total-variation distance between any null member's law and the
+exact law: per position alpha k + (1 - alpha) min(1, k / Z) with
+k = e^rho - 1 and Z the residual mass, plus k for the bonus row, summed
+(a sequential coupling).
+
+The test. An e-process: the average of K test martingales, one per
+alternative component (families of real engine bugs, each mixed with the
+exact law at two weights; a "memory" component that bets the IUT repeats an
+earlier outcome of the same law, catching shared random streams; and a
+nonparametric component that bets on the histogram of randomised
+probability-integral transforms). Each component's per-round factor is
+g(o) / sup_{P in null} E_P[g] with g = min(c, alternative / exact): the
+denominator is the exact worst case over the TV ball (eps_t of mass moved
+from the lowest g cells to the highest), so every factor has expectation
+<= 1 under every null member, and by Ville's inequality
+P(sup_t E_t >= 1/alpha) <= alpha whatever the stopping time. A certification
+splits its alpha over its statistical cases (Bonferroni).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+
+import numpy as np
+import numpy.typing as npt
+
+from sdcp_conformance.models.bigram import bigram_logits
+from sdcp_conformance.models.registry import mock_model
+from sdcp_conformance.oracle import rule2 as plain
+from sdcp_conformance.oracle.greedy import next_logits
+
+F = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+
+DEFAULT_ALPHA = 1e-6
+"""False-alarm probability of one certification's whole rule-2 statistical part."""
+
+DEFAULT_RHO = 2.0**-8
+"""Entry-wise relative tolerance on the IUT's p (see the module docstring)."""
+
+PIT_BINS = 10
+MIX_WEIGHTS = (0.25, 0.75)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """The null's entry-wise relative tolerance on p: p'(t) / p(t) in [e^-rho, e^rho]."""
+
+    rho: float = DEFAULT_RHO
+
+    @property
+    def k(self) -> float:
+        return math.expm1(self.rho)
+
+
+# ---------------------------------------------------------------------- target rows
+
+
+@cache
+def _closed_form(model: str) -> bool:
+    return mock_model(model).closed_form == "bigram"
+
+
+@cache
+def _row_cached(model: str, last: int, profile: tuple[tuple[str, int], ...]) -> tuple[float, ...]:
+    return tuple(plain.distribution(bigram_logits(last, model).tolist(), dict(profile), 2))
+
+
+def _key(sampling: Mapping[str, int] | None) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((name, value) for name, value in (sampling or {}).items() if name != "seed"))
+
+
+def target_row(model: str, context: Sequence[int], sampling: Mapping[str, int] | None) -> F:
+    """§4.1 p after ``context`` under a rule-2 profile (cached per last token for bigram models)."""
+    if _closed_form(model):
+        return np.asarray(_row_cached(model, context[-1], _key(sampling)))
+    return np.asarray(plain.distribution(next_logits(model, context).tolist(), sampling, 2))
+
+
+def profile_variants(model: str, contexts: Sequence[Sequence[int]], sampling: Mapping[str, int] | None
+                     ) -> dict[str, F]:
+    """p rows as engines that apply the profile wrongly would compute them (the profile families)."""
+    profile = dict(sampling or {})
+    milli = profile.get("temperature_milli", 1000)
+    truncating = bool(profile.get("top_k")) or profile.get("top_p_milli", 1000) < 1000
+    variants: dict[str, F] = {}
+    if milli not in (0, 1000):
+        variants["untempered"] = _rows(model, contexts, {**profile, "temperature_milli": 1000})
+        # A logits buffer divided by T in place once per position: row i sees T^(i+1).
+        variants["tempered-per-position"] = np.stack([
+            np.asarray(plain.distribution((_logits(model, context) / (milli / 1000) ** i).tolist(), profile, 2))
+            for i, context in enumerate(contexts)])
+    if truncating and milli != 0:
+        variants["untruncated"] = _rows(model, contexts, {"temperature_milli": milli})
+    if profile.get("top_k") and profile.get("top_p_milli", 1000) < 1000 and milli != 0:
+        variants["top-p-before-top-k"] = np.stack([top_p_first(model, context, profile) for context in contexts])
+    return variants
+
+
+def _logits(model: str, context: Sequence[int]) -> F:
+    return bigram_logits(context[-1], model) if _closed_form(model) else next_logits(model, context)
+
+
+def _rows(model: str, contexts: Sequence[Sequence[int]], sampling: Mapping[str, int] | None) -> F:
+    return np.stack([target_row(model, context, sampling) for context in contexts])
+
+
+def topk_ties(model: str, context: Sequence[int], sampling: Mapping[str, int] | None) -> npt.NDArray[np.bool_]:
+    """Tokens tied at the top-k boundary when the tie straddles it (P1-SAMP-1 picks the smaller ids).
+
+    The draft does not say how top-k breaks ties; an IUT that picks other tied
+    tokens keeps the same number of them with the same value, so the tolerance
+    lets each member of such a group be kept or dropped.
+    """
+    profile = dict(sampling or {})
+    logits = _logits(model, context)
+    k = profile.get("top_k", 0)
+    ties = np.zeros(logits.size, dtype=bool)
+    if profile.get("temperature_milli", 1000) == 0 or not 0 < k < logits.size:
+        return ties
+    kth = np.sort(logits)[::-1][k - 1]
+    tied = logits == kth
+    if int((logits > kth).sum() + tied.sum()) > k:
+        ties = tied
+    return ties
+
+
+def top_p_first(model: str, context: Sequence[int], sampling: Mapping[str, int]) -> F:
+    """Temperature, then top-p, then top-k: the steps in another order than §4.1's."""
+    nucleus = plain.distribution(next_logits(model, context).tolist(),
+                                 {"temperature_milli": sampling.get("temperature_milli", 1000),
+                                  "top_p_milli": sampling["top_p_milli"]}, 2)
+    order = sorted(range(len(nucleus)), key=lambda t: (-nucleus[t], t))[: sampling["top_k"]]
+    kept = np.zeros(len(nucleus))
+    kept[order] = np.asarray(nucleus)[order]
+    normalised: F = kept / kept.sum()
+    return normalised
+
+
+# ---------------------------------------------------------------------- one round's law
+
+
+def outcome_law(accept: F, draws: F, bonus: F, reject: F | None = None) -> F:
+    """(M+1) x V law of (a, y) from acceptance probabilities, draw rows and the bonus row.
+
+    ``reject`` (default 1 - accept) lets interval bounds pass their own extreme.
+    """
+    m = accept.size
+    reach = np.concatenate([[1.0], np.cumprod(accept)])
+    law = np.empty((m + 1, bonus.size))
+    law[:m] = (reach[:m] * (1.0 - accept if reject is None else reject))[:, None] * draws
+    law[m] = reach[m] * bonus
+    return law
+
+
+def _draw_bounds(low: F, high: F, p: F) -> tuple[F, F]:
+    """Bounds on the normalised residual from bounds on its unnormalised entries (row-wise)."""
+    r_lo, r_hi = np.maximum(0.0, low), np.maximum(0.0, high)
+    sum_lo, sum_hi = r_lo.sum(axis=1, keepdims=True), r_hi.sum(axis=1, keepdims=True)
+    lower = np.divide(r_lo, r_lo + (sum_hi - r_hi), out=np.zeros_like(r_lo), where=r_lo > 0)
+    upper = np.divide(r_hi, r_hi + (sum_lo - r_lo), out=np.ones_like(r_hi), where=(r_hi + sum_lo - r_lo) > 0)
+    vanishing = (sum_lo <= 0)[:, 0]
+    # D-RES-1-like fallbacks draw from p: anything on p's support is possible then.
+    upper[vanishing] = np.where(p[vanishing] > 0, 1.0, upper[vanishing])
+    lower[vanishing] = 0.0
+    return lower, np.minimum(upper, 1.0)
+
+
+def _normalised(rows: F) -> F:
+    total = rows.sum(axis=-1, keepdims=True)
+    normalised: F = np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
+    return normalised
+
+
+@dataclass
+class RoundLaw:
+    """Everything the harness knows about one rule-2 round before its verdict."""
+
+    p: F
+    """(M+1) x V exact target rows: p[1..M+1]."""
+    q: F
+    """M x V draft rows exactly as published (binary32 values)."""
+    tokens: tuple[int, ...]
+    stop: frozenset[int] = frozenset()
+    variants: dict[str, F] = field(default_factory=dict)
+    """Alternative p rows (same shape as ``p``) for the profile families."""
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    ambiguous: npt.NDArray[np.bool_] | None = None
+    """(M+1) x V: tokens tied at the top-k boundary, which an IUT may keep or drop (see :func:`topk_ties`)."""
+
+    def __post_init__(self) -> None:
+        m = len(self.tokens)
+        x = np.asarray(self.tokens)
+        self.px = self.p[np.arange(m), x]
+        self.qx = self.q[np.arange(m), x]
+        self.alpha = np.minimum(1.0, self.px / self.qx)
+        self.residual = np.maximum(0.0, self.p[:m] - self.q)
+        self.z = self.residual.sum(axis=1)
+        # Z = 0 leaves the draft without a distribution; D-RES-1 (the reference) draws from p then.
+        self.draws = np.where((self.z > 0)[:, None], _normalised(self.residual), self.p[:m])
+        self.exact = outcome_law(self.alpha, self.draws, self.p[m])
+        self.labels, self.cells = self._cells()
+        self.exact_cells = self.on_cells(self.exact)
+        lower, upper = self._bounds()
+        self.lower_cells, self.upper_cells = self.on_cells(lower), self.on_cells(upper)
+        self.possible = self.upper_cells > 0
+
+    @property
+    def m(self) -> int:
+        return len(self.tokens)
+
+    # ------------------------------------------------------------------ tolerance
+
+    def _bounds(self) -> tuple[F, F]:
+        """Per-outcome lower and upper probabilities over every null member (interval arithmetic).
+
+        alpha' lies in [min(1, p(x) e^-rho / q(x)), min(1, p(x) e^rho / q(x))]; the
+        residual entry R'(y) in [max(0, p(y) e^-rho - q(y)), max(0, p(y) e^rho - q(y))],
+        normalised against the other entries' extreme sums; the bonus row in
+        [p e^-rho, p e^rho]. When the residual could vanish (sum of lower
+        entries 0) the draw is bounded only by [0, 1] on p's support.
+        """
+        rho, m = self.tolerance.rho, self.m
+        p_lo, p_hi = self.p * math.exp(-rho), self.p * math.exp(rho)
+        if self.ambiguous is not None:  # a tie group shares one value: kept or dropped, never another value
+            group = np.where(self.ambiguous, self.p, 0.0).max(axis=1, keepdims=True)
+            p_lo = np.where(self.ambiguous, 0.0, p_lo)
+            p_hi = np.where(self.ambiguous, group * math.exp(rho), p_hi)
+        x = np.asarray(self.tokens)
+        alpha_lo = np.minimum(1.0, p_lo[np.arange(m), x] / self.qx)
+        alpha_hi = np.minimum(1.0, p_hi[np.arange(m), x] / self.qx)
+        r_lo, r_hi = _draw_bounds(p_lo[:m] - self.q, p_hi[:m] - self.q, p_hi[:m])
+        lower = outcome_law(alpha_lo, r_lo, p_lo[m], reject=1.0 - alpha_hi)
+        upper = outcome_law(alpha_hi, r_hi, np.minimum(1.0, p_hi[m]), reject=1.0 - alpha_lo)
+        return np.minimum(lower, self.exact), np.maximum(upper, self.exact)
+
+    def tv_bound(self) -> float:
+        """The most total variation the tolerance allows (reported, not used by the test)."""
+        return float(min(1.0, 0.5 * (self.upper_cells - self.lower_cells).sum()))
+
+    # ------------------------------------------------------------------ observations
+
+    def emission(self, a: int, y: int) -> tuple[int, ...]:
+        """§6.3: the accepted tokens and y, truncated after the first stop token."""
+        tokens = [*self.tokens[:a], y]
+        for index, token in enumerate(tokens):
+            if token in self.stop:
+                return tuple(tokens[: index + 1])
+        return tuple(tokens)
+
+    def _cells(self) -> tuple[Ints, int]:
+        m, v = self.m, self.p.shape[1]
+        labels = np.arange((m + 1) * v, dtype=np.int64).reshape(m + 1, v)
+        first = next((i for i, token in enumerate(self.tokens) if token in self.stop), None)
+        if first is not None:  # every outcome that emits x[1..first+1] and stops there is one cell
+            labels[first + 1:] = labels[first, self.tokens[first]]
+        _, inverse = np.unique(labels.ravel(), return_inverse=True)
+        return inverse.reshape(m + 1, v).astype(np.int64), int(inverse.max()) + 1
+
+    def on_cells(self, law: F) -> F:
+        return np.bincount(self.labels.ravel(), weights=law.ravel(), minlength=self.cells).astype(np.float64)
+
+    def cell_of(self, emitted: Sequence[int]) -> int | None:
+        """The cell of an observed emission, or None if no outcome of rule 2 emits it."""
+        emitted = list(emitted)
+        if not emitted or len(emitted) > self.m + 1:
+            return None
+        a, y = len(emitted) - 1, emitted[-1]
+        if not 0 <= y < self.p.shape[1] or list(self.tokens[:a]) != emitted[:a]:
+            return None
+        if self.emission(a, y) != tuple(emitted):
+            return None
+        return int(self.labels[a, y])
+
+
+# ---------------------------------------------------------------------- alternative families
+
+
+def _bonus_from_q(law: RoundLaw) -> F:
+    return outcome_law(law.alpha, law.draws, _normalised(law.q[-1]))
+
+
+def _family_rows(law: RoundLaw, p: F, *, draw_only: bool = False) -> F:
+    """The law of an engine that uses rows ``p`` (for the draw only, or for everything)."""
+    m = law.m
+    x = np.asarray(law.tokens)
+    accept = law.alpha if draw_only else np.minimum(1.0, p[np.arange(m), x] / law.qx)
+    rest = np.maximum(0.0, p[:m] - law.q)
+    draws = np.where((rest.sum(axis=1) > 0)[:, None], _normalised(rest), _normalised(p[:m]))
+    return outcome_law(accept, draws, _normalised(p[m:m + 1])[0])
+
+
+def _uniform_reused(law: RoundLaw) -> F:
+    """One r for the test and the draw: given a rejection r lies in [alpha, 1), so y is a CDF slice."""
+    draws = law.draws
+    cumulative = np.cumsum(draws, axis=1)
+    upper = cumulative / np.maximum(cumulative[:, -1:], 1e-300)
+    lower = np.concatenate([np.zeros((law.m, 1)), upper[:, :-1]], axis=1)
+    start = law.alpha[:, None]
+    overlap = np.clip(np.minimum(upper, 1.0) - np.maximum(lower, start), 0.0, None)
+    sliced = np.where((law.alpha < 1.0)[:, None], _normalised(overlap), draws)
+    return outcome_law(law.alpha, sliced, law.p[law.m])
+
+
+def _accept_with_p(law: RoundLaw) -> F:
+    """Exact-match verification (or q taken as one-hot): accept with p(x), else emit a fresh y != x."""
+    m = law.m
+    without = law.p[:m].copy()
+    without[np.arange(m), np.asarray(law.tokens)] = 0.0
+    return outcome_law(law.px, _normalised(without), law.p[m])
+
+
+FAMILIES: dict[str, Callable[[RoundLaw], F]] = {
+    "residual-from-p": lambda law: outcome_law(law.alpha, _normalised(law.p[:law.m]), law.p[law.m]),
+    "residual-softmax": lambda law: outcome_law(
+        law.alpha, _normalised(np.exp(law.residual - law.residual.max(axis=1, keepdims=True))), law.p[law.m]),
+    "bonus-from-q": _bonus_from_q,
+    "bonus-from-p[M]": lambda law: outcome_law(law.alpha, law.draws, law.p[law.m - 1]),
+    "rows-shifted": lambda law: _family_rows(law, np.concatenate([law.p[1:], law.p[-1:]])),
+    "uniform-reused": _uniform_reused,
+    "accept-with-p(x)": _accept_with_p,
+    "ratio-inverted": lambda law: outcome_law(
+        np.minimum(1.0, law.qx / np.maximum(law.px, 1e-300)), law.draws, law.p[law.m]),
+}
+"""Alternative laws, each the exact law of one class of engine bug on this round."""
+
+
+def alternatives(law: RoundLaw) -> dict[str, F]:
+    """Every family's law on ``law``'s cells (profile families only where the profile makes them differ)."""
+    laws = {name: build(law) for name, build in FAMILIES.items()}
+    for name, rows in law.variants.items():
+        laws[f"profile:{name}"] = _family_rows(law, rows)
+        laws[f"profile:{name}:draw-only"] = _family_rows(law, rows, draw_only=True)
+    return {name: law.on_cells(matrix) for name, matrix in laws.items()}
+
+
+# ---------------------------------------------------------------------- robust e-values
+
+
+def robust_mean(lower: F, upper: F, g: F) -> float:
+    """sup of E_P[g] over laws P on the cells with lower <= P <= upper (a fractional knapsack)."""
+    base = float(np.dot(lower, g))
+    remaining = max(0.0, 1.0 - float(lower.sum()))
+    order = np.argsort(-g, kind="stable")
+    room = (upper - lower)[order]
+    taken = np.clip(remaining - (np.cumsum(room) - room), 0.0, room)
+    return base + float(np.dot(taken, g[order]))
+
+
+@dataclass
+class Component:
+    name: str
+    log_wealth: float = 0.0
+    power_log: float = 0.0
+    """Sum over rounds of E_A[log factor]: the expected log-wealth if the IUT followed this law."""
+    power_miss: float = 0.0
+    """Sum over rounds of log P_A(no impossible cell): log of the chance of no decisive event."""
+
+
+@dataclass
+class Rule2EProcess:
+    """The sequential test of one case: feed it each round's law and observed cell, in a fixed order."""
+
+    alpha: float
+    rng: random.Random
+    components: dict[str, Component] = field(default_factory=dict)
+    rounds: int = 0
+    decisive: str = ""
+    max_log_e: float = -math.inf
+    _pit_counts: list[float] = field(default_factory=lambda: [0.0] * PIT_BINS)
+    _memory: dict[bytes, list[int]] = field(default_factory=dict)
+
+    @property
+    def threshold(self) -> float:
+        return math.log(1.0 / self.alpha)
+
+    @property
+    def log_e(self) -> float:
+        if self.decisive:
+            return math.inf
+        if not self.components:
+            return 0.0
+        values = [component.log_wealth for component in self.components.values()]
+        top = max(values)
+        return top + math.log(sum(math.exp(value - top) for value in values) / len(values))
+
+    @property
+    def rejected(self) -> bool:
+        return bool(self.decisive) or self.log_e >= self.threshold
+
+    def update(self, law: RoundLaw, cell: int | None, what: str = "") -> None:
+        """One round: ``cell`` is the observed cell (None: an emission no rule-2 outcome produces)."""
+        self.rounds += 1
+        if cell is None or not law.possible[cell]:
+            self.decisive = self.decisive or (f"{what}: an outcome that no verifier within the tolerance can "
+                                              f"produce (exact probability {_prob(law, cell)})")
+            return
+        bets = self._bets(law)
+        bets["pit-histogram"] = self._pit_bet(law, cell)
+        for name, alternative in bets.items():
+            g = _ratio(alternative, law.upper_cells)
+            norm = robust_mean(law.lower_cells, law.upper_cells, g)
+            component = self.components.setdefault(name, Component(name))
+            component.log_wealth += math.log(max(g[cell], 1e-300) / norm)
+            self._power(component, alternative, g, norm, law)
+        self._remember(law, cell)
+        self.max_log_e = max(self.max_log_e, self.log_e)
+
+    def _bets(self, law: RoundLaw) -> dict[str, F]:
+        bets: dict[str, F] = {}
+        for name, alternative in alternatives(law).items():
+            for weight in MIX_WEIGHTS:
+                bets[f"{name}@{weight}"] = (1 - weight) * law.exact_cells + weight * alternative
+        seen = self._memory.get(_law_key(law), [])
+        empirical = np.bincount(seen, minlength=law.cells) / len(seen) if seen else law.exact_cells
+        bets["memory"] = 0.5 * law.exact_cells + 0.5 * empirical
+        return bets
+
+    @staticmethod
+    def _power(component: Component, alternative: F, g: F, norm: float, law: RoundLaw) -> None:
+        live = law.possible & (alternative > 0)
+        component.power_log += float(np.dot(alternative[live], np.log(np.maximum(g[live], 1e-300) / norm)))
+        miss = float(alternative[law.possible].sum() / max(alternative.sum(), 1e-300))
+        component.power_miss += math.log(max(min(miss, 1.0), 1e-300))
+
+    def _pit_bet(self, law: RoundLaw, cell: int) -> F:
+        """Nonparametric component: a histogram bet on the randomised PIT (cells by ascending exact probability).
+
+        Under the exact law u is uniform; the bet spreads each cell's exact
+        probability over the histogram's bins, which is again a distribution
+        on the cells. The PIT of this round's outcome is recorded afterwards.
+        """
+        base = law.exact_cells / law.exact_cells.sum()
+        order = np.lexsort((np.arange(law.cells), base))
+        starts = np.empty(law.cells)
+        starts[order] = np.cumsum(base[order]) - base[order]
+        total = sum(self._pit_counts)
+        bins = PIT_BINS * np.asarray([(count + 0.5) / (total + PIT_BINS / 2) for count in self._pit_counts])
+        edges = np.linspace(0.0, 1.0, PIT_BINS + 1)
+        ends = starts + base
+        overlap = np.clip(np.minimum(ends[:, None], edges[None, 1:]) - np.maximum(starts[:, None], edges[None, :-1]),
+                          0.0, None)
+        u = min(float(starts[cell] + self.rng.random() * base[cell]), 1.0 - 1e-12)
+        self._pit_counts[min(PIT_BINS - 1, int(u * PIT_BINS))] += 1
+        bet: F = overlap @ bins
+        return bet
+
+    def _remember(self, law: RoundLaw, cell: int) -> None:
+        self._memory.setdefault(_law_key(law), []).append(cell)
+
+    # ------------------------------------------------------------------ reporting
+
+    def strongest(self, count: int = 3) -> list[Component]:
+        return sorted(self.components.values(), key=lambda c: -c.log_wealth)[:count]
+
+    def summary(self, budget: int) -> str:
+        """The evidence: e-value, rounds, stopping reason and the power analysis."""
+        reason = ("decisive event: " + self.decisive if self.decisive else
+                  "e-value reached 1/alpha" if self.rejected else f"round budget {budget} exhausted")
+        lines = [f"rounds {self.rounds}; log e-value {self._fmt(self.log_e)} (max {self._fmt(self.max_log_e)}), "
+                 f"threshold log(1/alpha) = {self.threshold:.2f} (alpha = {self.alpha:.3g}); stopped: {reason}",
+                 "strongest components: " + ", ".join(f"{c.name} {c.log_wealth:.2f}" for c in self.strongest())]
+        lines.append(self.power_statement())
+        return "\n".join(lines)
+
+    def power_statement(self) -> str:
+        """For each bug family: would this run have rejected an IUT that followed its law?"""
+        families: dict[str, tuple[float, float]] = {}
+        penalty = math.log(max(len(self.components), 1))
+        for component in self.components.values():
+            family = component.name.split("@")[0]
+            if component.name in ("memory", "pit-histogram"):
+                continue
+            best = families.get(family, (-math.inf, 0.0))
+            families[family] = (max(best[0], component.power_log - penalty), component.power_miss)
+        parts = []
+        for family, (expected, miss) in sorted(families.items()):
+            verdict = "yes" if expected >= self.threshold or miss <= math.log(self.alpha) else "no"
+            parts.append(f"{family}: E[log e] {expected:.1f}, P(no impossible event) {math.exp(miss):.1e} -> {verdict}")
+        return "power (an IUT following each family's law over these rounds): " + "; ".join(parts)
+
+    @staticmethod
+    def _fmt(value: float) -> str:
+        return "inf" if value == math.inf else f"{value:.2f}"
+
+
+def _ratio(alternative: F, upper: F) -> F:
+    """The bet alternative / upper: its mean is <= 1 under every null member, since P <= upper cell-wise."""
+    return np.divide(alternative, upper, out=np.zeros_like(upper), where=upper > 0)
+
+
+def _prob(law: RoundLaw, cell: int | None) -> str:
+    return "0 (not a rule-2 emission)" if cell is None else f"{law.exact_cells[cell]:.3g}"
+
+
+def _law_key(law: RoundLaw) -> bytes:
+    return law.exact_cells.tobytes() + bytes(str(law.tokens), "ascii")
+
+
+def case_alpha(total: float, cases: int) -> float:
+    """Bonferroni: each of ``cases`` statistical tests gets total / cases."""
+    return total / max(cases, 1)
+
+
+def sample_cell(law: RoundLaw, matrix: F, rng: np.random.Generator) -> int:
+    """Draw an outcome from ``matrix`` (a law on (a, y)) and return its cell (for simulations)."""
+    flat = matrix.ravel() / matrix.sum()
+    return int(law.labels.ravel()[rng.choice(flat.size, p=flat)])
+
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_RHO",
+    "FAMILIES",
+    "Component",
+    "RoundLaw",
+    "Rule2EProcess",
+    "Tolerance",
+    "alternatives",
+    "case_alpha",
+    "outcome_law",
+    "profile_variants",
+    "robust_mean",
+    "sample_cell",
+    "target_row",
+    "top_p_first",
+    "topk_ties",
+]

@@ -1,0 +1,160 @@
+"""The rule-2 statistical oracle: exact laws, tolerance bounds, the e-process's validity and power."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from sdcp_conformance.models.bigram import bigram_logits
+from sdcp_conformance.mutants.rule2_stats import ENGINES
+from sdcp_conformance.oracle.rule2_designs import DESIGNS, design, draft_round, drafter_uniforms
+from sdcp_conformance.oracle.statistics import (
+    RoundLaw,
+    Rule2EProcess,
+    Tolerance,
+    alternatives,
+    outcome_law,
+    robust_mean,
+    sample_cell,
+)
+from sdcp_conformance.protocol.rules import rule2 as reference_rule2
+from sdcp_conformance.protocol.rules import truncate
+
+
+class _Uniforms:
+    def __init__(self, generator: np.random.Generator) -> None:
+        self._generator = generator
+
+    def uniform(self, i: int, purpose: int) -> float:
+        return float(self._generator.random())
+
+
+def _law(name: str = "plus-minus", seed: int = 3) -> RoundLaw:
+    plan = design(name)
+    uniforms = drafter_uniforms(random.Random(seed), plan.m)
+    drafted = draft_round(plan, list(plan.prompt(0)), plan.sampling, plan.m, uniforms, Tolerance())
+    return drafted.law
+
+
+@pytest.mark.parametrize("name", [d.name for d in DESIGNS])
+def test_exact_law_is_a_distribution_inside_its_bounds(name: str) -> None:
+    law = _law(name)
+    assert law.exact.sum() == pytest.approx(1.0, abs=1e-9)
+    assert (law.lower_cells <= law.exact_cells + 1e-15).all()
+    assert (law.exact_cells <= law.upper_cells + 1e-15).all()
+    assert law.lower_cells.sum() <= 1.0 + 1e-9 <= law.upper_cells.sum() + 2e-9
+
+
+def test_marginal_over_x_is_min_p_q_and_residual() -> None:
+    """Averaged over x ~ q, one position gives P(accept, x) = min(p, q)(x) and P(reject, y) = max(0, p - q)(y)."""
+    plan = design("plus-minus")
+    context = list(plan.prompt(0))
+    base = draft_round(plan, context, plan.sampling, 1, [0.5], Tolerance()).law
+    q = base.q[0]
+    accept = np.zeros(q.size)
+    reject = np.zeros(q.size)
+    for x in np.flatnonzero(q):
+        law = RoundLaw(base.p if int(x) == base.tokens[0] else _rows_for(context, int(x), plan.sampling),
+                       q[None, :], (int(x),))
+        accept[x] += q[x] * law.exact[1].sum()
+        reject += q[x] * law.exact[0]
+    assert np.allclose(accept, np.minimum(base.p[0], q), atol=1e-12)
+    assert np.allclose(reject, np.maximum(0.0, base.p[0] - q), atol=1e-12)
+
+
+def _rows_for(context: list[int], x: int, sampling: dict[str, int]) -> np.ndarray:
+    from sdcp_conformance.oracle.statistics import target_row
+    return np.stack([target_row("bigram", context, sampling), target_row("bigram", [*context, x], sampling)])
+
+
+def test_reference_rule2_samples_match_the_exact_law() -> None:
+    """A chi-square screen: the reference's rule 2 (the thing under test elsewhere) follows the oracle's law."""
+    law = _law("plus-minus", seed=5)
+    generator = np.random.default_rng(0)
+    counts = np.zeros(law.cells)
+    for _ in range(4000):
+        outcome = reference_rule2(law.p, law.q, list(law.tokens), _Uniforms(generator))
+        cell = law.cell_of(outcome.emitted)
+        assert cell is not None and law.possible[cell]
+        counts[cell] += 1
+    expected = 4000 * law.exact_cells
+    big = expected > 20
+    chi2 = float((((counts - expected) ** 2)[big] / expected[big]).sum())
+    assert chi2 < big.sum() + 6 * np.sqrt(2 * big.sum())
+
+
+def test_stop_tokens_merge_cells() -> None:
+    law = _law("stop-in-proposals", seed=11)
+    if 2 in law.tokens:
+        j = law.tokens.index(2)
+        assert law.cell_of(list(law.tokens[: j + 1])) == law.labels[law.m, 5]
+    assert law.exact_cells.sum() == pytest.approx(1.0)
+
+
+def test_robust_mean_is_the_box_worst_case() -> None:
+    lower = np.array([0.1, 0.2, 0.3])
+    upper = np.array([0.5, 0.4, 0.3])
+    g = np.array([3.0, 1.0, 0.0])
+    # 0.4 of free mass goes to the highest g first: 0.4 onto cell 0.
+    assert robust_mean(lower, upper, g) == pytest.approx(0.1 * 3 + 0.2 * 1 + 0.4 * 3)
+
+
+def test_outcome_law_sums_to_one() -> None:
+    accept = np.array([0.5, 0.25])
+    draws = np.full((2, 4), 0.25)
+    assert outcome_law(accept, draws, np.full(4, 0.25)).sum() == pytest.approx(1.0)
+
+
+def _simulate(name: str, engine: object, seed: int, alpha: float, budget: int) -> Rule2EProcess:
+    plan = design(name)
+    rng, generator = random.Random(seed), np.random.default_rng(seed)
+    test = Rule2EProcess(alpha, random.Random(seed + 1))
+    contexts = [list(plan.prompt(i)) for i in range(plan.sessions)]
+    sent = 0
+    while sent < budget and not test.rejected:
+        for index in range(plan.sessions):
+            drafted = draft_round(plan, contexts[index], plan.sampling, plan.m, drafter_uniforms(rng, plan.m),
+                                  Tolerance())
+            law = drafted.law
+            if engine is None:
+                emitted = reference_rule2(law.p, law.q, list(law.tokens), _Uniforms(generator)).emitted
+            else:
+                logits = np.stack([bigram_logits(([*contexts[index], *law.tokens[:i]])[-1]) for i in range(law.m + 1)])
+                emitted = engine(logits, dict(plan.sampling), law.q, list(law.tokens), _Uniforms(generator)).emitted  # type: ignore[operator]
+            kept, finished = truncate(emitted, plan.stop, 10**9, 0)
+            if drafted.counted:
+                test.update(law, law.cell_of(kept))
+            contexts[index] = list(plan.prompt(index)) if finished else [*contexts[index], *kept]
+            sent += 1
+    return test
+
+
+def test_clean_simulation_never_reaches_a_loose_threshold_too_often() -> None:
+    """At alpha = 0.2 the false-alarm rate over 20 short runs stays small (Ville: <= 0.2 each)."""
+    alarms = sum(_simulate("plus-minus", None, seed, 0.2, 60).rejected for seed in range(20))
+    assert alarms <= 8
+
+
+@pytest.mark.parametrize("name, plan", [
+    ("rule2-residual-softmax", "low-peak"), ("rule2-bonus-from-q", "q-equals-p"),
+    ("rule2-bonus-from-p-m", "q-equals-p"), ("rule2-uniform-reused", "plus-minus"),
+    ("rule2-q-one-hot", "plus-minus"), ("rule2-exact-match", "plus-minus"), ("rule2-ratio-inverted", "plus-minus"),
+    ("rule2-rows-off-by-one", "plus-minus"),
+])
+def test_simulated_mutant_is_rejected_within_budget(name: str, plan: str) -> None:
+    test = _simulate(plan, ENGINES[name], 7, 1e-6 / 9, 240)
+    assert test.rejected, test.summary(240)
+
+
+def test_alternatives_are_distributions() -> None:
+    law = _law("profile-and-policy")
+    for name, cells in alternatives(law).items():
+        assert cells.sum() == pytest.approx(1.0, abs=1e-9), name
+
+
+def test_sample_cell_stays_in_support() -> None:
+    law = _law()
+    generator = np.random.default_rng(1)
+    assert all(law.possible[sample_cell(law, law.exact, generator)] for _ in range(50))
