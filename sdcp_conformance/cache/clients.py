@@ -99,7 +99,8 @@ class HttpxObjectClient:
     async def _send(self, method: str, uri: str, body: bytes | None, headers: list[tuple[str, str]]) -> CacheReply:
         try:
             response = await self._client.request(method, uri, content=body, headers=headers, timeout=self._timeout)
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, httpx.InvalidURL) as exc:
+            # A cache-ref that is no usable URL is as unreachable as a dead cache.
             raise CacheTransportError(f"{method} {uri}: {exc!r}") from exc
         return CacheReply(response.status_code, response.content, response.headers.get("etag"))
 

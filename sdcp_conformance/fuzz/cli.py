@@ -32,12 +32,14 @@ DEFAULT_DATABASE = str(Path(".sdcp-fuzz") / "examples")
 @click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Replay a saved failure; reports 'fixed' if it no longer fails.")
 @click.option("--messages", is_flag=True, help="Fuzz single hostile messages instead of protocol sequences.")
+@click.option("--api", "api", is_flag=True, help="Fuzz every verifier resource with schemathesis (OpenAPI 3.1).")
 @click.option("--mutant", help="Run the embedded reference with this planted bug (see the mutant catalogue).")
 @click.option("--steps", "step_count", type=int, default=12, show_default=True, help="Steps per stateful example.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT, show_default=True,
               help="Where failures are saved as replay files.")
 def fuzz(target_file: Path | None, budget: str | None, examples: int | None, seed: int, database: str,
-         replay_path: Path | None, messages: bool, mutant: str | None, step_count: int, out: Path) -> None:
+         replay_path: Path | None, messages: bool, api: bool, mutant: str | None, step_count: int,
+         out: Path) -> None:
     """Fuzz a verifier IUT: Hypothesis-generated sessions (or --messages), shrunk failures saved for replay."""
     console = Console()
     try:
@@ -50,6 +52,11 @@ def fuzz(target_file: Path | None, budget: str | None, examples: int | None, see
             return
         if budget is not None and examples is not None:
             raise InvalidArgument("give --budget or --examples, not both")
+        if api:
+            from sdcp_conformance.fuzz.api import run_command
+
+            sys.exit(run_command(console, target=target, mutant=mutant, examples=examples, seed=seed,
+                                 budget_s=campaign.parse_budget(budget) if budget is not None else None))
         config = campaign.CampaignConfig(
             target=target, mutant=mutant, examples=examples, seed=seed, messages=messages, step_count=step_count,
             budget_s=campaign.parse_budget(budget) if budget is not None else None, out=out,

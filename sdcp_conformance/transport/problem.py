@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import http
 import json
 from collections.abc import Mapping
@@ -100,7 +99,7 @@ def b64url_decode(text: str) -> bytes:
         raise MalformedMessage(f"not unpadded base64url: {text!r}")
     try:
         raw = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
-    except binascii.Error as exc:
+    except ValueError as exc:  # binascii.Error, and non-ASCII text, which b64decode refuses with ValueError
         raise MalformedMessage(f"not unpadded base64url: {text!r}") from exc
     if _b64url(raw) != text:  # non-canonical trailing bits
         raise MalformedMessage(f"non-canonical base64url: {text!r}")

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import httpx
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -338,5 +339,29 @@ def test_output_long_poll_wakes_on_commit() -> None:
         assert output["finish"] == 4 and verdict["action"] == 4
         status, _problem = await h.propose([1])
         assert status == 410
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("encoded", ["é" * 22, "AAAAAAAAAAAAAAAAAAAAA\u0660"])
+def test_non_ascii_session_ids_are_bad_messages_not_crashes(encoded: str) -> None:
+    """P1-MSG-3: any other alphabet is 400 (found by the API fuzzer: it was a 500)."""
+    async def scenario() -> None:
+        h = Harness()
+        status, problem = await h.call("GET", f"sessions/{encoded}/output")
+        assert status == 400 and problem["type"].endswith("sdcp-bad-message")
+
+    run(scenario())
+
+
+def test_a_prompt_reference_that_is_no_url_is_a_bad_message() -> None:
+    """A cache-ref httpx cannot even parse is unreadable, hence 400 (the API fuzzer found a 500)."""
+    from sdcp_conformance.cache.append import CacheTransportError
+    from sdcp_conformance.cache.clients import HttpxObjectClient
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient() as http:
+            with pytest.raises(CacheTransportError):
+                await HttpxObjectClient(http, timeout=1.0).get("https://127.0.0.1:1/a\x11b")
 
     run(scenario())
