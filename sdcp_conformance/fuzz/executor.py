@@ -31,6 +31,7 @@ from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
 from sdcp_conformance.protocol.problems import ProblemType
+from sdcp_conformance.suites.verifier.contract import loose_encode
 
 MODEL = "bigram"
 """Closed-form logits: exact and cheap, so thousands of rounds cost little (V = 128)."""
@@ -85,10 +86,19 @@ class StepExecutor:
         if rule == 2:
             overrides["sampling"] = {"seed": int(args.get("seed", 1)), "temperature_milli": 1000}
         tracked = self.ctx.track(MODEL, self.ctx.contract(MODEL, **overrides), prompt)
-        answer = await self.ctx.open(tracked)
+        answer = await self._send_open(tracked, int(args.get("encoding", 0)))
         fs = m.FuzzedSession(tracked, rule)
         self.require_state(fs, answer, "POST sessions", strict=True)
         self.sessions.append(fs)
+
+    async def _send_open(self, tracked: Any, encoding: int) -> Any:
+        """P1-MSG-1: receivers accept any well-formed encoding and digest their own deterministic
+        re-encoding of the contract — so the session-open is sometimes sent loosely encoded."""
+        if encoding == 0:
+            return await self.ctx.open(tracked)
+        body = loose_encode(self.ctx.opening(tracked), reverse=encoding == 1, indefinite=encoding == 2,
+                            wide=encoding == 3)
+        return await self.ctx.env.iut.send("router", "POST", "sessions", body)
 
     async def assign(self, args: dict[str, Any]) -> None:
         fs = self.session(args.get("s", 0))

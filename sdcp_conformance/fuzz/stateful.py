@@ -31,6 +31,8 @@ Progress = Callable[["FuzzStats"], None]
 
 S = st.integers(0, 2)
 """Which of the example's sessions a step is about (modulo the number open)."""
+ENCODINGS = st.sampled_from([0, 0, 1, 2, 3])
+"""How a session-open is encoded: deterministic (twice as likely), keys reversed, indefinite lengths, wide ints."""
 MAX_NEW = st.integers(2, 12) | st.integers(16, 64)
 """Short sessions reach finish quickly; long ones leave room for the other rules."""
 STOP_AT = st.none() | st.none() | st.integers(0, 8)
@@ -125,20 +127,21 @@ def machine_for(runner: StatefulRunner) -> Callable[[], RuleBasedStateMachine]:
 
         @initialize(rule_=st.sampled_from([1, 2]), max_new=MAX_NEW, stop_at=STOP_AT,
                     low_rounds=st.sampled_from([2, 1000]), m_max=st.integers(1, 8), seed=st.integers(0, 2**32),
-                    prompt=st.integers(0, 3), drafter=st.integers(0, 1), m_init=st.integers(1, 8))
+                    prompt=st.integers(0, 3), drafter=st.integers(0, 1), m_init=st.integers(1, 8),
+                    encoding=ENCODINGS)
         def start(self, rule_: int, max_new: int, stop_at: int | None, low_rounds: int, m_max: int, seed: int,
-                  prompt: int, drafter: int, m_init: int) -> None:
+                  prompt: int, drafter: int, m_init: int, encoding: int) -> None:
             self.do("open", rule=rule_, max_new=max_new, stop_at=stop_at, low_rounds=low_rounds, m_max=m_max,
-                    seed=seed, prompt=prompt)
+                    seed=seed, prompt=prompt, encoding=encoding)
             self.do("assign", s=0, drafter=drafter, m_init=m_init)
 
         @rule(rule_=st.sampled_from([1, 2]), max_new=MAX_NEW, stop_at=STOP_AT,
               low_rounds=st.sampled_from([2, 1000]), m_max=st.integers(1, 8), seed=st.integers(0, 2**32),
-              prompt=st.integers(0, 3))
+              prompt=st.integers(0, 3), encoding=ENCODINGS)
         def open_session(self, rule_: int, max_new: int, stop_at: int | None, low_rounds: int, m_max: int,
-                         seed: int, prompt: int) -> None:
+                         seed: int, prompt: int, encoding: int) -> None:
             self.do("open", rule=rule_, max_new=max_new, stop_at=stop_at, low_rounds=low_rounds, m_max=m_max,
-                    seed=seed, prompt=prompt)
+                    seed=seed, prompt=prompt, encoding=encoding)
 
         @precondition(has_session)
         @rule(s=S, drafter=st.integers(0, 1), m_init=st.integers(1, 8))

@@ -6,7 +6,6 @@ Short, fixed-seed runs: the CI fuzz job. A vendor's long campaign is
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,9 @@ STATEFUL_MUTANTS = (
     "skip-epoch-check", "ignore-fenced-append", "no-read-back", "output-before-append",
     "reverify-retried-round", "concurrent-duplicates-committed", "stored-verdict-refreshed",
     "skip-base-digest-check", "skip-round-check", "stale-base-without-state", "digest-little-endian",
-    "d0-without-domain", "limit-off-by-one", "ignore-m-init",
+    "d0-without-domain", "limit-off-by-one", "ignore-m-init", "contract-digest-raw-bytes", "accept-zero-q",
+    "commit-on-q-unavailable", "record-without-epoch",
 )
-SHRUNK: dict[str, int] = {}
 
 
 def test_a_short_stateful_fuzz_of_the_reference_finds_nothing(tmp_path: Path) -> None:
@@ -35,17 +34,10 @@ def test_a_short_stateful_fuzz_of_the_reference_finds_nothing(tmp_path: Path) ->
 def test_a_short_seeded_fuzz_finds_the_mutant_and_the_replay_reproduces_it(mutant: str, tmp_path: Path) -> None:
     result = run_campaign(CampaignConfig(mutant=mutant, examples=300, seed=1, out=tmp_path))
     assert result.failure is not None and result.saved is not None, f"{mutant} survived the fuzzer"
-    SHRUNK[mutant] = len(result.failure.steps)
+    # Shrinking works: the transcript a vendor gets is a handful of steps, not the generated run.
+    assert len(result.failure.steps) <= 8, f"{mutant}: {len(result.failure.steps)} steps after shrinking"
     replayed = replay_file(result.saved)
     assert not replayed.fixed, f"the replay of {result.saved} no longer fails against {mutant}"
-
-
-def test_shrunk_failures_are_short() -> None:
-    if not SHRUNK:
-        pytest.skip("no mutant ran in this session")
-    median = statistics.median(SHRUNK.values())
-    print(f"shrunk steps per mutant: {SHRUNK}; median {median}")
-    assert median <= 8
 
 
 def test_a_failure_that_no_longer_fails_is_reported_fixed(tmp_path: Path) -> None:
