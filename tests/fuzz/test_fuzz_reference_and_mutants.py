@@ -14,9 +14,12 @@ from sdcp_conformance.fuzz.campaign import CampaignConfig, replay_file, run_camp
 from sdcp_conformance.fuzz.messages import MessageStats
 from sdcp_conformance.fuzz.stateful import FuzzStats
 
+# `stored-verdict-refreshed` is left out: whether 300 examples reach a retry after the counters changed
+# depends on timing (the IUT's measured load), so the fuzzer finds it only sometimes; the suite's
+# VER-6.3-IDEMPOTENCY-004 kills it deterministically.
 STATEFUL_MUTANTS = (
     "skip-epoch-check", "ignore-fenced-append", "no-read-back", "output-before-append",
-    "reverify-retried-round", "concurrent-duplicates-committed", "stored-verdict-refreshed",
+    "reverify-retried-round", "concurrent-duplicates-committed",
     "skip-base-digest-check", "skip-round-check", "stale-base-without-state", "digest-little-endian",
     "d0-without-domain", "limit-off-by-one", "ignore-m-init", "contract-digest-raw-bytes", "accept-zero-q",
     "commit-on-q-unavailable", "record-without-epoch",
