@@ -27,56 +27,8 @@ def _conditional_headers(
     return headers
 
 
-class HandlerObjectClient:
-    """Calls a cache handler directly, as the embedded stack and unit tests do.
-
-    A response carrying a transport fault becomes :class:`CacheTransportError`,
-    exactly as the same fault on the network would.
-    """
-
-    def __init__(self, handler: Handler, *, peer_identity: str | None = None) -> None:
-        self._handler = handler
-        self._peer = peer_identity
-
-    async def get(self, uri: str) -> CacheReply:
-        return await self._call("GET", uri, b"", [])
-
-    async def put(
-        self,
-        uri: str,
-        body: bytes,
-        *,
-        if_match: str | None = None,
-        if_none_match: str | None = None,
-        lease_ms: int | None = None,
-    ) -> CacheReply:
-        headers = _conditional_headers(if_match, if_none_match, lease_ms)
-        return await self._call("PUT", uri, body, headers)
-
-    async def delete(self, uri: str) -> CacheReply:
-        return await self._call("DELETE", uri, b"", [])
-
-    async def _call(self, method: str, uri: str, body: bytes, headers: list[tuple[str, str]]) -> CacheReply:
-        parts = urlsplit(uri)
-        request = Request(method, unquote(parts.path) or "/", parts.query, tuple(headers), body, self._peer)
-        return _reply(method, uri, await self._handler(request))
-
-
-def _reply(method: str, uri: str, response: Response) -> CacheReply:
-    if response.fault is not None:
-        raise CacheTransportError(f"{method} {uri}: {response.fault.value}")
-    return CacheReply(response.status, response.body, response.header("etag"))
-
-
-class HttpxObjectClient:
-    """Talks to an MLC over an ``httpx.AsyncClient`` the caller configured (TLS, certificates).
-
-    Every request has a timeout; any transport failure becomes :class:`CacheTransportError`.
-    """
-
-    def __init__(self, client: httpx.AsyncClient, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self._client = client
-        self._timeout = timeout
+class _ObjectVerbs:
+    """GET, conditional PUT and DELETE in terms of one ``_send``; subclasses say how a request travels."""
 
     async def get(self, uri: str) -> CacheReply:
         return await self._send("GET", uri, None, [])
@@ -95,6 +47,43 @@ class HttpxObjectClient:
 
     async def delete(self, uri: str) -> CacheReply:
         return await self._send("DELETE", uri, None, [])
+
+    async def _send(self, method: str, uri: str, body: bytes | None, headers: list[tuple[str, str]]) -> CacheReply:
+        raise NotImplementedError
+
+
+class HandlerObjectClient(_ObjectVerbs):
+    """Calls a cache handler directly, as the embedded stack and unit tests do.
+
+    A response carrying a transport fault becomes :class:`CacheTransportError`,
+    exactly as the same fault on the network would.
+    """
+
+    def __init__(self, handler: Handler, *, peer_identity: str | None = None) -> None:
+        self._handler = handler
+        self._peer = peer_identity
+
+    async def _send(self, method: str, uri: str, body: bytes | None, headers: list[tuple[str, str]]) -> CacheReply:
+        parts = urlsplit(uri)
+        request = Request(method, unquote(parts.path) or "/", parts.query, tuple(headers), body or b"", self._peer)
+        return _reply(method, uri, await self._handler(request))
+
+
+def _reply(method: str, uri: str, response: Response) -> CacheReply:
+    if response.fault is not None:
+        raise CacheTransportError(f"{method} {uri}: {response.fault.value}")
+    return CacheReply(response.status, response.body, response.header("etag"))
+
+
+class HttpxObjectClient(_ObjectVerbs):
+    """Talks to an MLC over an ``httpx.AsyncClient`` the caller configured (TLS, certificates).
+
+    Every request has a timeout; any transport failure becomes :class:`CacheTransportError`.
+    """
+
+    def __init__(self, client: httpx.AsyncClient, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._client = client
+        self._timeout = timeout
 
     async def _send(self, method: str, uri: str, body: bytes | None, headers: list[tuple[str, str]]) -> CacheReply:
         try:
