@@ -62,6 +62,10 @@ class CacheApp:
 
     async def __call__(self, request: Request) -> Response:
         firing = self.faults.take(request.method, request.path)
+        for fault in firing:
+            if fault.kind is FaultKind.HOLD and fault.gate is not None:
+                # Held before handling: the effect (a read, an append) has not happened yet.
+                await fault.gate.hold()
         response = self._respond(request, firing)
         for fault in firing:
             if fault.kind is FaultKind.DELAY:

@@ -8,10 +8,12 @@ fires leaves a :class:`FaultFiring` behind (and a mark in the transcript).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import enum
 import itertools
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.transport.types import TransportFault
@@ -26,6 +28,12 @@ class FaultKind(enum.Enum):
     """A GET (or HEAD) is not answered: the server commits a :class:`TransportFault`."""
     DELAY = "delay"
     """The response is held back for some seconds after the request was handled."""
+    HOLD = "hold"
+    """The request waits, before it is handled, until the harness opens the fault's :class:`Gate`.
+
+    This is how the harness, playing the MLC, keeps a verification in flight
+    for as long as a case needs (a q_rows GET or a commit-log PUT held), so a
+    race it wants to test is no longer left to chance."""
     DROP_LEASE = "drop-lease"
     """The object is evicted before its lease ends, just before the next request for it."""
     REJECT_APPEND = "reject-append"
@@ -49,6 +57,39 @@ _READS = frozenset({"GET", "HEAD"})
 _ALL_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 
 
+HOLD_LIMIT_S = 60.0
+"""A held request is released after this long even if the gate was never opened (a case that forgot, or died)."""
+
+
+@dataclass
+class Gate:
+    """What a HOLD fault waits on: ``arrived`` is set when a held request comes in, ``opened`` lets it go on.
+
+    Both are asyncio events of the loop that serves the cache (the harness's own loop).
+    """
+
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    opened: asyncio.Event = field(default_factory=asyncio.Event)
+    held: int = 0
+
+    def open(self) -> None:
+        self.opened.set()
+
+    async def wait_arrival(self, timeout_s: float) -> bool:
+        """Whether a held request arrived within ``timeout_s``."""
+        try:
+            await asyncio.wait_for(self.arrived.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    async def hold(self) -> None:
+        self.held += 1
+        self.arrived.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.opened.wait(), HOLD_LIMIT_S)
+
+
 @dataclass
 class ArmedFault:
     """A fault waiting for ``remaining`` more matching requests."""
@@ -64,6 +105,7 @@ class ArmedFault:
     transport: TransportFault | None = None
     data: bytes = b""
     splice: bool = False
+    gate: Gate | None = None
 
     def matches(self, method: str, path: str) -> bool:
         return self.remaining > 0 and method in self.methods and (self.path is None or self.path == path)
@@ -71,6 +113,8 @@ class ArmedFault:
     def describe(self) -> str:
         if self.kind is FaultKind.DELAY:
             return f"delay {self.seconds} s"
+        if self.kind is FaultKind.HOLD:
+            return "held until the harness released it"
         if self.transport is not None:
             return f"transport fault {self.transport.value}"
         if self.status is not None:
@@ -101,6 +145,7 @@ class FaultPlan:
         self._armed: list[ArmedFault] = []
         self._fired: list[FaultFiring] = []
         self._ids = itertools.count(1)
+        self._gates: list[Gate] = []
 
     # ------------------------------------------------------------------ arming
 
@@ -136,6 +181,20 @@ class FaultPlan:
         if seconds < 0:
             raise InvalidArgument("a delay cannot be negative")
         return self._arm(FaultKind.DELAY, path, frozenset(methods), count, seconds=seconds)
+
+    def hold(self, path: str | None, count: int = 1, *, methods: frozenset[str] = _ALL_METHODS) -> Gate:
+        """Hold the next ``count`` requests for ``path`` before handling them, until the returned gate opens.
+
+        Must be called on the loop that serves the cache (it creates asyncio events).
+        """
+        gate = Gate()
+        fault_id = self._arm(FaultKind.HOLD, path, frozenset(methods), count)
+        with self._lock:
+            self._gates.append(gate)
+            for fault in self._armed:
+                if fault.fault_id == fault_id:
+                    fault.gate = gate
+        return gate
 
     def drop_lease(self, path: str) -> int:
         """Evict the object at ``path`` before the next request for it, whatever its lease."""
@@ -219,9 +278,13 @@ class FaultPlan:
             return list(self._armed)
 
     def disarm(self, fault_id: int | None = None) -> None:
-        """Remove one armed fault, or all of them."""
+        """Remove one armed fault, or all of them (and then let every held request go on)."""
         with self._lock:
             self._armed = [fault for fault in self._armed if fault_id is not None and fault.fault_id != fault_id]
+            if fault_id is None:
+                gates, self._gates = self._gates, []
+                for gate in gates:
+                    gate.open()
 
 
-__all__ = ["ArmedFault", "FaultFiring", "FaultKind", "FaultPlan"]
+__all__ = ["HOLD_LIMIT_S", "ArmedFault", "FaultFiring", "FaultKind", "FaultPlan", "Gate"]

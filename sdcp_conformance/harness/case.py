@@ -4,83 +4,45 @@ A case names a stable ID, the section and the sentence it checks, the
 requirement level, and an async ``run`` function that converses with the
 implementation under test through a :class:`~sdcp_conformance.harness.context.CaseContext`.
 The runner, the reports and the coverage table are generated from these
-declarations. A case ends in one of the verdicts of :class:`Verdict`; the
-evidence (every message exchanged) comes from the context's transcript.
+declarations. A case declares the requirement rows it judges (``rows``,
+the first being the sentence it is about); its verdict is the worst of the
+findings it records against those rows (and the ambient rows every
+conversation is judged on), P1-JUDGE-2. The evidence (every message
+exchanged) comes from the context's transcript.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sdcp_conformance.errors import InvalidArgument, SdcpConformanceError
+from sdcp_conformance.judge import TABLE, Finding, Level, Verdict
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.context import CaseContext
 
 
-class Level(enum.Enum):
-    """Requirement level of the sentence a case checks (RFC 2119, plus the profile)."""
+class CaseStopped(SdcpConformanceError):
+    """Raised inside a case after a finding that leaves nothing sensible to check next (the finding is recorded).
 
-    MUST = "MUST"
-    MUST_NOT = "MUST NOT"
-    REQUIRED = "REQUIRED"
-    SHOULD = "SHOULD"
-    RECOMMENDED = "RECOMMENDED"
-    MAY = "MAY"
-    PROFILE = "PROFILE"
-    """Only the interop profile decides: a deviation is NON-STRICT, never FAILED."""
+    P1-JUDGE-2: a deviation never ends a case by itself; only a check whose
+    failure makes the rest of the conversation meaningless (a session that did
+    not open, a round that got no verdict) stops it.
+    """
 
-    @property
-    def strict(self) -> bool:
-        return self in (Level.MUST, Level.MUST_NOT, Level.REQUIRED)
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
 
 
-class Verdict(enum.Enum):
-    """Autobahn-style verdicts."""
+class CaseSkipped(SdcpConformanceError):
+    """Raised inside a case that cannot run against this target (the reason says why)."""
 
-    PASSED = "PASSED"
-    FAILED = "FAILED"
-    NON_STRICT = "NON-STRICT"
-    """Violates only a profile choice or a SHOULD."""
-    INFORMATIONAL = "INFORMATIONAL"
-    SKIPPED = "SKIPPED"
-    ERROR = "ERROR"
-    """The harness itself broke: a bug in this package, never the IUT's fault."""
-    XFAIL = "XFAIL"
-    """Failed as the vendor's expected-failures file says it would; does not fail the run."""
-    XPASS = "XPASS"
-    """Listed as an expected failure but passed: the list is stale, and the run fails."""
-
-
-class CaseOutcome(SdcpConformanceError):
-    """Raised inside a case to end it with a verdict other than PASSED."""
-
-    verdict: Verdict = Verdict.FAILED
-
-    def __init__(self, message: str, *, expected: Sequence[str] = (), actual: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.expected = list(expected)
-        self.actual = actual
-
-
-class CaseFailed(CaseOutcome):
-    verdict = Verdict.FAILED
-
-
-class CaseNonStrict(CaseOutcome):
-    verdict = Verdict.NON_STRICT
-
-
-class CaseSkipped(CaseOutcome):
-    verdict = Verdict.SKIPPED
-
-
-class CaseInformational(CaseOutcome):
-    verdict = Verdict.INFORMATIONAL
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 CaseFunction = Callable[["CaseContext"], Awaitable[None]]
@@ -104,12 +66,22 @@ class Case:
     """Profile items (``P1-…``) the case also relies on."""
     black_box_note: str = ""
     """When a sentence cannot be fully judged black-box: why, and what the case checks instead."""
+    rows: tuple[str, ...] = ()
+    """Requirement rows (:data:`sdcp_conformance.judge.TABLE`) the case judges; the first is its sentence."""
+    standalone: bool = False
+    """Runs even when the sanity case failed (transport checks need no working SDCP conversation)."""
+    role: str = "verifier"
+
+    @property
+    def primary_row(self) -> str:
+        return self.rows[0] if self.rows else "R-5.1-RESOURCES"
 
     def describe(self) -> dict[str, Any]:
         return {
             "id": self.id, "area": self.area, "section": self.section, "quote": self.quote,
             "level": self.level.value, "title": self.title, "requires": list(self.requires),
-            "profile": list(self.profile), "black_box_note": self.black_box_note,
+            "profile": list(self.profile), "black_box_note": self.black_box_note, "rows": list(self.rows),
+            "role": self.role, "standalone": self.standalone,
         }
 
 
@@ -117,12 +89,18 @@ class Case:
 class Catalogue:
     """The cases of one suite, by ID; IDs are unique and stable forever."""
 
+    role: str = "verifier"
     cases: dict[str, Case] = field(default_factory=dict)
     sanity_id: str | None = None
+    base_models: tuple[str, ...] = ("bigram",)
+    """Mock models every case may use without declaring ``requires=("model:…",)``."""
 
     def add(self, case: Case) -> Case:
         if case.id in self.cases:
             raise InvalidArgument(f"duplicate case id {case.id}")
+        unknown = [row for row in case.rows if row not in TABLE]
+        if unknown:
+            raise InvalidArgument(f"case {case.id} declares unknown requirement rows {unknown}")
         self.cases[case.id] = case
         return case
 
@@ -140,12 +118,15 @@ class Catalogue:
         profile: Sequence[str] = (),
         black_box_note: str = "",
         sanity: bool = False,
+        rows: Sequence[str] = (),
+        standalone: bool = False,
     ) -> Callable[[CaseFunction], CaseFunction]:
         """Decorator declaring a case."""
 
         def register(run: CaseFunction) -> CaseFunction:
             self.add(Case(id, area, section, quote, level, run, title or (run.__doc__ or "").strip().split("\n")[0],
-                          tuple(requires), timeout_s, tuple(profile), black_box_note))
+                          tuple(requires), timeout_s, tuple(profile), black_box_note, tuple(rows), standalone,
+                          self.role))
             if sanity:
                 self.sanity_id = id
             return run
@@ -165,12 +146,9 @@ class Catalogue:
 
 __all__ = [
     "Case",
-    "CaseFailed",
     "CaseFunction",
-    "CaseInformational",
-    "CaseNonStrict",
-    "CaseOutcome",
     "CaseSkipped",
+    "CaseStopped",
     "Catalogue",
     "Level",
     "Verdict",

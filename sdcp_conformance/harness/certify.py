@@ -6,11 +6,11 @@ import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
-from sdcp_conformance.harness.case import Catalogue
+from sdcp_conformance.harness.case import Case, Catalogue
 from sdcp_conformance.harness.environment import AppFactory, Environment
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.runner import Progress, RunReport, run_catalogue
-from sdcp_conformance.harness.target import TargetConfig
+from sdcp_conformance.harness.target import TargetConfig, require_models
 
 
 def default_catalogue(role: str = "verifier") -> Catalogue:
@@ -19,6 +19,14 @@ def default_catalogue(role: str = "verifier") -> Catalogue:
     from sdcp_conformance.suites.verifier import CATALOGUE
 
     return CATALOGUE
+
+
+def needed_models(catalogue: Catalogue, selected: Sequence[Case]) -> set[str]:
+    """The mock models the selected cases talk to: the suite's base models and every ``model:…`` they require."""
+    needed = set(catalogue.base_models)
+    needed.update(need.removeprefix("model:") for case in selected for need in case.requires
+                  if need.startswith("model:"))
+    return needed
 
 
 async def certify(
@@ -30,17 +38,26 @@ async def certify(
     progress: Progress | None = None,
     app_factory: AppFactory | None = None,
     workdir: Path | None = None,
+    strict: bool = False,
 ) -> RunReport:
-    """Certify ``target`` (the embedded reference verifier when None, or ``app_factory``'s app)."""
+    """Certify ``target`` (the embedded reference verifier when None, or ``app_factory``'s app).
+
+    A target that lacks a model the selected cases need is refused before
+    anything runs (:class:`~sdcp_conformance.errors.InvalidArgument`): such a
+    run could only skip, and a run of skips certifies nothing (P1-JUDGE-3).
+    """
     catalogue = default_catalogue(target.role if target is not None else "verifier")
     selected = catalogue.select(selectors)
+    if target is not None:
+        require_models(target, needed_models(catalogue, selected))
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
     environment = await Environment.start(target, app_factory=app_factory, workdir=workdir)
     try:
         return await run_catalogue(environment, catalogue, selected, seed=run_seed,
-                                   expected_failures=expected_failures, progress=progress)
+                                   expected_failures=expected_failures, progress=progress, strict=strict,
+                                   selectors=selectors)
     finally:
         await environment.stop()
 
 
-__all__ = ["certify", "default_catalogue"]
+__all__ = ["certify", "default_catalogue", "needed_models"]

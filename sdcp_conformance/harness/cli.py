@@ -2,10 +2,12 @@
 
 ``certify`` runs the verifier suite against a target (or the embedded reference
 verifier), shows live progress, prints the summary, writes ``report.json`` and
-``junit.xml``, and exits 0 when nothing failed, 1 on any FAILED, ERROR or
-XPASS, 2 on a usage error (bad target file, unknown selector, unknown IDs in
-the expected-failures file) and 3 when the harness could not start its
-listeners.
+``junit.xml``, and exits 0 when the certification PASSED, 1 on any FAILED,
+ERROR or XPASS (NON-STRICT too under ``--strict``), 2 on a usage error (bad
+target file, a model the suite needs but the target lacks, unknown selector,
+unknown IDs in the expected-failures file), 3 when the run is INCOMPLETE
+(P1-JUDGE-3: the sanity case did not pass, or an area ran no case) and 4 when
+the harness could not start its listeners.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Catalogue
 from sdcp_conformance.harness.certify import certify as run_certification
-from sdcp_conformance.harness.certify import default_catalogue
+from sdcp_conformance.harness.certify import default_catalogue, needed_models
 from sdcp_conformance.harness.environment import HARNESS_PARTIES
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.runner import CaseResult, RunReport, order_cases
-from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig, load_target, render_target
+from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig, load_target, render_target, require_models
 from sdcp_conformance.reference.stack import free_port
 from sdcp_conformance.report import write_reports
 from sdcp_conformance.report.console import print_summary, replay_command
@@ -37,7 +39,8 @@ from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
 TARGET_FILE = "target.toml"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-EXIT_NO_HARNESS = 3
+EXIT_INCOMPLETE = 3
+EXIT_NO_HARNESS = 4
 IUT_PARTY = "verifier"
 
 
@@ -103,10 +106,10 @@ class LiveProgress:
 
 
 def _run(target: TargetConfig | None, selectors: Sequence[str], seed: int, expected: ExpectedFailures | None,
-         progress: Callable[[CaseResult], None]) -> RunReport:
+         progress: Callable[[CaseResult], None], strict: bool) -> RunReport:
     try:
         return asyncio.run(run_certification(target, selectors=selectors, seed=seed, expected_failures=expected,
-                                             progress=progress))
+                                             progress=progress, strict=strict))
     except OSError as exc:  # a listener of the target file's [harness] could not bind, say
         click.echo(f"Error: the harness could not start: {exc}", err=True)
         sys.exit(EXIT_NO_HARNESS)
@@ -123,8 +126,10 @@ def _run(target: TargetConfig | None, selectors: Sequence[str], seed: int, expec
               help="Seed of the case order (and of the cases' own choices); printed so a run can be replayed.")
 @click.option("--expected-failures", "expected_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="TOML list of known failures: [[expected]] id, contains, reason.")
+@click.option("--strict", is_flag=True, default=False,
+              help="NON-STRICT results (profile-only or SHOULD deviations) fail the run too.")
 def certify(target_path: Path | None, selectors: tuple[str, ...], report_dir: Path | None, seed: int | None,
-            expected_path: Path | None) -> None:
+            expected_path: Path | None, strict: bool) -> None:
     """Certify a verifier against the SDCP draft and the interop profile."""
     target = _load_target(target_path)
     catalogue = default_catalogue(target.role if target is not None else "verifier")
@@ -132,6 +137,11 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], report_dir: Pa
         selected = catalogue.select(selectors)
     except InvalidArgument as exc:
         raise click.UsageError(f"--only: {exc}") from exc
+    if target is not None:
+        try:
+            require_models(target, needed_models(catalogue, selected))
+        except InvalidArgument as exc:
+            raise click.UsageError(str(exc)) from exc
     expected = _load_expected(expected_path, catalogue)
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
     console = Console()
@@ -140,15 +150,15 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], report_dir: Pa
                   f"{len(order)} runs, seed {run_seed}", highlight=False)
     live = LiveProgress(console, order)
     with live.progress:
-        report = _run(target, selectors, run_seed, expected, live)
+        report = _run(target, selectors, run_seed, expected, live, strict)
     folder = report_dir or _default_report_dir()
     written = write_reports(report, folder, command=sys.argv, selectors=selectors, catalogue=catalogue,
                             target=str(target_path) if target_path else None)
     print_summary(console, report, reports=written,
                   replay=replay_command(run_seed, target=target_path, selectors=selectors,
                                         expected_failures=expected_path))
-    if report.failed:
-        sys.exit(EXIT_FAILED)
+    if report.exit_code:
+        sys.exit(report.exit_code)
 
 
 # --------------------------------------------------------------------------- pki init --iut verifier
@@ -204,7 +214,8 @@ def iut_instructions(pki: Pki, target_path: Path) -> str:
         "",
         "The reference verifier, for example:",
         f"  {shlex.join(serve_command(pki))}",
-        "(to exercise both load branches of §6.5.2, add --pin-load N and `pinned_load = N` under [target])",
+        "(its load is then the one it measures and reports, `load = \"reported\"` in the target; to pin it, add",
+        " --pin-load N and `pinned_load = N` under [target], so the §6.5.2 load cases choose self_load from it)",
         "",
         "Then certify it:",
         f"  sdcp-conformance certify --target {target_path}",
@@ -214,6 +225,7 @@ def iut_instructions(pki: Pki, target_path: Path) -> str:
 
 __all__ = [
     "EXIT_FAILED",
+    "EXIT_INCOMPLETE",
     "EXIT_NO_HARNESS",
     "EXIT_USAGE",
     "IUT_PARTY",

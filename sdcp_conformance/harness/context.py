@@ -11,22 +11,23 @@ from __future__ import annotations
 import base64
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
-from sdcp_conformance.errors import MalformedMessage
-from sdcp_conformance.harness.case import CaseFailed, CaseInformational, CaseNonStrict, CaseSkipped, Level
+from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.harness.case import Case, CaseSkipped, CaseStopped
 from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.judge import TABLE, Finding, deviation, judge_refusal
+from sdcp_conformance.judge import Verdict as Severity
 from sdcp_conformance.models.registry import MockModel, mock_model
 from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.chain import contract_digest, extend_digest, prefix_digest
 from sdcp_conformance.protocol.codec import decode_sequence
 from sdcp_conformance.protocol.messages import Message, Output, SessionState, Verdict
-from sdcp_conformance.protocol.problems import ProblemType
 
 M = TypeVar("M", bound=Message)
 
@@ -68,67 +69,93 @@ class TrackedSession:
 class CaseContext:
     """One case's view of the harness."""
 
-    def __init__(self, env: Environment, case_id: str, seed: int, run: str = "main") -> None:
+    def __init__(self, env: Environment, case: Case, seed: int, run: str = "main") -> None:
         self.env = env
-        self.case_id = case_id
+        self.case = case
+        self.case_id = case.id
         self.transcript = CaseTranscript()
-        self.rng = random.Random(f"{seed}:{case_id}:{run}")
+        self.rng = random.Random(f"{seed}:{case.id}:{run}")
         self.notes: list[str] = []
+        self.findings: list[Finding] = []
         self.sessions: list[TrackedSession] = []
 
-    # ------------------------------------------------------------------ judgements
+    # ------------------------------------------------------------------ judgements (P1-JUDGE-1..2)
 
-    def fail(self, message: str, *, expected: Sequence[str] = (), actual: str = "") -> NoReturn:
-        raise CaseFailed(message, expected=expected, actual=actual)
+    def record(self, finding: Finding) -> Finding:
+        """Keep ``finding``; its row must be one the case declares, or an ambient row."""
+        if finding.row:
+            row = TABLE[finding.row]
+            if not row.ambient and finding.row not in self.case.rows:
+                raise InvalidArgument(f"harness error: case {self.case.id} judges row {finding.row}, which it does "
+                                      f"not declare (it declares {list(self.case.rows)})")
+        evidence = tuple(entry.sequence for entry in self.transcript.entries()[-3:])
+        kept = replace(finding, evidence=evidence)
+        self.findings.append(kept)
+        return kept
 
-    def require(self, condition: bool, message: str, *, expected: str = "", actual: str = "") -> None:
+    def deviate(self, row: str, message: str, *, expected: Sequence[str] = (), actual: str = "") -> Finding:
+        """Record a deviation from ``row`` at the severity its level gives, and go on (P1-JUDGE-2)."""
+        return self.record(deviation(TABLE[row], message, expected=expected, actual=actual))
+
+    def check(self, condition: bool, message: str, *, row: str | None = None, expected: str = "",
+              actual: str = "") -> bool:
+        """Judge ``condition`` against ``row`` (default: the case's own sentence); record and go on if it fails."""
         if not condition:
-            self.fail(message, expected=[expected] if expected else [], actual=actual)
+            self.deviate(row or self.case.primary_row, message, expected=[expected] if expected else [],
+                         actual=actual)
+        return condition
+
+    def require(self, condition: bool, message: str, *, row: str | None = None, expected: str = "",
+                actual: str = "") -> None:
+        """Like :meth:`check`, but a failure leaves nothing sensible to check next: the case stops."""
+        if not condition:
+            self.fail(message, row=row, expected=[expected] if expected else [], actual=actual)
+
+    def fail(self, message: str, *, row: str | None = None, expected: Sequence[str] = (), actual: str = "") -> NoReturn:
+        """Record a deviation from ``row`` (default: the case's own sentence) and stop the case."""
+        raise CaseStopped(self.deviate(row or self.case.primary_row, message, expected=expected, actual=actual))
 
     def skip(self, reason: str) -> NoReturn:
         raise CaseSkipped(reason)
 
-    def informational(self, message: str) -> NoReturn:
-        raise CaseInformational(message)
-
-    def non_strict(self, message: str, *, expected: Sequence[str] = (), actual: str = "") -> NoReturn:
-        raise CaseNonStrict(message, expected=expected, actual=actual)
+    def informational(self, message: str, *, row: str = "") -> Finding:
+        """Record an observation (INFORMATIONAL): a MAY, a RECOMMENDED behaviour, or what could not be exercised."""
+        source = TABLE[row].source if row else ""
+        return self.record(Finding(row, Severity.INFORMATIONAL, message, source=source))
 
     def note(self, text: str) -> None:
         self.notes.append(text)
 
-    def expect_problem(self, answer: Answer, problem: ProblemType, *, level: Level = Level.MUST,
-                       what: str = "") -> None:
-        """The answer must be ``problem.status`` with that problem type (P1-ERR-1 matching by suffix).
+    def expect_refusal(self, answer: Answer, *rows: str, what: str = "") -> bool:
+        """The request had to be refused as ``rows`` say (P1-JUDGE-1); record any deviation and go on.
 
-        At PROFILE or SHOULD level, or for a profile-only problem type, a refusal
-        with another status or type is NON-STRICT; accepting the request fails
-        only at MUST level.
+        Returns whether the answer was exactly one of the refusals the rows allow.
         """
-        expected = f"{problem.status} {problem.suffix}"
-        if answer.status == problem.status and answer.problem_type is problem:
-            return
-        message = f"{what or 'the request'}: expected {expected}, got {answer.describe()}"
-        lenient = not level.strict or problem.profile_only
-        if lenient and (answer.status is None or answer.status >= 400 or not level.strict):
-            self.non_strict(message, expected=[expected], actual=answer.describe())
-        self.fail(message, expected=[expected], actual=answer.describe())
+        finding = judge_refusal(answer, [TABLE[row] for row in rows], what or "the request")
+        if finding is None:
+            return True
+        self.record(finding)
+        return False
 
-    def expect_ok(self, answer: Answer, kind: type[M], *, what: str = "") -> M:
-        """A 2xx answer carrying a well-formed ``kind`` (P1-MSG-4: any 2xx is success)."""
+    def expect_ok(self, answer: Answer, kind: type[M], *, what: str = "", row: str = "R-5.1-RESOURCES") -> M:
+        """A 2xx answer carrying a well-formed ``kind`` (P1-MSG-4: any 2xx is success); otherwise the case stops."""
         label = what or kind.__name__
         if not answer.ok:
-            self.fail(f"{label}: expected success, got {answer.describe()}", expected=["2xx"], actual=answer.describe())
+            self.fail(f"{label}: expected success, got {answer.describe()}", row=row, expected=["2xx"],
+                      actual=answer.describe())
         try:
             return answer.message(kind)
         except MalformedMessage as exc:
-            self.fail(f"{label}: the answer is not a well-formed {kind.__name__}: {exc}", actual=answer.describe())
+            self.fail(f"{label}: the answer is not a well-formed {kind.__name__}: {exc}", row="R-5.1-RESOURCES",
+                      actual=answer.describe())
 
     # ------------------------------------------------------------------ models and contracts
 
     def mock(self, model: str = "bigram") -> MockModel:
         if model not in self.env.config.models:
-            self.skip(f"the target does not serve the mock model {model!r}")
+            # The target file was validated against the suite's needs (target.py), so this is a case that
+            # forgot to declare ``requires=("model:…",)``: a harness bug, not a reason to skip silently.
+            raise InvalidArgument(f"harness error: case {self.case_id} uses model {model!r} without requiring it")
         return mock_model(model)
 
     def contract(self, model: str = "bigram", **overrides: Any) -> dict[str, Any]:
@@ -187,10 +214,14 @@ class CaseContext:
         return session
 
     def check_state(self, session: TrackedSession, state: SessionState, what: str) -> None:
-        self.require(state.session == session.id, f"{what}: session-state names another session")
+        """§4.2: the session-state's committed length and digest are the harness's d[n], recomputed from tokens."""
+        self.require(state.session == session.id, f"{what}: session-state names another session",
+                     row="R-5.1-RESOURCES")
         self.require(state.committed == len(session.output) and state.digest == session.digest,
                      f"{what}: session-state (committed {state.committed}, digest {state.digest.hex()[:16]}…) "
-                     f"does not match the harness's d[{len(session.output)}] = {session.digest.hex()[:16]}…")
+                     f"does not match the harness's d[{len(session.output)}] = {session.digest.hex()[:16]}…",
+                     row="R-4.2-CHAIN", expected=f"committed {len(session.output)}, digest {session.digest.hex()}",
+                     actual=f"committed {state.committed}, digest {state.digest.hex()}")
 
     def assignment(self, session: TrackedSession, drafter: str = "drafter-1", **overrides: Any) -> dict[str, Any]:
         body = {"session": session.id, "epoch": session.epoch, "contract": session.contract,
@@ -251,14 +282,15 @@ class CaseContext:
     def apply_verdict(self, session: TrackedSession, verdict: Verdict) -> None:
         """§4.2 and §6.3 Commit, from first principles: the verdict must extend d[n] by its emitted tokens."""
         self.require(verdict.session == session.id and verdict.epoch == session.epoch,
-                     "the verdict names another session or epoch")
+                     "the verdict names another session or epoch", row="R-6.3-COMMIT")
         self.require(verdict.round == session.round + 1,
-                     f"the verdict is for round {verdict.round}, not {session.round + 1}")
+                     f"the verdict is for round {verdict.round}, not {session.round + 1}", row="R-6.3-COMMIT")
         expected_digest = extend_digest(session.digest, verdict.emitted)
         extended = len(session.output) + len(verdict.emitted)
-        self.require(verdict.committed == extended, f"committed {verdict.committed} is not n + |emitted| = {extended}")
+        self.require(verdict.committed == extended, f"committed {verdict.committed} is not n + |emitted| = {extended}",
+                     row="R-6.3-COMMIT")
         self.require(verdict.digest == expected_digest,
-                     "the verdict's digest is not d[n] extended by its emitted tokens (§4.2)",
+                     "the verdict's digest is not d[n] extended by its emitted tokens (§4.2)", row="R-4.2-CHAIN",
                      expected=expected_digest.hex(), actual=verdict.digest.hex())
         session.output.extend(verdict.emitted)
         session.round = verdict.round

@@ -1,11 +1,16 @@
 """Runs cases against an environment: sanity first and last, the rest in a seeded random order.
 
 Like tlsfuzzer's runner, the sanity case (open a session, one valid round)
-runs first — if it fails, the IUT is dead or misconfigured and the other
-cases are skipped with that reason instead of failing a hundred times — and
-last, so that an IUT that broke during the run says so. The order's seed is
-recorded so an order-dependent IUT bug can be replayed. Every case has a
+runs first — if it fails, the IUT is dead or misconfigured and the cases
+that need a working conversation are skipped with that reason instead of
+failing a hundred times; standalone cases (the transport checks) still run —
+and last, so that an IUT that broke during the run says so. The order's seed
+is recorded so an order-dependent IUT bug can be replayed. Every case has a
 timeout; a case that raises something unexpected is a harness ERROR.
+
+A case's verdict is the worst of its findings (P1-JUDGE-2). The run's status
+follows P1-JUDGE-3: PASSED only if the sanity case passed both times and at
+least one case of every area ran; otherwise INCOMPLETE, whatever else failed.
 """
 
 from __future__ import annotations
@@ -18,11 +23,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcp_conformance.harness.case import Case, CaseOutcome, Catalogue, Verdict
+from sdcp_conformance.harness.case import Case, CaseSkipped, CaseStopped, Catalogue, Verdict
 from sdcp_conformance.harness.context import CaseContext
 from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.transcript import Entry
+from sdcp_conformance.judge import Finding, worst
+
+RUN_PASSED = "PASSED"
+RUN_FAILED = "FAILED"
+RUN_INCOMPLETE = "INCOMPLETE"
+EXIT_CODES = {RUN_PASSED: 0, RUN_FAILED: 1, RUN_INCOMPLETE: 3}
+"""Exit status of a certification (2 is a usage error, 130 an interruption)."""
 
 
 @dataclass
@@ -39,16 +51,23 @@ class CaseResult:
     """The reason from the expected-failures file, when this case is listed there."""
     run: str = "main"
     """``"sanity-first"``, ``"main"`` or ``"sanity-last"``."""
+    findings: list[Finding] = field(default_factory=list)
+    """Every deviation the case recorded, in order (P1-JUDGE-2: the report lists all of them)."""
 
     @property
     def counts_as_failure(self) -> bool:
         return self.verdict in (Verdict.FAILED, Verdict.ERROR, Verdict.XPASS)
+
+    @property
+    def ran(self) -> bool:
+        return self.verdict is not Verdict.SKIPPED
 
     def to_json(self) -> dict[str, Any]:
         return {
             **self.case.describe(), "verdict": self.verdict.value, "message": self.message,
             "expected": self.expected, "actual": self.actual, "duration_s": round(self.duration_s, 4),
             "notes": self.notes, "expected_failure": self.expected_failure, "run": self.run,
+            "findings": [finding.to_json() for finding in self.findings],
             "evidence": [entry.to_json() for entry in self.transcript],
         }
 
@@ -63,10 +82,47 @@ class RunReport:
     started: float
     finished: float
     environment: dict[str, Any]
+    areas: tuple[str, ...] = ()
+    """The areas this run had to cover: every area of the role's suite, or of the selected cases."""
+    strict: bool = False
+    """``--strict``: a NON-STRICT case fails the run too."""
+    selectors: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
-        return any(result.counts_as_failure for result in self.results)
+        """Whether any case failed (FAILED, ERROR, XPASS; NON-STRICT too under ``strict``)."""
+        return any(result.counts_as_failure or (self.strict and result.verdict is Verdict.NON_STRICT)
+                   for result in self.results)
+
+    def incomplete_reasons(self) -> list[str]:
+        """Why this run cannot certify anything (P1-JUDGE-3); empty when it can."""
+        reasons: list[str] = []
+        sanity = [result for result in self.results if result.run.startswith("sanity")]
+        for result in sanity:
+            if result.verdict is not Verdict.PASSED:
+                reasons.append(f"the sanity case {result.case.id} ({result.run}) is {result.verdict.value}"
+                               + (f": {result.message.splitlines()[0]}" if result.message else ""))
+        ran = {result.case.area for result in self.results if result.ran and not result.run.startswith("sanity")}
+        missing = [area for area in self.areas if area != "sanity" and area not in ran]
+        if missing:
+            reasons.append(f"no case ran in the area(s) {', '.join(missing)}")
+        if self.results and not any(result.ran for result in self.results):
+            reasons.append("every case was skipped")
+        return reasons
+
+    @property
+    def status(self) -> str:
+        """PASSED, FAILED or INCOMPLETE (P1-JUDGE-3: an incomplete run certifies nothing, whatever it found)."""
+        if self.incomplete_reasons():
+            return RUN_INCOMPLETE
+        return RUN_FAILED if self.failed else RUN_PASSED
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    def skipped(self) -> list[CaseResult]:
+        return [result for result in self.results if result.verdict is Verdict.SKIPPED]
 
     def counts(self) -> dict[str, int]:
         tally: dict[str, int] = {}
@@ -76,22 +132,24 @@ class RunReport:
 
 
 async def run_case(env: Environment, case: Case, seed: int, run: str = "main") -> CaseResult:
-    """Run one case with its timeout, mapping how it ended to a verdict."""
+    """Run one case with its timeout; its verdict is the worst of its findings (P1-JUDGE-2)."""
     missing = [need for need in case.requires if need not in env.capabilities()]
     if missing:
         return CaseResult(case, Verdict.SKIPPED, f"the target lacks {', '.join(missing)}", run=run)
-    context = CaseContext(env, case.id, seed, run)
+    context = CaseContext(env, case, seed, run)
     env.current = context.transcript
     _reset(env)
     started = time.perf_counter()
     result = CaseResult(case, Verdict.PASSED, run=run)
     try:
         await asyncio.wait_for(case.run(context), case.timeout_s)
-    except CaseOutcome as outcome:
-        result.verdict, result.message = outcome.verdict, outcome.message
-        result.expected, result.actual = outcome.expected, outcome.actual
+    except CaseStopped:
+        pass  # its finding is recorded already
+    except CaseSkipped as skipped:
+        result.verdict, result.message = Verdict.SKIPPED, skipped.reason
     except TimeoutError:
-        result.verdict, result.message = Verdict.FAILED, f"no conclusion within {case.timeout_s:.0f} s: the IUT hung"
+        context.deviate("R-5.1-RESOURCES", f"no conclusion within {case.timeout_s:.0f} s: the IUT hung"
+                        + _in_flight(context))
     except Exception as exc:  # a bug in the harness or the case, never blamed on the IUT
         result.verdict = Verdict.ERROR
         result.message = f"harness error: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
@@ -101,7 +159,30 @@ async def run_case(env: Environment, case: Case, seed: int, run: str = "main") -
     result.duration_s = time.perf_counter() - started
     result.transcript = context.transcript.entries()
     result.notes = context.notes
+    result.findings = list(context.findings)
+    if result.verdict is Verdict.PASSED:
+        _conclude(result)
     return result
+
+
+def _conclude(result: CaseResult) -> None:
+    """The verdict and headline of a case that ran to its end (or stopped on a finding)."""
+    result.verdict = worst([finding.severity for finding in result.findings])
+    headline = next((f for f in result.findings if f.severity is result.verdict), None)
+    if headline is not None:
+        result.message, result.expected, result.actual = headline.message, list(headline.expected), headline.actual
+        others = len(result.findings) - 1
+        if others:
+            result.message += f" (and {others} more finding{'s' if others > 1 else ''})"
+
+
+def _in_flight(context: CaseContext) -> str:
+    """The last exchange the case started, so the evidence shows what the IUT was asked when it hung."""
+    entries = context.transcript.entries()
+    if not entries:
+        return ""
+    last = entries[-1]
+    return f"; last exchange: #{last.sequence} {last.method} {last.target} ({last.status or last.note or 'no answer'})"
 
 
 def _reset(env: Environment) -> None:
@@ -124,23 +205,37 @@ def order_cases(catalogue: Catalogue, selected: Sequence[Case], seed: int) -> li
 
 async def run_catalogue(env: Environment, catalogue: Catalogue, selected: Sequence[Case], *, seed: int,
                         expected_failures: ExpectedFailures | None = None,
-                        progress: Progress | None = None) -> RunReport:
+                        progress: Progress | None = None, strict: bool = False,
+                        selectors: Sequence[str] = ()) -> RunReport:
     started = time.time()
     results: list[CaseResult] = []
     dead = ""
     for case, run in order_cases(catalogue, selected, seed):
-        if dead and run != "sanity-last":
+        if dead and run == "main" and not case.standalone:
             result = CaseResult(case, Verdict.SKIPPED, f"not run: the sanity case failed first ({dead})", run=run)
         else:
             result = await run_case(env, case, seed, run)
             if run == "sanity-first" and result.verdict is not Verdict.PASSED:
-                dead = result.message or result.verdict.value
+                dead = (result.message or result.verdict.value).splitlines()[0]
         if expected_failures is not None:
             expected_failures.apply(result)
         results.append(result)
         if progress is not None:
             progress(result)
-    return RunReport(seed, results, started, time.time(), env.describe())
+    areas = tuple(dict.fromkeys(case.area for case in selected))
+    return RunReport(seed, results, started, time.time(), env.describe(), areas=areas, strict=strict,
+                     selectors=tuple(selectors))
 
 
-__all__ = ["CaseResult", "Progress", "RunReport", "order_cases", "run_case", "run_catalogue"]
+__all__ = [
+    "EXIT_CODES",
+    "RUN_FAILED",
+    "RUN_INCOMPLETE",
+    "RUN_PASSED",
+    "CaseResult",
+    "Progress",
+    "RunReport",
+    "order_cases",
+    "run_case",
+    "run_catalogue",
+]

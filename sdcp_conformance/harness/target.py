@@ -6,7 +6,11 @@ role = "verifier"
 base_uri = "https://127.0.0.1:9443/"
 ca = "pki/ca.pem"            # trusts the IUT's server certificate
 models = ["bigram", "ctx"]   # mock models the IUT serves (manifest ids); `model = "bigram"` also works
-pinned_load = 10             # optional: the IUT was started with its load pinned (§6.5.2 branches)
+load = "reported"            # how the IUT's load is known: "reported" (its verdicts and status say it) or
+pinned_load = 10             # "pinned", with the value the IUT was started with (§6.5.2 self_decode branches)
+request_timeout_s = 5        # optional: deadline of every request but the output long poll
+output_timeout_s = 35        # optional: deadline of GET …/output (P1-OUT-1's 30 s plus a margin)
+max_response_bytes = 16777216  # optional: the largest response body read
 
 [harness]                    # identities and listeners the harness uses; `pki init --iut verifier` writes them
 pki = "pki"                  # folder of the harness's certificates (parties below)
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.models.registry import load_manifest
 
 DEFAULT_MODELS = ("bigram", "ctx")
 
@@ -41,6 +46,12 @@ class TargetConfig:
     cache: str
     drafters: tuple[str, ...]
     pinned_load: int | None = None
+    request_timeout_s: float = 5.0
+    """Deadline of every request to the IUT except the output long poll ([target] request_timeout_s)."""
+    output_timeout_s: float = 35.0
+    """Deadline of ``GET …/output``: P1-OUT-1's 30 s wait plus a margin ([target] output_timeout_s)."""
+    max_response_bytes: int = 16 << 20
+    """Largest response body read from the IUT; the codec's 16 MiB by default ([target] max_response_bytes)."""
     source: Path | None = None
     """The TOML file this came from; None for the embedded default."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -50,26 +61,45 @@ class TargetConfig:
         return self.source is None
 
 
+TARGET_KEYS = frozenset({"role", "base_uri", "ca", "models", "model", "pinned_load", "load", "request_timeout_s",
+                         "output_timeout_s", "max_response_bytes"})
+HARNESS_KEYS = frozenset({"pki", "router", "cache", "drafters"})
+ROLES = ("verifier",)
+"""Roles a target file may name (each has a suite)."""
+LOAD_MODES = ("reported", "pinned")
+
+
 def load_target(path: Path) -> TargetConfig:
-    """Read and check a target TOML file; errors name the file and the member."""
+    """Read and check a target TOML file; every error is one line naming the file and the member."""
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise InvalidArgument(f"{path}: cannot read the target file: {exc}") from exc
+    unknown_tables = sorted(set(raw) - {"target", "harness"})
+    if unknown_tables:
+        raise InvalidArgument(f"{path}: unknown table(s) {unknown_tables}; a target file has [target] and [harness]")
     target, harness = _table(raw, "target", path), _table(raw, "harness", path)
+    _known_keys(target, TARGET_KEYS, path, "target")
+    _known_keys(harness, HARNESS_KEYS, path, "harness")
     folder = path.resolve().parent
     role = _text(target, "role", path, "target")
-    if role != "verifier":
-        raise InvalidArgument(f"{path}: [target] role {role!r} is not supported yet (only 'verifier')")
+    if role not in ROLES:
+        raise InvalidArgument(f"{path}: [target] role {role!r} is not supported (known: {', '.join(ROLES)})")
     models = target.get("models", [target["model"]] if "model" in target else None)
     if not isinstance(models, list) or not models or not all(isinstance(m, str) for m in models):
         raise InvalidArgument(f"{path}: [target] needs `models = [\"bigram\", …]` or `model = \"bigram\"`")
+    check_models(models, path)
     drafters = harness.get("drafters")
     if not isinstance(drafters, list) or len(drafters) < 2 or not all(isinstance(d, str) for d in drafters):
         raise InvalidArgument(f"{path}: [harness] drafters must list at least two drafter base URIs")
     pinned = target.get("pinned_load")
-    if pinned is not None and (not isinstance(pinned, int) or not 0 <= pinned <= 100):
+    if pinned is not None and (isinstance(pinned, bool) or not isinstance(pinned, int) or not 0 <= pinned <= 100):
         raise InvalidArgument(f"{path}: [target] pinned_load must be an integer in 0..100")
+    load = target.get("load", "pinned" if pinned is not None else "reported")
+    if load not in LOAD_MODES:
+        raise InvalidArgument(f"{path}: [target] load must be one of {LOAD_MODES} (how the IUT's load is known)")
+    if load == "pinned" and pinned is None:
+        raise InvalidArgument(f"{path}: [target] load = \"pinned\" needs pinned_load = <0..100>")
     return TargetConfig(
         role=role,
         base_uri=_uri(target, "base_uri", path, "target"),
@@ -80,8 +110,45 @@ def load_target(path: Path) -> TargetConfig:
         cache=_uri(harness, "cache", path, "harness"),
         drafters=tuple(drafters),
         pinned_load=pinned,
+        request_timeout_s=_positive(target, "request_timeout_s", 5.0, path),
+        output_timeout_s=_positive(target, "output_timeout_s", 35.0, path),
+        max_response_bytes=int(_positive(target, "max_response_bytes", 16 << 20, path)),
         source=path,
     )
+
+
+def check_models(models: list[str] | tuple[str, ...], where: Path | str) -> None:
+    """Every name is a shipped mock model (P1-MODEL-1) that an IUT of this role serves: a target model."""
+    manifest = load_manifest()
+    targets = sorted(model_id for model_id, model in manifest.models.items() if model.role == "target")
+    for model in models:
+        if model not in manifest.models:
+            raise InvalidArgument(f"{where}: unknown model {model!r} (known: {', '.join(sorted(manifest.models))})")
+        if model not in targets:
+            raise InvalidArgument(f"{where}: {model!r} is a draft model; a verifier serves target models "
+                                  f"({', '.join(targets)})")
+
+
+def require_models(config: TargetConfig, needed: set[str]) -> None:
+    """The target serves every model the selected cases need, or the run is a usage error (P1-JUDGE-3)."""
+    missing = sorted(needed - set(config.models))
+    if missing:
+        where = config.source if config.source is not None else "the embedded target"
+        raise InvalidArgument(f"{where}: the suite needs the model(s) {', '.join(missing)}, which the target does "
+                              f"not list (models = {list(config.models)}); serve them, or select cases with --only")
+
+
+def _known_keys(table: dict[str, Any], known: frozenset[str], path: Path, where: str) -> None:
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise InvalidArgument(f"{path}: [{where}] has unknown key(s) {unknown} (known: {', '.join(sorted(known))})")
+
+
+def _positive(table: dict[str, Any], key: str, default: float, path: Path) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise InvalidArgument(f"{path}: [target] {key} must be a positive number")
+    return float(value)
 
 
 def _table(raw: dict[str, Any], name: str, path: Path) -> dict[str, Any]:
@@ -131,4 +198,5 @@ def render_target(config: TargetConfig, folder: Path) -> str:
     )
 
 
-__all__ = ["DEFAULT_MODELS", "TargetConfig", "load_target", "render_target"]
+__all__ = ["DEFAULT_MODELS", "ROLES", "TargetConfig", "check_models", "load_target", "render_target",
+           "require_models"]

@@ -83,18 +83,40 @@ def attention_table(report: RunReport) -> Table | None:
     return table
 
 
+def skipped_table(report: RunReport) -> Table | None:
+    """Every SKIPPED case with its reason: a skip is never silent (P1-JUDGE-3)."""
+    skipped = report.skipped()
+    if not skipped:
+        return None
+    table = Table(title="Skipped cases")
+    table.add_column("case")
+    table.add_column("reason")
+    for result in skipped:
+        label = result.case.id if result.run == "main" else f"{result.case.id} ({result.run})"
+        table.add_row(label, result.message)
+    return table
+
+
+STATUS_STYLES = {"PASSED": "bold green", "FAILED": "bold red", "INCOMPLETE": "bold yellow"}
+
+
 def print_summary(console: Console, report: RunReport, *, replay: str, reports: Sequence[Path] = ()) -> None:
     console.print(verdict_table(report))
     console.print(area_table(report))
-    attention = attention_table(report)
-    if attention is not None:
-        console.print(attention)
+    for table in (attention_table(report), skipped_table(report)):
+        if table is not None:
+            console.print(table)
     console.print(f"seed {report.seed}; the same order again: [bold]{replay}[/]", highlight=False, soft_wrap=True)
     for path in reports:
         console.print(f"wrote {path}", highlight=False)
-    outcome = "[bold red]FAILED[/]" if report.failed else "[bold green]PASSED[/]"
-    console.print(f"certification {outcome} ({report.finished - report.started:.1f} s)")
+    status = report.status
+    for reason in report.incomplete_reasons():
+        console.print(f"incomplete: {reason}", highlight=False, soft_wrap=True)
+    scope = f" (partial: only {', '.join(report.selectors)})" if report.selectors else ""
+    strict = " under --strict" if report.strict else ""
+    console.print(f"certification [{STATUS_STYLES[status]}]{status}[/]{scope}{strict} "
+                  f"({report.finished - report.started:.1f} s)", highlight=False)
 
 
-__all__ = ["MESSAGE_LINES", "VERDICT_STYLES", "area_table", "attention_table", "print_summary", "replay_command",
-           "verdict_table"]
+__all__ = ["MESSAGE_LINES", "STATUS_STYLES", "VERDICT_STYLES", "area_table", "attention_table", "print_summary",
+           "replay_command", "skipped_table", "verdict_table"]

@@ -1,9 +1,12 @@
-"""The requirements-coverage table: each requirement sentence of the draft and the cases that check it.
+"""The requirements-coverage table of a role: each row of the judge's table and the cases that judge it.
 
-A requirement is covered by a case whose ``quote`` contains one of the
-requirement's ``match`` passages (whitespace-insensitive). The table goes into
-``suites/verifier/COVERAGE.md`` (``python -m sdcp_conformance.report.coverage``
-writes it; ``--check`` only compares) and into every ``report.json``.
+A row is judged by a case that declares it (``rows=`` on the case). The
+table goes into ``suites/<role>/COVERAGE.md`` (``python -m
+sdcp_conformance.report.coverage`` writes every role's; ``--check`` only
+compares) and into every ``report.json``. The draft's requirement sentences
+are extracted mechanically (:func:`extract_candidates`), and a test holds the
+table to them: every MUST/SHOULD/REQUIRED/RECOMMENDED sentence of the draft
+is quoted by a row.
 """
 
 from __future__ import annotations
@@ -11,14 +14,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sdcp_conformance import spec
-from sdcp_conformance.harness.case import Case, Catalogue
-from sdcp_conformance.suites.verifier.requirements import REQUIREMENTS, VERIFIER, Requirement
+from sdcp_conformance.harness.case import Catalogue
+from sdcp_conformance.judge import TABLE, Row
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.runner import CaseResult
@@ -28,29 +31,26 @@ KEYWORDS = re.compile(r"\b(MUST|SHALL|SHOULD|REQUIRED|RECOMMENDED)\b")
 
 _HEADING = re.compile(r"^(\d+(?:\.\d+)*)\.\s+\S")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"(])")
-_PROFILE_ITEM = re.compile(r"^- \*\*(P1-[A-Z]+-\d+)\*\*")
-COVERAGE_FILE = Path("suites") / "verifier" / "COVERAGE.md"
+SUITES_FOLDER = Path("suites")
+
+
+def coverage_file(role: str) -> Path:
+    return SUITES_FOLDER / role / "COVERAGE.md"
 
 
 @dataclass(frozen=True)
 class CoverageRow:
-    requirement: Requirement
+    row: Row
     cases: tuple[str, ...]
 
     @property
-    def covered(self) -> bool:
+    def judged(self) -> bool:
         return bool(self.cases)
 
     @property
     def justified(self) -> bool:
-        """Covered by a case, or carrying the written reason why none can cover it."""
-        return self.covered or bool(self.requirement.reason)
-
-
-@dataclass(frozen=True)
-class ProfileRow:
-    item: str
-    cases: tuple[str, ...]
+        """Judged by a case, or carrying the written reason why none does."""
+        return self.judged or bool(self.row.not_judged)
 
 
 # --------------------------------------------------------------------------- extraction
@@ -71,49 +71,31 @@ def extract_candidates(text: str) -> list[tuple[str, str]]:
     return found
 
 
+def rows_quoting(section: str, sentence: str) -> list[Row]:
+    """Rows of ``section`` with a quoted passage inside ``sentence`` that carries the sentence's keyword."""
+    keyword = KEYWORDS.search(sentence)
+    found = []
+    for row in TABLE:
+        if section not in [part.strip() for part in row.source.split(",")]:
+            continue
+        parts = [part for part in spec.normalize(row.quote).split(" ... ") if part]
+        if any(part in sentence and (keyword is None or KEYWORDS.search(part)) for part in parts):
+            found.append(row)
+    return found
+
+
 # --------------------------------------------------------------------------- mapping
 
 
-def _quote_text(case: Case) -> str:
-    return spec.normalize(case.quote)
+def role_rows(role: str) -> list[Row]:
+    """The rows a suite of ``role`` judges: those binding the role, and those binding every party."""
+    return [row for row in TABLE if row.binds in (role, "any")]
 
 
-def covering_cases(requirement: Requirement, cases: Iterable[Case]) -> tuple[str, ...]:
-    passages = [spec.normalize(passage) for passage in requirement.passages]
-    return tuple(sorted(case.id for case in cases if any(p in _quote_text(case) for p in passages)))
-
-
-def requirement_rows(catalogue: Catalogue, requirements: Sequence[Requirement] = REQUIREMENTS) -> list[CoverageRow]:
+def coverage_rows(catalogue: Catalogue) -> list[CoverageRow]:
     cases = list(catalogue.cases.values())
-    return [CoverageRow(requirement, covering_cases(requirement, cases)) for requirement in requirements]
-
-
-def profile_items() -> dict[str, str]:
-    """Profile item ID → its normalized text (the bullet and its continuation lines)."""
-    items: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in spec.text(spec.PROFILE).splitlines():
-        start = _PROFILE_ITEM.match(line)
-        if start:
-            current = items.setdefault(start.group(1), [])
-        elif not line.startswith("  "):
-            current = None
-        if current is not None:
-            current.append(line)
-    return {item: spec.normalize(" ".join(lines)) for item, lines in items.items()}
-
-
-def _quotes(case: Case, text: str) -> bool:
-    return any(part and part in text for part in _quote_text(case).split(" ... "))
-
-
-def profile_rows(catalogue: Catalogue) -> list[ProfileRow]:
-    """Each profile item and the cases citing it (in ``profile``) or quoting it."""
-    rows = []
-    for item, text in profile_items().items():
-        cases = sorted(case.id for case in catalogue.cases.values() if item in case.profile or _quotes(case, text))
-        rows.append(ProfileRow(item, tuple(cases)))
-    return rows
+    return [CoverageRow(row, tuple(sorted(case.id for case in cases if row.id in case.rows)))
+            for row in role_rows(catalogue.role)]
 
 
 # --------------------------------------------------------------------------- rendering
@@ -123,37 +105,42 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(rows: Sequence[CoverageRow], profile: Sequence[ProfileRow]) -> str:
-    verifier_rows = [row for row in rows if row.requirement.binds == VERIFIER]
-    covered = sum(row.covered for row in verifier_rows)
+def _refusal(row: Row) -> str:
+    if row.refusal is None:
+        return ""
+    text = row.refusal.describe()
+    if row.refusal.type_level is not None and row.refusal.type_level is not row.level:
+        text += f" (type: {row.refusal.type_level.value})"
+    return text
+
+
+def render_markdown(catalogue: Catalogue, rows: Sequence[CoverageRow]) -> str:
+    role = catalogue.role
+    strict = [item for item in rows if item.row.level.strict]
+    judged = sum(item.judged for item in rows)
     lines = [
-        "# Verifier requirements coverage",
+        f"# {role.capitalize()} requirements coverage",
         "",
-        "Generated by `python -m sdcp_conformance.report.coverage` from",
-        "`sdcp_conformance/suites/verifier/requirements.py` and the case catalogue. Do not edit by hand:",
-        "a test fails when this file differs from what the generator produces.",
+        "Generated by `python -m sdcp_conformance.report.coverage` from the judge's requirement table",
+        "(`sdcp_conformance/judge/requirements/`) and the case catalogue. Do not edit by hand: a test fails",
+        "when this file differs from what the generator produces.",
         "",
-        f"{len(rows)} requirement sentences (MUST, MUST NOT, REQUIRED, SHOULD, SHOULD NOT, RECOMMENDED) in the draft;",
-        f"{len(verifier_rows)} bind the verifier, {covered} of them checked by at least one case.",
+        f"{len(rows)} rows bind a {role} (or every party), {len(strict)} of them at MUST level; {judged} are judged "
+        "by at least one case.",
+        "A deviation from a row is FAILED at MUST/MUST NOT/REQUIRED, NON-STRICT at SHOULD and PROFILE, and",
+        "INFORMATIONAL at RECOMMENDED/MAY (P1-JUDGE-1). Ambient rows are judged in every conversation.",
         "",
-        "| Requirement | Section | Level | Binds | Sentence | Cases |",
+        "| Row | Source | Level | Refusal | Sentence | Cases |",
         "|---|---|---|---|---|---|",
     ]
-    for row in rows:
-        requirement = row.requirement
-        cases = ", ".join(row.cases) if row.cases else f"— {requirement.reason or '**unmapped**'}"
-        lines.append(f"| {requirement.id} | {requirement.section} | {requirement.level.value} | {requirement.binds} "
-                     f"| {_cell(spec.normalize(requirement.sentence))} | {_cell(cases)} |")
-    lines += [
-        "",
-        "## Profile items",
-        "",
-        "Cases that cite a profile item (`profile=`) or quote its text.",
-        "",
-        "| Item | Cases |",
-        "|---|---|",
-    ]
-    lines += [f"| {row.item} | {', '.join(row.cases) or '—'} |" for row in profile]
+    for item in rows:
+        row = item.row
+        if row.ambient:
+            cases = "every case (ambient)"
+        else:
+            cases = ", ".join(item.cases) if item.cases else f"— {row.not_judged or '**not judged**'}"
+        lines.append(f"| {row.id} | {row.source} | {row.level.value} | {_cell(_refusal(row))} "
+                     f"| {_cell(spec.normalize(row.quote))} | {_cell(cases)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -167,69 +154,77 @@ def _verdicts(results: Sequence[CaseResult]) -> dict[str, str]:
 
 
 def coverage_json(rows: Sequence[CoverageRow], results: Sequence[CaseResult] = ()) -> list[dict[str, Any]]:
-    """The table as JSON records, with the verdicts of the covering cases that ran."""
+    """The table as JSON records, with the verdicts of the judging cases that ran."""
     verdicts = _verdicts(results)
     return [
         {
-            "id": row.requirement.id, "section": row.requirement.section, "level": row.requirement.level.value,
-            "binds": row.requirement.binds, "sentence": spec.normalize(row.requirement.sentence),
-            "cases": list(row.cases), "reason": row.requirement.reason,
-            "verdicts": {case: verdicts[case] for case in row.cases if case in verdicts},
+            "id": item.row.id, "source": item.row.source, "level": item.row.level.value, "binds": item.row.binds,
+            "sentence": spec.normalize(item.row.quote), "refusal": _refusal(item.row), "ambient": item.row.ambient,
+            "cases": list(item.cases), "not_judged": item.row.not_judged,
+            "verdicts": {case: verdicts[case] for case in item.cases if case in verdicts},
         }
-        for row in rows
+        for item in rows
     ]
 
 
-def generate(catalogue: Catalogue | None = None) -> str:
-    """The COVERAGE.md text for ``catalogue`` (the verifier suite by default)."""
-    if catalogue is None:
-        from sdcp_conformance.suites.verifier import CATALOGUE
+def catalogues() -> list[Catalogue]:
+    """Every role's suite."""
+    from sdcp_conformance.harness.certify import default_catalogue
+    from sdcp_conformance.harness.target import ROLES
 
-        catalogue = CATALOGUE
-    return render_markdown(requirement_rows(catalogue), profile_rows(catalogue))
+    return [default_catalogue(role) for role in ROLES]
 
 
-def default_output() -> Path:
-    """``suites/verifier/COVERAGE.md`` at the root of a source checkout, else under the working folder."""
+def generate(catalogue: Catalogue) -> str:
+    """The COVERAGE.md text for ``catalogue``."""
+    return render_markdown(catalogue, coverage_rows(catalogue))
+
+
+def default_root() -> Path:
+    """The root of a source checkout, else the working folder."""
     root = Path(__file__).resolve().parents[2]
-    return root / COVERAGE_FILE if (root / "pyproject.toml").is_file() else COVERAGE_FILE
+    return root if (root / "pyproject.toml").is_file() else Path.cwd()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sdcp_conformance.report.coverage", description=__doc__)
-    parser.add_argument("--output", type=Path, default=None, help="where to write (default: %(default)s → "
-                        "suites/verifier/COVERAGE.md of the checkout)")
-    parser.add_argument("--check", action="store_true", help="only compare; exit 1 if the file is stale")
+    parser.add_argument("--root", type=Path, default=None, help="the checkout whose suites/<role>/COVERAGE.md "
+                        "to write (default: this package's checkout)")
+    parser.add_argument("--check", action="store_true", help="only compare; exit 1 if a file is stale")
     args = parser.parse_args(argv)
-    output: Path = args.output or default_output()
-    text = generate()
-    if args.check:
-        current = output.read_text(encoding="utf-8") if output.is_file() else ""
-        if current != text:
-            print(f"{output} is stale: run python -m sdcp_conformance.report.coverage", file=sys.stderr)
-            return 1
-        return 0
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
-    print(f"wrote {output}")
-    return 0
+    root: Path = args.root or default_root()
+    stale = []
+    for catalogue in catalogues():
+        output = root / coverage_file(catalogue.role)
+        text = generate(catalogue)
+        if args.check:
+            current = output.read_text(encoding="utf-8") if output.is_file() else ""
+            if current != text:
+                stale.append(output)
+            continue
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+        print(f"wrote {output}")
+    for output in stale:
+        print(f"{output} is stale: run python -m sdcp_conformance.report.coverage", file=sys.stderr)
+    return 1 if stale else 0
 
 
 __all__ = [
-    "COVERAGE_FILE",
     "KEYWORDS",
+    "SUITES_FOLDER",
     "CoverageRow",
-    "ProfileRow",
+    "catalogues",
+    "coverage_file",
     "coverage_json",
-    "covering_cases",
-    "default_output",
+    "coverage_rows",
+    "default_root",
     "extract_candidates",
     "generate",
     "main",
-    "profile_items",
-    "profile_rows",
     "render_markdown",
-    "requirement_rows",
+    "role_rows",
+    "rows_quoting",
 ]
 
 if __name__ == "__main__":

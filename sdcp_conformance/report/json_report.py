@@ -13,7 +13,7 @@ from typing import Any
 from sdcp_conformance import __version__
 from sdcp_conformance.harness.case import Catalogue
 from sdcp_conformance.harness.runner import RunReport
-from sdcp_conformance.report.coverage import coverage_json, requirement_rows
+from sdcp_conformance.report.coverage import coverage_json, coverage_rows
 
 FORMAT = "sdcp-conformance-report/1"
 
@@ -41,6 +41,8 @@ def report_document(report: RunReport, *, command: Sequence[str] = (), target: s
             "seed": report.seed, "started": iso_time(report.started), "finished": iso_time(report.finished),
             "duration_s": round(report.finished - report.started, 3), "command": list(command),
             "target": target, "selectors": list(selectors), "failed": report.failed,
+            "status": report.status, "strict": report.strict, "incomplete": report.incomplete_reasons(),
+            "skipped": [{"id": r.case.id, "run": r.run, "reason": r.message} for r in report.skipped()],
         },
         "environment": {**report.environment, "python": sys.version.split()[0], "platform": platform.platform()},
         "counts": dict(sorted(report.counts().items())),
@@ -48,7 +50,7 @@ def report_document(report: RunReport, *, command: Sequence[str] = (), target: s
         "results": [result.to_json() for result in report.results],
     }
     if catalogue is not None:
-        document["coverage"] = coverage_json(requirement_rows(catalogue), report.results)
+        document["coverage"] = coverage_json(coverage_rows(catalogue), report.results)
     return document
 
 

@@ -35,6 +35,8 @@ def _details(result: CaseResult) -> str:
         parts.append("expected: " + " | ".join(result.expected))
     if result.actual:
         parts.append(f"actual: {result.actual}")
+    if len(result.findings) > 1:
+        parts.append("findings:\n" + "\n".join(f"  {f.severity.value} [{f.row}] {f.message}" for f in result.findings))
     parts.append(f'{result.case.section} ({result.case.level.value}): "{result.case.quote}"')
     if result.transcript:
         parts.append("transcript:\n" + "\n".join(entry.render() for entry in result.transcript))
@@ -51,11 +53,12 @@ def _notes(result: CaseResult) -> str:
     return _xml_text("\n".join(lines))
 
 
-def _testcase(result: CaseResult) -> ET.Element:
-    element = ET.Element("testcase", classname=f"sdcp.verifier.{result.case.area}", name=testcase_name(result),
-                         time=f"{result.duration_s:.3f}")
+def _testcase(result: CaseResult, strict: bool) -> ET.Element:
+    element = ET.Element("testcase", classname=f"sdcp.{result.case.role}.{result.case.area}",
+                         name=testcase_name(result), time=f"{result.duration_s:.3f}")
     first_line = _xml_text((result.message or result.verdict.value).splitlines()[0] if result.message else "")
-    if result.verdict in (Verdict.FAILED, Verdict.XPASS):
+    failing = (Verdict.FAILED, Verdict.XPASS, Verdict.NON_STRICT) if strict else (Verdict.FAILED, Verdict.XPASS)
+    if result.verdict in failing:
         failure = ET.SubElement(element, "failure", message=first_line, type=result.verdict.value)
         failure.text = _details(result)
     elif result.verdict is Verdict.ERROR:
@@ -71,7 +74,8 @@ def junit_tree(report: RunReport, *, name: str = "sdcp-conformance verifier") ->
     results = report.results
     counts: dict[str, str] = {key: str(value) for key, value in {
         "tests": len(results),
-        "failures": sum(r.verdict in (Verdict.FAILED, Verdict.XPASS) for r in results),
+        "failures": sum(r.verdict in (Verdict.FAILED, Verdict.XPASS)
+                        or (report.strict and r.verdict is Verdict.NON_STRICT) for r in results),
         "errors": sum(r.verdict is Verdict.ERROR for r in results),
         "skipped": sum(r.verdict is Verdict.SKIPPED for r in results),
     }.items()}
@@ -81,10 +85,11 @@ def junit_tree(report: RunReport, *, name: str = "sdcp-conformance verifier") ->
                           {"name": name, "timestamp": iso_time(report.started), "time": duration, **counts})
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", name="seed", value=str(report.seed))
+    ET.SubElement(properties, "property", name="status", value=report.status)
     for key, value in sorted(report.environment.items()):
         shown = value if isinstance(value, str) else json.dumps(value)
         ET.SubElement(properties, "property", name=str(key), value=_xml_text(shown))
-    suite.extend(_testcase(result) for result in results)
+    suite.extend(_testcase(result, report.strict) for result in results)
     ET.indent(suites)
     return ET.ElementTree(suites)
 

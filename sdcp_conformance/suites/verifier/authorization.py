@@ -3,18 +3,16 @@
 Identities are the URI SANs of the harness's own certificates (drafter-1,
 drafter-2, router). Proposals are judged strictly (§6.3 step 1 is a MUST);
 router-only resources are judged at SHOULD, as P1-ID-2 says the draft is
-silent on them.
+silent on them (P1-ID-2).
 """
 
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
-from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.protocol.messages import SessionState
-from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._common_a import expect_refused, still_works
+from sdcp_conformance.suites.verifier.conversation import still_works
 
 AUTH = ("Authorization: the authenticated client MUST be the drafter named in the latest assignment the verifier "
         'received for the session; otherwise respond 403 with problem type "sdcp-not-assigned".')
@@ -26,16 +24,19 @@ ID2 = ("Router-only resources (`POST sessions`, `PUT sessions/{id}/drafter`, `PO
        "`sdcp-not-assigned`. (Draft silent: checked as SHOULD.)")
 
 
+AUTH_ROW = "R-6.3-AUTHORIZATION"
+
+
 async def _refused_proposal(ctx: CaseContext, session: TrackedSession, party: str, what: str, *,
-                            member: str | None = None, strict: bool = True) -> None:
+                            member: str | None = None, row: str = AUTH_ROW) -> None:
     """A proposal for the next round sent by ``party`` (naming ``member`` as drafter) must be 403 not-assigned."""
     tokens = ctx.greedy(session, 1)
     answer = await ctx.propose(session, tokens, drafter=member or party, party=party)
-    expect_refused(ctx, answer, ProblemType.NOT_ASSIGNED, what, strict=strict)
+    ctx.expect_refusal(answer, row, what=what)
 
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-001", area="authorization", section="6.3", quote=f"{AUTH} ... {LATEST}",
-                level=Level.MUST)
+                level=Level.MUST, rows=(AUTH_ROW,))
 async def no_assignment_yet(ctx: CaseContext) -> None:
     """Before any PUT drafter, a drafter's proposal is 403 sdcp-not-assigned; after it, the round is verified."""
     session = await ctx.open_ok()
@@ -45,7 +46,7 @@ async def no_assignment_yet(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-002", area="authorization", section="6.1, 6.3", quote=f"{AUTH} ... {LATEST}",
-                level=Level.MUST, profile=("P1-ID-1",))
+                level=Level.MUST, rows=(AUTH_ROW,), profile=("P1-ID-1",))
 async def reassignment_moves_the_right(ctx: CaseContext) -> None:
     """After re-assignment to drafter-2, drafter-1's proposal is 403 and drafter-2's is verified."""
     session = await ctx.open_ok()
@@ -57,12 +58,12 @@ async def reassignment_moves_the_right(ctx: CaseContext) -> None:
     answer = await ctx.propose(session, tokens[:1], drafter="drafter-2")
     ctx.require(answer.ok, f"drafter-2, now assigned, was refused: {answer.describe()}", expected="verdict",
                 actual=answer.describe())
-    ctx.require(list(session.verdicts[session.round].emitted) == tokens,
-                "drafter-2's round did not commit the greedy tokens", expected=str(tokens))
+    ctx.check(list(session.verdicts[session.round].emitted) == tokens,
+              "drafter-2's round did not commit the greedy tokens", row="R-6.3-STEPS", expected=str(tokens))
 
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-003", area="authorization", section="6.1, 6.3", quote=f"{AUTH} ... {LATEST}",
-                level=Level.MUST)
+                level=Level.MUST, rows=(AUTH_ROW,))
 async def reassignment_back(ctx: CaseContext) -> None:
     """Assigned drafter-1, then drafter-2, then drafter-1 again: only drafter-1 may propose."""
     session = await ctx.open_ok()
@@ -74,7 +75,7 @@ async def reassignment_back(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-004", area="authorization", section="6.3", quote=AUTH, level=Level.MUST,
-                profile=("P1-ID-1",))
+                rows=(AUTH_ROW,), profile=("P1-ID-1",))
 async def other_drafter(ctx: CaseContext) -> None:
     """drafter-2, never assigned, proposing on drafter-1's session is 403 sdcp-not-assigned."""
     session = await ctx.open_ok()
@@ -84,7 +85,7 @@ async def other_drafter(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-005", area="authorization", section="6.3", quote=f"{AUTH} ... {ID1}",
-                level=Level.MUST, profile=("P1-ID-1",))
+                level=Level.MUST, rows=(AUTH_ROW,), profile=("P1-ID-1",))
 async def member_names_assigned_drafter(ctx: CaseContext) -> None:
     """drafter-2's certificate with a proposal whose drafter member names drafter-1 (the assigned one) is 403."""
     session = await ctx.open_ok()
@@ -95,17 +96,18 @@ async def member_names_assigned_drafter(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-006", area="authorization", section="6.3", quote=ID1, level=Level.PROFILE,
-                profile=("P1-ID-1",))
+                profile=("P1-ID-1",), rows=("P1-ID-1/MEMBER",))
 async def member_differs_from_certificate(ctx: CaseContext) -> None:
     """The assigned drafter-1 sending a proposal whose drafter member names drafter-2 is 403 (profile)."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, "drafter-1")
     await _refused_proposal(ctx, session, "drafter-1", "a proposal whose drafter member is not its certificate's "
-                            "URI SAN", member="drafter-2", strict=False)
+                            "URI SAN", member="drafter-2", row="P1-ID-1/MEMBER")
     await still_works(ctx, session, "a proposal with the right member")
 
 
-@CATALOGUE.case("VER-6.3-AUTHORIZATION-007", area="authorization", section="6.3", quote=AUTH, level=Level.MUST)
+@CATALOGUE.case("VER-6.3-AUTHORIZATION-007", area="authorization", section="6.3", quote=AUTH, level=Level.MUST,
+                rows=(AUTH_ROW,))
 async def replaced_drafter_retry(ctx: CaseContext) -> None:
     """A replaced drafter retrying a round that has a verdict gets 403: authorization comes before idempotency."""
     session = await ctx.open_ok()
@@ -115,19 +117,18 @@ async def replaced_drafter_retry(ctx: CaseContext) -> None:
     await ctx.propose_ok(session, tokens)
     await ctx.assign_ok(session, "drafter-2")
     answer = await ctx.send_proposal(body, party="drafter-1")
-    expect_refused(ctx, answer, ProblemType.NOT_ASSIGNED, "a retry of round 1 by the replaced drafter-1")
+    ctx.expect_refusal(answer, AUTH_ROW, what="a retry of round 1 by the replaced drafter-1")
 
 
-def _router_only(ctx: CaseContext, answer: Answer, what: str) -> None:
-    ctx.expect_problem(answer, ProblemType.NOT_ASSIGNED, level=Level.SHOULD, what=what)
+ROUTER_ONLY = "P1-ID-2/ROUTER-ONLY"
 
 
 @CATALOGUE.case("VER-6.1-AUTHORIZATION-008", area="authorization", section="6.1", quote=ID2, level=Level.SHOULD,
-                profile=("P1-ID-2",))
+                profile=("P1-ID-2",), rows=(ROUTER_ONLY,))
 async def drafter_opens_session(ctx: CaseContext) -> None:
     """A drafter's POST sessions is 403 sdcp-not-assigned and creates no session."""
     session = ctx.track()
-    _router_only(ctx, await ctx.open(session, party="drafter-1"), "POST sessions by drafter-1")
+    ctx.expect_refusal(await ctx.open(session, party="drafter-1"), ROUTER_ONLY, what="POST sessions by drafter-1")
     session.contract = ctx.contract(max_new=40)
     answer = await ctx.open(session)
     state = ctx.expect_ok(answer, SessionState, what="the router's POST sessions of the same id, another contract")
@@ -135,24 +136,23 @@ async def drafter_opens_session(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.1-AUTHORIZATION-009", area="authorization", section="6.1", quote=f"{ID2} ... {LATEST}",
-                level=Level.SHOULD, profile=("P1-ID-2",))
+                level=Level.SHOULD, profile=("P1-ID-2",), rows=(ROUTER_ONLY,))
 async def drafter_assigns_itself(ctx: CaseContext) -> None:
     """drafter-1's PUT drafter naming itself is 403, and drafter-2 (assigned by the router) stays the drafter."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, "drafter-2")
-    _router_only(ctx, await ctx.assign(session, "drafter-1", party="drafter-1"), "PUT sessions/{id}/drafter by "
-                 "drafter-1")
+    ctx.expect_refusal(await ctx.assign(session, "drafter-1", party="drafter-1"), ROUTER_ONLY,
+                       what="PUT sessions/{id}/drafter by drafter-1")
     answer = await ctx.propose(session, ctx.greedy(session, 1), drafter="drafter-1")
-    ctx.expect_problem(answer, ProblemType.NOT_ASSIGNED, level=Level.SHOULD,
-                       what="drafter-1's proposal after its own PUT drafter")
+    ctx.expect_refusal(answer, ROUTER_ONLY, what="drafter-1's proposal after its own PUT drafter")
 
 
 @CATALOGUE.case("VER-6.6-AUTHORIZATION-010", area="authorization", section="6.6", quote=ID2, level=Level.SHOULD,
-                profile=("P1-ID-2",))
+                profile=("P1-ID-2",), rows=(ROUTER_ONLY,))
 async def drafter_posts_policy(ctx: CaseContext) -> None:
     """drafter-1's POST policy (even for its own session) is 403 sdcp-not-assigned."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, "drafter-1")
     answer = await ctx.policy(session, session.round + 1, {"temperature_milli": 0}, party="drafter-1")
-    _router_only(ctx, answer, "POST sessions/{id}/policy by drafter-1")
+    ctx.expect_refusal(answer, ROUTER_ONLY, what="POST sessions/{id}/policy by drafter-1")
     await still_works(ctx, session, "the round after the refused policy")

@@ -18,7 +18,7 @@ from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.protocol.messages import Output
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._common_a import append_fence, commit_records, expect_refused, still_works
+from sdcp_conformance.suites.verifier.conversation import append_fence, commit_records, still_works
 
 FENCING = 'Fencing: if epoch differs from the session epoch, respond 409 with problem type "sdcp-stale-epoch".'
 FENCED_APPEND = ("If the append fails because the log has been fenced, the verifier MUST discard the round, release "
@@ -30,30 +30,37 @@ LOG_EPOCH = ("A commit record appended by a verifier MUST carry the session's cu
              "it wrote.")
 
 
-@CATALOGUE.case("VER-6.3-FENCING-001", area="fencing", section="6.3", quote=FENCING, level=Level.MUST)
+FENCING_ROW = "R-6.3-FENCING"
+FENCED_ROWS = ("R-6.3-FENCED-APPEND", "R-6.8-RECORD")
+READ_BACK_ROWS = ("R-6.8-READ-BACK", "R-6.3-FENCED-APPEND", "R-6.8-RECORD")
+
+
+@CATALOGUE.case("VER-6.3-FENCING-001", area="fencing", section="6.3", quote=FENCING, level=Level.MUST,
+                rows=(FENCING_ROW,))
 async def higher_epoch_proposal(ctx: CaseContext) -> None:
     """A proposal carrying epoch E+1 is 409 sdcp-stale-epoch and commits nothing."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
     answer = await ctx.propose(session, ctx.greedy(session, 1), epoch=session.epoch + 1)
-    expect_refused(ctx, answer, ProblemType.STALE_EPOCH, "a proposal with a higher epoch")
+    ctx.expect_refusal(answer, FENCING_ROW, what="a proposal with a higher epoch")
     await still_works(ctx, session, "after the refused epoch")
 
 
 @CATALOGUE.case("VER-6.3-FENCING-002", area="fencing", section="6.3, 6.9",
-                quote=f"{FENCING} ... Proposals carrying an older epoch are rejected", level=Level.MUST)
+                quote=f"{FENCING} ... Proposals carrying an older epoch are rejected", level=Level.MUST,
+                rows=(FENCING_ROW,))
 async def lower_epoch_proposal(ctx: CaseContext) -> None:
     """A proposal carrying epoch 0 (below the session's 1) is 409 sdcp-stale-epoch and commits nothing."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
     await still_works(ctx, session, "round 1")
     answer = await ctx.propose(session, ctx.greedy(session, 1), epoch=session.epoch - 1)
-    expect_refused(ctx, answer, ProblemType.STALE_EPOCH, "a proposal with a lower epoch")
+    ctx.expect_refusal(answer, FENCING_ROW, what="a proposal with a lower epoch")
     await still_works(ctx, session, "after the refused epoch")
 
 
 @CATALOGUE.case("VER-6.3-FENCING-003", area="fencing", section="6.3", quote=f"{FENCING} ... Idempotency:",
-                level=Level.MUST)
+                level=Level.MUST, rows=(FENCING_ROW,))
 async def epoch_checked_before_idempotency(ctx: CaseContext) -> None:
     """Round 1 re-sent with epoch E+1 after its verdict is 409 sdcp-stale-epoch, not the stored verdict."""
     session = await ctx.open_ok()
@@ -62,13 +69,14 @@ async def epoch_checked_before_idempotency(ctx: CaseContext) -> None:
     body = ctx.proposal(session, tokens, epoch=session.epoch + 1)
     await ctx.propose_ok(session, tokens)
     answer = await ctx.send_proposal(body)
-    expect_refused(ctx, answer, ProblemType.STALE_EPOCH, "round 1 re-sent with a higher epoch after its verdict")
+    ctx.expect_refusal(answer, FENCING_ROW, what="round 1 re-sent with a higher epoch after its verdict")
 
 
 def _no_verdict(ctx: CaseContext, answer: Answer, what: str) -> None:
     if answer.ok:
-        ctx.fail(f"{what}: the IUT sent a verdict ({answer.describe()}) for a round whose commit-log append was "
-                 "fenced", expected=["no verdict (any non-2xx)"], actual=answer.describe())
+        ctx.deviate("R-6.3-FENCED-APPEND", f"{what}: the IUT sent a verdict ({answer.describe()}) for a round whose "
+                    "commit-log append was fenced", expected=["no verdict (any non-2xx)"], actual=answer.describe())
+        return
     if answer.status == 409 and answer.problem_type is ProblemType.STALE_EPOCH:
         return
     ctx.note(f"{what}: answered {answer.describe()} (accepted: any non-2xx; the reference answers 409 "
@@ -83,9 +91,10 @@ async def _no_output_beyond(ctx: CaseContext, session: TrackedSession) -> None:
         return
     output = ctx.expect_ok(answer, Output, what="GET output after the fence")
     tokens = list(output.tokens)
-    ctx.require(len(tokens) <= len(session.output) and tokens == session.output[: len(tokens)],
-                f"output after the fence holds {len(tokens)} tokens, beyond the {len(session.output)} committed "
-                "before it: the fenced round released output", expected=str(session.output), actual=str(tokens))
+    ctx.check(len(tokens) <= len(session.output) and tokens == session.output[: len(tokens)],
+              f"output after the fence holds {len(tokens)} tokens, beyond the {len(session.output)} committed "
+              "before it: the fenced round released output", row="R-6.3-FENCED-APPEND",
+              expected=str(session.output), actual=str(tokens))
 
 
 def _fence_kept(ctx: CaseContext, session: TrackedSession, committed_before: int, *, enforcing: bool) -> None:
@@ -93,17 +102,17 @@ def _fence_kept(ctx: CaseContext, session: TrackedSession, committed_before: int
     fences = [index for index, record in enumerate(records) if isinstance(record, dict) and set(record) == {"epoch"}
               and record["epoch"] > session.epoch]
     ctx.require(bool(fences), "the fence record is no longer in the commit log: the IUT's append removed it",
-                expected="the fence {epoch: 2} stays in the log", actual=str(records))
+                row="R-6.8-RECORD", expected="the fence {epoch: 2} stays in the log", actual=str(records))
     after = [record for record in records[fences[0] + 1:] if isinstance(record, dict) and "round" in record]
     if enforcing:
-        ctx.require(not after, "a commit record follows the fence in the log", expected="no record after the fence",
-                    actual=str(after))
+        ctx.check(not after, "a commit record follows the fence in the log", row="R-6.8-RECORD",
+                  expected="no record after the fence", actual=str(after))
     else:
         ctx.note(f"non-enforcing cache: {len(after)} record(s) of the IUT follow the fence (allowed; §6.8 has the "
                  "verifier read back and treat its append as failed)")
     before = [record for record in records[: fences[0]] if isinstance(record, dict) and "round" in record]
-    ctx.require(len(before) == committed_before, f"{len(before)} commit records precede the fence, expected "
-                f"{committed_before}", expected=str(committed_before), actual=str(len(before)))
+    ctx.check(len(before) == committed_before, f"{len(before)} commit records precede the fence, expected "
+              f"{committed_before}", row="R-6.8-RECORD", expected=str(committed_before), actual=str(len(before)))
 
 
 async def _fenced_round(ctx: CaseContext, *, enforcing: bool, rounds_before: int) -> None:
@@ -121,28 +130,31 @@ async def _fenced_round(ctx: CaseContext, *, enforcing: bool, rounds_before: int
 
 
 @CATALOGUE.case("VER-6.3-FENCING-004", area="fencing", section="6.3, 6.8, 6.9",
-                quote=f"{FENCED_APPEND} ... {FENCE_RULE}", level=Level.MUST, profile=("P1-LOG-1", "P1-LOG-2"))
+                quote=f"{FENCED_APPEND} ... {FENCE_RULE}", level=Level.MUST, profile=("P1-LOG-1", "P1-LOG-2"),
+                rows=FENCED_ROWS)
 async def fenced_by_enforcing_cache(ctx: CaseContext) -> None:
     """After a fence {epoch: 2} in the log (enforcing cache), the next round gets no verdict and releases no output."""
     await _fenced_round(ctx, enforcing=True, rounds_before=1)
 
 
 @CATALOGUE.case("VER-6.8-FENCING-005", area="fencing", section="6.3, 6.8", quote=f"{READ_BACK} ... {FENCED_APPEND}",
-                level=Level.MUST, profile=("P1-LOG-2",))
+                level=Level.MUST, profile=("P1-LOG-2",), rows=READ_BACK_ROWS)
 async def fenced_by_read_back(ctx: CaseContext) -> None:
     """With a cache that does not enforce fences, the IUT reads back, sees the fence, and releases nothing."""
     await _fenced_round(ctx, enforcing=False, rounds_before=1)
 
 
 @CATALOGUE.case("VER-6.3-FENCING-006", area="fencing", section="6.3, 6.8",
-                quote=f"{FENCED_APPEND} ... {FENCE_RULE}", level=Level.MUST, profile=("P1-LOG-1", "P1-LOG-3"))
+                quote=f"{FENCED_APPEND} ... {FENCE_RULE}", level=Level.MUST, profile=("P1-LOG-1", "P1-LOG-3"),
+                rows=FENCED_ROWS)
 async def fence_before_first_commit(ctx: CaseContext) -> None:
     """A fence that is the log's first record (enforcing cache) stops round 1: no verdict, no output."""
     await _fenced_round(ctx, enforcing=True, rounds_before=0)
 
 
 @CATALOGUE.case("VER-6.8-FENCING-007", area="fencing", section="6.8", quote=f"{READ_BACK} ... {FENCED_APPEND}",
-                level=Level.MUST, profile=("P1-LOG-2", "P1-LOG-3"))
+                level=Level.MUST, profile=("P1-LOG-2", "P1-LOG-3"),
+                rows=READ_BACK_ROWS)
 async def fence_before_first_commit_read_back(ctx: CaseContext) -> None:
     """A fence that is the log's first record (non-enforcing cache) stops round 1: no verdict, no output."""
     await _fenced_round(ctx, enforcing=False, rounds_before=0)
@@ -151,7 +163,7 @@ async def fence_before_first_commit_read_back(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.8-FENCING-008", area="fencing", section="6.3, 6.8",
                 quote=f"{LOG_EPOCH} ... Commit: it appends the emitted tokens to the committed prefix, updates n and "
                       "d[n], and appends a commit record (epoch, round, emitted tokens, n, and d[n])",
-                level=Level.MUST, profile=("P1-LOG-1",))
+                level=Level.MUST, profile=("P1-LOG-1",), rows=("R-6.8-RECORD",))
 async def records_carry_the_epoch(ctx: CaseContext) -> None:
     """After three rounds the log holds three records: epoch 1, rounds 1–3, each verdict's emitted, n and d[n]."""
     session = await ctx.open_ok()
@@ -166,5 +178,5 @@ async def records_carry_the_epoch(ctx: CaseContext) -> None:
         expected = {"epoch": session.epoch, "round": number, "emitted": list(verdict.emitted),
                     "committed": verdict.committed, "digest": verdict.digest}
         seen = {key: record.get(key) for key in expected}
-        ctx.require(seen == expected, f"the commit record of round {number} is not (epoch, round, emitted, n, d[n]) "
-                    "of its verdict", expected=str(expected), actual=str(record))
+        ctx.check(seen == expected, f"the commit record of round {number} is not (epoch, round, emitted, n, d[n]) "
+                  "of its verdict", expected=str(expected), actual=str(record))

@@ -16,8 +16,15 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._common_a import still_works
-from sdcp_conformance.suites.verifier.fencing import FENCED_APPEND, READ_BACK, _fence_kept, _no_output_beyond
+from sdcp_conformance.suites.verifier.conversation import still_works
+from sdcp_conformance.suites.verifier.fencing import (
+    FENCED_APPEND,
+    FENCED_ROWS,
+    READ_BACK,
+    READ_BACK_ROWS,
+    _fence_kept,
+    _no_output_beyond,
+)
 
 RE_READ = "On 412 the writer re-reads: if a fence with a higher epoch is now present it stops serving the session"
 
@@ -31,24 +38,30 @@ async def _race(ctx: CaseContext, *, splice: bool) -> None:
     ctx.env.cache.faults.insert_before_put(urlsplit(session.commit_log).path, fence, splice=splice)
     answer = await ctx.send_proposal(ctx.proposal(session, ctx.greedy(session, 2)))
     fired = [firing for firing in ctx.env.cache.faults.fired if firing.kind.value == "insert-before-put"]
-    if not fired:
-        ctx.fail("the IUT verified the round without appending to the commit log",
+    if not fired and answer.ok:
+        ctx.fail("the IUT verified the round without appending to the commit log", row="R-6.3-RECORD-FIRST",
                  expected=["a PUT of the commit record"], actual=answer.describe())
-    ctx.require(not answer.ok, "the IUT sent a verdict although a fence with a higher epoch came before its "
-                "commit record", expected="no verdict (any non-2xx)", actual=answer.describe())
+    if not fired:
+        ctx.fail(f"the IUT refused a valid round before appending anything ({answer.describe()})", row="R-6.3-STEPS",
+                 expected=["a PUT of the commit record"], actual=answer.describe())
+    ctx.check(not answer.ok, "the IUT sent a verdict although a fence with a higher epoch came before its "
+              "commit record", row="R-6.8-READ-BACK" if splice else "R-6.3-FENCED-APPEND",
+              expected="no verdict (any non-2xx)", actual=answer.describe())
     await _no_output_beyond(ctx, session)
     _fence_kept(ctx, session, 1, enforcing=not splice)
 
 
 @CATALOGUE.case("VER-6.8-FENCING-101", area="fencing", section="6.8", level=Level.MUST,
-                quote=f"{FENCED_APPEND} ... {RE_READ}", profile=("P1-LOG-1",))
+                quote=f"{FENCED_APPEND} ... {RE_READ}", profile=("P1-LOG-1",),
+                rows=(*FENCED_ROWS, "R-6.3-RECORD-FIRST"))
 async def fence_wins_the_append_race(ctx: CaseContext) -> None:
     """A fence lands between the IUT's read and write of the log: its If-Match PUT fails, it re-reads and stops."""
     await _race(ctx, splice=False)
 
 
 @CATALOGUE.case("VER-6.8-FENCING-102", area="fencing", section="6.8", level=Level.MUST,
-                quote=f"{READ_BACK} ... {FENCED_APPEND}", profile=("P1-LOG-2",))
+                quote=f"{READ_BACK} ... {FENCED_APPEND}", profile=("P1-LOG-2",),
+                rows=(*READ_BACK_ROWS, "R-6.3-RECORD-FIRST"))
 async def fence_spliced_into_the_append(ctx: CaseContext) -> None:
     """A cache that neither fences nor appends atomically stores a fence before the IUT's record and says
     success: only the read-back of §6.8 reveals it, and the IUT must then release nothing."""

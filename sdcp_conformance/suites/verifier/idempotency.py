@@ -1,8 +1,11 @@
 """Idempotent rounds (§6.3 step 3 and Commit, §6.9 Lost messages, P1-IDEM-1).
 
 The stored verdict of a round must come back unchanged to every later
-proposal for that round; copies of one request sent at once must all get the
-one verdict, and the commit log must hold exactly one record for the round.
+proposal for that round; copies of one request sent while the round is being
+verified must all get the one verdict, and the commit log must hold exactly
+one record for the round. The harness plays the MLC, so it holds the IUT's
+commit-log append to keep a verification in flight for as long as a case
+needs: "in flight" is then a fact, not a race.
 """
 
 from __future__ import annotations
@@ -15,9 +18,8 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.protocol.messages import Verdict
-from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._common_a import commit_records, still_works
+from sdcp_conformance.suites.verifier.conversation import cache_path, commit_records, still_works
 
 IDEMPOTENCY = ("Idempotency: if a verdict for this round already exists, return it unchanged; if the round is being "
                "verified for an identical earlier request, wait for that verdict and return it.")
@@ -27,19 +29,27 @@ LOST = ("Lost messages: proposals and their verdicts are idempotent per round, s
         "verdict it did not receive.")
 
 
-def _same_verdict(ctx: CaseContext, answer: Answer, stored: Verdict, what: str) -> None:
+IDEM_ROW = "R-6.3-IDEMPOTENCY"
+HELD_S = 5.0
+"""How long a case waits for an answer it expects while the first request's append is held."""
+
+
+def _same_verdict(ctx: CaseContext, answer: Answer, stored: Verdict, what: str, *, row: str = IDEM_ROW) -> None:
     """``answer`` must carry exactly the stored verdict (members; differing bytes are only noted)."""
+    if not ctx.check(answer.ok, f"{what}: expected the stored verdict of round {stored.round}, got "
+                     f"{answer.describe()}", row=row, expected="the stored verdict", actual=answer.describe()):
+        return
     verdict = ctx.expect_ok(answer, Verdict, what=what)
-    ctx.require(verdict == stored, f"{what}: the verdict differs from the stored verdict of round {stored.round}",
-                expected=str(stored.to_obj()), actual=str(verdict.to_obj()))
+    ctx.check(verdict == stored, f"{what}: the verdict differs from the stored verdict of round {stored.round}",
+              row=row, expected=str(stored.to_obj()), actual=str(verdict.to_obj()))
     if answer.body != stored.to_cbor():
         ctx.note(f"{what}: same members, different encoding of the verdict")
 
 
-def _one_record(ctx: CaseContext, session: TrackedSession, round_number: int) -> None:
+def _one_record(ctx: CaseContext, session: TrackedSession, round_number: int, *, row: str = IDEM_ROW) -> None:
     records = [record for record in commit_records(ctx, session) if record.get("round") == round_number]
-    ctx.require(len(records) == 1, f"the commit log holds {len(records)} records for round {round_number}",
-                expected="exactly 1", actual=str(records))
+    ctx.check(len(records) == 1, f"the commit log holds {len(records)} records for round {round_number}",
+              row=row, expected="exactly 1", actual=str(records))
 
 
 async def _round_one(ctx: CaseContext, session: TrackedSession, count: int = 2) -> tuple[dict[str, Any], Verdict]:
@@ -58,7 +68,7 @@ async def _opened(ctx: CaseContext) -> TrackedSession:
 
 
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-001", area="idempotency", section="6.3, 6.9", quote=f"{IDEMPOTENCY} ... {LOST}",
-                level=Level.MUST)
+                level=Level.MUST, rows=(IDEM_ROW, "R-6.9-LOST"))
 async def exact_retry(ctx: CaseContext) -> None:
     """The identical proposal re-sent after its verdict gets that verdict again; the log has one record."""
     session = await _opened(ctx)
@@ -69,7 +79,7 @@ async def exact_retry(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-002", area="idempotency", section="6.3", quote=IDEMPOTENCY, level=Level.MUST,
-                profile=("P1-IDEM-1",))
+                profile=("P1-IDEM-1",), rows=(IDEM_ROW,))
 async def retry_with_other_status(ctx: CaseContext) -> None:
     """A retry that differs only in its status member gets the stored verdict."""
     session = await _opened(ctx)
@@ -80,22 +90,35 @@ async def retry_with_other_status(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-003", area="idempotency", section="6.3", quote=f"{IDEMPOTENCY} ... {ATOMIC}",
-                level=Level.MUST)
+                level=Level.MUST, rows=(IDEM_ROW, "R-6.3-ATOMIC"),
+                black_box_note="The harness holds the IUT's commit-log append of round 1 until both copies were "
+                               "sent, so they certainly arrive while the round is being verified.")
 async def concurrent_identical(ctx: CaseContext) -> None:
-    """Three identical copies of round 1 sent at once all get the same verdict; the log has one record."""
+    """Copies of round 1 sent while its append is held all get the one verdict; the log has one record."""
     session = await _opened(ctx)
     body = ctx.proposal(session, ctx.greedy(session, 3))
-    answers = await asyncio.gather(*(ctx.send_proposal(body) for _ in range(3)))
-    first = ctx.expect_ok(answers[0], Verdict, what="copy 1 of round 1")
-    ctx.apply_verdict(session, first)
+    gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
+    first = asyncio.ensure_future(ctx.send_proposal(body))
+    try:
+        if not await gate.wait_arrival(HELD_S):
+            gate.open()
+            ctx.fail("round 1 never reached its commit-log append", row="R-6.3-STEPS",
+                     actual=(await first).describe())
+        copies = [asyncio.ensure_future(ctx.send_proposal(body)) for _ in range(2)]
+        await asyncio.wait(copies, timeout=0.2)  # let the copies reach the IUT; an early answer is judged below
+    finally:
+        gate.open()
+    answers = [await first, *[await copy for copy in copies]]
+    stored = ctx.expect_ok(answers[0], Verdict, what="copy 1 of round 1")
+    ctx.apply_verdict(session, stored)
     for number, answer in enumerate(answers[1:], start=2):
-        _same_verdict(ctx, answer, first, f"copy {number} of round 1")
-    _one_record(ctx, session, 1)
+        _same_verdict(ctx, answer, stored, f"copy {number} of round 1, sent while round 1 was being verified")
+    _one_record(ctx, session, 1, row="R-6.3-ATOMIC")
     await still_works(ctx, session, "round 2 after the concurrent copies")
 
 
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-004", area="idempotency", section="6.3, 6.9", quote=f"{IDEMPOTENCY} ... {LOST}",
-                level=Level.MUST)
+                level=Level.MUST, rows=(IDEM_ROW, "R-6.9-LOST"))
 async def retry_after_moving_on(ctx: CaseContext) -> None:
     """Round 1 re-sent after round 2 committed gets round 1's stored verdict, and round 3 still follows round 2.
 
@@ -106,14 +129,15 @@ async def retry_after_moving_on(ctx: CaseContext) -> None:
     body, stored = await _round_one(ctx, session)
     wrong = (ctx.greedy(session, 1)[0] + 1) % ctx.mock(session.model).vocab_size
     low_round = await ctx.propose_ok(session, [wrong])
-    ctx.require(low_round.accepted == 0, "round 2 proposed a non-greedy token and must accept none")
+    ctx.require(low_round.accepted == 0, "round 2 proposed a non-greedy token and must accept none",
+                row="R-6.3-STEPS")
     _same_verdict(ctx, await ctx.send_proposal(body), stored, "round 1 re-sent after round 2")
     _one_record(ctx, session, 1)
     await still_works(ctx, session, "round 3 after the late retry")
 
 
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-005", area="idempotency", section="6.3", quote=IDEMPOTENCY, level=Level.MUST,
-                profile=("P1-IDEM-1",))
+                profile=("P1-IDEM-1",), rows=(IDEM_ROW,))
 async def different_proposal_after_verdict(ctx: CaseContext) -> None:
     """A different proposal (other tokens) for round 1 after its verdict gets the stored verdict unchanged."""
     session = await _opened(ctx)
@@ -129,28 +153,39 @@ async def different_proposal_after_verdict(ctx: CaseContext) -> None:
     "VER-6.3-IDEMPOTENCY-006", area="idempotency", section="6.3",
     quote=f"{ATOMIC} ... A different proposal for a round whose verification is in flight gets 409 `sdcp-stale-base`; "
           "once the verdict exists, any proposal for that round gets the stored verdict",
-    level=Level.MUST, profile=("P1-IDEM-1",),
-    black_box_note="Whether the second proposal arrives while the first is in flight is a race the harness cannot "
-                   "control; both outcomes the profile allows are accepted (409 sdcp-stale-base, or the stored "
-                   "verdict).",
+    level=Level.MUST, profile=("P1-IDEM-1",), rows=("R-6.3-ATOMIC", "P1-IDEM-1/IN-FLIGHT", IDEM_ROW),
+    black_box_note="The harness holds the IUT's commit-log append of the first proposal, so the second, different "
+                   "one certainly arrives while round 1 is in flight (P1-IDEM-1: 409 sdcp-stale-base); after the "
+                   "append is released, the different proposal gets the stored verdict (§6.3).",
 )
 async def concurrent_different(ctx: CaseContext) -> None:
-    """Two different proposals for round 1 at once: one verdict, the other gets it too or 409; one record."""
+    """A different proposal while round 1 is in flight: 409 stale-base; after the verdict, the stored verdict."""
     session = await _opened(ctx)
     greedy = ctx.greedy(session, 2)
-    bodies = [ctx.proposal(session, greedy), ctx.proposal(session, [(greedy[0] + 1) % 128])]
-    answers = await asyncio.gather(*(ctx.send_proposal(body) for body in bodies))
-    verdicts = [ctx.expect_ok(answer, Verdict, what="round 1") for answer in answers if answer.ok]
-    ctx.require(bool(verdicts), "neither concurrent proposal for round 1 got a verdict",
-                actual=", ".join(answer.describe() for answer in answers))
-    for answer in answers:
-        if answer.ok:
-            _same_verdict(ctx, answer, verdicts[0], "the concurrent proposals for round 1")
-    ctx.apply_verdict(session, verdicts[0])
-    _one_record(ctx, session, 1)
+    first_body, other_body = ctx.proposal(session, greedy), ctx.proposal(session, [(greedy[0] + 1) % 128])
+    gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
+    first = asyncio.ensure_future(ctx.send_proposal(first_body))
+    try:
+        if not await gate.wait_arrival(HELD_S):
+            gate.open()
+            ctx.fail("round 1 never reached its commit-log append", row="R-6.3-STEPS",
+                     actual=(await first).describe())
+        other = asyncio.ensure_future(ctx.send_proposal(other_body))
+        done, _ = await asyncio.wait({other}, timeout=HELD_S)
+    finally:
+        gate.open()
+    stored = ctx.expect_ok(await first, Verdict, what="round 1")
+    ctx.apply_verdict(session, stored)
+    during = await other
+    if done:
+        ctx.expect_refusal(during, "P1-IDEM-1/IN-FLIGHT", what="a different proposal while round 1 was in flight")
+    else:
+        ctx.deviate("P1-IDEM-1/IN-FLIGHT", f"a different proposal while round 1 was in flight was not answered "
+                    f"within {HELD_S:.0f} s (it waited for round 1's verdict instead of 409 sdcp-stale-base)",
+                    expected=["409 sdcp-stale-base"], actual=during.describe())
+        if during.ok:
+            _same_verdict(ctx, during, stored, "the different proposal answered after round 1's verdict")
+    _same_verdict(ctx, await ctx.send_proposal(other_body), stored,
+                  "the different proposal re-sent once round 1 has its verdict")
+    _one_record(ctx, session, 1, row="R-6.3-ATOMIC")
     await still_works(ctx, session, "round 2")
-    odd = [answer.describe() for answer in answers
-           if not answer.ok and not (answer.status == 409 and answer.problem_type is ProblemType.STALE_BASE)]
-    if odd:
-        ctx.non_strict(f"a concurrent different proposal got {odd[0]}",
-                       expected=["the stored verdict", "409 sdcp-stale-base"], actual=odd[0])

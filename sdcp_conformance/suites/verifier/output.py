@@ -13,7 +13,7 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.protocol.messages import Output
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._cases_b_support import (
+from sdcp_conformance.suites.verifier.conversation import (
     check_output,
     failed_session,
     finished_session,
@@ -28,7 +28,11 @@ FINAL_QUOTE = "The final output message has final set to true and finish set to 
 
 
 async def _read(ctx: CaseContext, session: TrackedSession, start: int) -> Output:
-    return ctx.expect_ok(await ctx.output(session, start, party="drafter-2"), Output, what=f"GET output?from={start}")
+    return ctx.expect_ok(await ctx.output(session, start, party="drafter-2"), Output, what=f"GET output?from={start}",
+                         row="R-6.7-DELIVERY")
+
+
+OUTPUT_ROWS = ("R-6.7-DELIVERY", "R-6.7-STABLE")
 
 
 async def _rounds(ctx: CaseContext, session: TrackedSession, count: int) -> None:
@@ -38,18 +42,18 @@ async def _rounds(ctx: CaseContext, session: TrackedSession, count: int) -> None
 
 
 @CATALOGUE.case("VER-6.7-OUTPUT-001", area="output", section="6.7", quote=DELIVERY_QUOTE + " ... " + STABLE_QUOTE,
-                level=Level.MUST, profile=("P1-OUT-1",))
+                level=Level.MUST, profile=("P1-OUT-1",), rows=OUTPUT_ROWS)
 async def from_zero(ctx: CaseContext) -> None:
     """After three rounds, output?from=0 returns every committed token, the epoch, and final false."""
     session = await started(ctx)
     await _rounds(ctx, session, 3)
     output = await _read(ctx, session, 0)
     check_output(ctx, session, output, 0, "output from 0")
-    ctx.require(not output.final, "the output of an active session is marked final")
+    ctx.check(not output.final, "the output of an active session is marked final")
 
 
 @CATALOGUE.case("VER-6.7-OUTPUT-002", area="output", section="6.7", quote=DELIVERY_QUOTE + " ... " + STABLE_QUOTE,
-                level=Level.MUST, profile=("P1-OUT-1",))
+                level=Level.MUST, profile=("P1-OUT-1",), rows=("R-6.7-STABLE", "R-6.7-DELIVERY"))
 async def stable_indices(ctx: CaseContext) -> None:
     """Reads from several indices, before and after more rounds, agree token by token."""
     session = await started(ctx)
@@ -60,14 +64,14 @@ async def stable_indices(ctx: CaseContext) -> None:
             output = await _read(ctx, session, start)
             check_output(ctx, session, output, start, f"output from {start}")
             for offset, token in enumerate(output.tokens):
-                ctx.require(seen.setdefault(start + offset, token) == token,
-                            f"index {start + offset} changed between reads")
+                ctx.check(seen.setdefault(start + offset, token) == token,
+                          f"index {start + offset} changed between reads")
         await _rounds(ctx, session, 2)
 
 
 @CATALOGUE.case(
     "VER-6.7-OUTPUT-003", area="output", section="6.7", quote=DELIVERY_QUOTE, level=Level.MUST,
-    profile=("P1-OUT-1",),
+    profile=("P1-OUT-1",), rows=OUTPUT_ROWS,
     black_box_note="The read is sent before the proposal; if the server's wait ends first (an empty answer), "
                    "the case reads again, so a short server-chosen wait is accepted.",
 )
@@ -90,6 +94,7 @@ async def long_poll(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.7-OUTPUT-004", area="output", section="6.7", level=Level.PROFILE, profile=("P1-OUT-1",),
+    rows=("P1-OUT-1/WAIT", "R-6.7-DELIVERY", "R-6.7-STABLE"),
     quote="`GET output?from=n` waits up to a server-chosen time (the harness allows 30 s) and then returns "
           "whatever is committed from n on, possibly no tokens. `from` greater than the committed length waits",
     timeout_s=45.0,
@@ -100,52 +105,52 @@ async def beyond_committed(ctx: CaseContext) -> None:
     await _rounds(ctx, session, 1)
     start = len(session.output) + 2
     answer = await ctx.output(session, start, party="drafter-2")
-    if not answer.ok:
-        ctx.non_strict(f"output?from={start} beyond the committed length was refused (P1-OUT-1: it waits)",
-                       actual=answer.describe())
+    if not ctx.check(answer.ok, f"output?from={start} beyond the committed length was refused (P1-OUT-1: it waits)",
+                     actual=answer.describe()):
+        return
     output = ctx.expect_ok(answer, Output, what=f"GET output?from={start}")
-    ctx.require(not output.tokens, f"output?from={start} returned tokens beyond the committed length",
-                actual=str(list(output.tokens)))
-    ctx.require(output.epoch == session.epoch, "the output does not carry the session epoch")
+    ctx.check(not output.tokens, f"output?from={start} returned tokens beyond the committed length",
+              row="R-6.7-DELIVERY", actual=str(list(output.tokens)))
+    ctx.check(output.epoch == session.epoch, "the output does not carry the session epoch", row="R-6.7-STABLE")
 
 
 @CATALOGUE.case("VER-6.7-OUTPUT-005", area="output", section="6.7", quote=FINAL_QUOTE, level=Level.MUST,
-                profile=("P1-OUT-1",))
+                profile=("P1-OUT-1",), rows=("R-6.7-FINAL", "R-6.7-DELIVERY"))
 async def final_after_finish(ctx: CaseContext) -> None:
     """After finish, a read of the last index returns final true with finish 4 (and the last token)."""
     session = (await finished_session(ctx)).session
     start = len(session.output) - 1
     output = await _read(ctx, session, start)
-    check_output(ctx, session, output, start, "the final output")
-    ctx.require(output.final and output.finish is not None and int(output.finish) == 4,
-                "the final output after finish is not final with finish 4",
-                expected="final true, finish 4", actual=f"final {output.final}, finish {output.finish}")
+    check_output(ctx, session, output, start, "the final output", row="R-6.7-DELIVERY")
+    ctx.check(output.final and output.finish is not None and int(output.finish) == 4,
+              "the final output after finish is not final with finish 4",
+              expected="final true, finish 4", actual=f"final {output.final}, finish {output.finish}")
 
 
 @CATALOGUE.case("VER-6.7-OUTPUT-006", area="output", section="6.7", quote=FINAL_QUOTE, level=Level.MUST,
-                profile=("P1-OUT-1",))
+                profile=("P1-OUT-1",), rows=("R-6.7-FINAL", "R-6.7-DELIVERY"))
 async def final_after_fail(ctx: CaseContext) -> None:
     """After fail, output from 0 returns the committed tokens with final true and finish 5."""
     session = (await failed_session(ctx)).session
     output = await _read(ctx, session, 0)
-    check_output(ctx, session, output, 0, "the final output")
-    ctx.require(output.final and output.finish is not None and int(output.finish) == 5,
-                "the final output after fail is not final with finish 5",
-                expected="final true, finish 5", actual=f"final {output.final}, finish {output.finish}")
+    check_output(ctx, session, output, 0, "the final output", row="R-6.7-DELIVERY")
+    ctx.check(output.final and output.finish is not None and int(output.finish) == 5,
+              "the final output after fail is not final with finish 5",
+              expected="final true, finish 5", actual=f"final {output.final}, finish {output.finish}")
 
 
 @CATALOGUE.case(
     "VER-6.7-OUTPUT-007", area="output", section="6.7", level=Level.PROFILE, profile=("P1-OUT-1",),
+    rows=("P1-OUT-1/AFTER-FINAL", "R-6.7-DELIVERY"),
     quote="after the final output it returns `final: true` with no tokens.", timeout_s=45.0,
 )
 async def after_final(ctx: CaseContext) -> None:
     """After the final message, a read from the committed length returns final true and no tokens at once."""
     session = (await finished_session(ctx)).session
     answer = await ctx.output(session, len(session.output), party="drafter-2")
-    if not answer.ok:
-        ctx.non_strict("a read after the final output was refused (P1-OUT-1: final true, no tokens)",
-                       actual=answer.describe())
+    if not ctx.check(answer.ok, "a read after the final output was refused (P1-OUT-1: final true, no tokens)",
+                     actual=answer.describe()):
+        return
     output = ctx.expect_ok(answer, Output, what="GET output after the final message")
-    ctx.require(not output.tokens, "a read after the final output returned tokens")
-    if not output.final:
-        ctx.non_strict("a read after the final output is not final (P1-OUT-1)", actual=str(output.to_obj()))
+    ctx.check(not output.tokens, "a read after the final output returned tokens", row="R-6.7-DELIVERY")
+    ctx.check(output.final, "a read after the final output is not final (P1-OUT-1)", actual=str(output.to_obj()))

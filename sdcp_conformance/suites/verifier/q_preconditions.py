@@ -17,20 +17,17 @@ import numpy as np
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._cases_b_support import (
+from sdcp_conformance.suites.verifier.conversation import cache_path, require_nothing_committed, started
+from sdcp_conformance.suites.verifier.seeded_rule2 import (
+    RULE2_ROWS,
     DraftedProposal,
     Rule2Judge,
-    cache_path,
     draft_q,
     p_row,
     publish,
-    refused,
-    require_nothing_committed,
     rule2_round,
     sample_proposal,
-    started,
 )
 
 SAMPLING = {"temperature_milli": 1000, "top_k": 3}
@@ -48,6 +45,10 @@ async def _session(ctx: CaseContext) -> tuple[TrackedSession, dict[str, int]]:
     return await started(ctx, rule=2, sampling=dict(sampling), max_new=200), sampling
 
 
+UNAVAILABLE_ROW = "R-6.3-Q-UNAVAILABLE"
+ZERO_ROW = "R-6.4-ZERO-Q"
+
+
 async def _then_valid_round(ctx: CaseContext, session: TrackedSession, sampling: dict[str, int]) -> None:
     """The refused round had no verdict: a valid proposal for it now gets exactly the seeded outcome."""
     require_nothing_committed(ctx, session, "after the refused proposal")
@@ -60,30 +61,31 @@ def _drafted(ctx: CaseContext, session: TrackedSession, m: int = 3) -> DraftedPr
     return sample_proposal(ctx, session, draft_q("bigram-draft-near", SAMPLING), m)
 
 
-async def _unavailable(ctx: CaseContext, send: Callable[[TrackedSession, DraftedProposal], Awaitable[Answer]],
-                       *, level: Level = Level.MUST) -> None:
+async def _unavailable(ctx: CaseContext,
+                       send: Callable[[TrackedSession, DraftedProposal], Awaitable[Answer]]) -> None:
     session, sampling = await _session(ctx)
     answer = await send(session, _drafted(ctx, session))
-    refused(ctx, answer, ProblemType.Q_UNAVAILABLE, level=level, what="a proposal whose q rows cannot be obtained")
+    ctx.expect_refusal(answer, UNAVAILABLE_ROW, what="a proposal whose q rows cannot be obtained")
     await _then_valid_round(ctx, session, sampling)
 
 
 @CATALOGUE.case(
     "VER-6.3-QPRE-001", area="q-preconditions", section="6.3, 6.4", quote=UNAVAILABLE_QUOTE, level=Level.MUST,
-    profile=("P1-Q-1",),
-    black_box_note="Accepting the proposal is FAILED; refusing it with another problem type is NON-STRICT "
-                   "(P1-Q-1 picks sdcp-q-unavailable for a missing member).",
+    profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
+    black_box_note="Without a q_rows member the verifier cannot obtain the rows, so §6.3 names the refusal: "
+                   "409 sdcp-q-unavailable (P1-Q-1 says the same); another answer is FAILED.",
 )
 async def no_q_rows(ctx: CaseContext) -> None:
     """Rule 2 proposal without q_rows: 409 sdcp-q-unavailable, nothing committed, the round still open."""
     async def send(session: TrackedSession, proposal: DraftedProposal) -> Answer:
         return await ctx.propose(session, proposal.tokens)
-    await _unavailable(ctx, send, level=Level.PROFILE)
+    await _unavailable(ctx, send)
 
 
 @CATALOGUE.case(
     "VER-6.3-QPRE-002", area="q-preconditions", section="6.3", quote=UNAVAILABLE_QUOTE, level=Level.MUST,
-    profile=("P1-Q-1",), black_box_note=RETRY_NOTE,
+    profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
+    black_box_note=RETRY_NOTE,
 )
 async def q_object_missing(ctx: CaseContext) -> None:
     """q_rows names an object the cache does not hold (404): q-unavailable, then the round succeeds."""
@@ -105,7 +107,8 @@ async def _faulted(ctx: CaseContext, arm: Callable[[str], int]) -> None:
 
 @CATALOGUE.case(
     "VER-6.3-QPRE-003", area="q-preconditions", section="6.3", quote=UNAVAILABLE_QUOTE, level=Level.MUST,
-    profile=("P1-Q-1",), black_box_note=RETRY_NOTE + " The cache answers 503 to every GET of the rows meanwhile.",
+    profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
+    black_box_note=RETRY_NOTE + " The cache answers 503 to every GET of the rows meanwhile.",
 )
 async def q_object_unreadable(ctx: CaseContext) -> None:
     """Every GET of the q rows fails with 503: q-unavailable, nothing committed, then the round succeeds."""
@@ -114,7 +117,8 @@ async def q_object_unreadable(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.3-QPRE-004", area="q-preconditions", section="6.3", quote=UNAVAILABLE_QUOTE, level=Level.MUST,
-    profile=("P1-Q-1",), black_box_note=RETRY_NOTE + " Every GET of the rows is reset meanwhile.",
+    profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
+    black_box_note=RETRY_NOTE + " Every GET of the rows is reset meanwhile.",
 )
 async def q_object_reset(ctx: CaseContext) -> None:
     """Every GET of the q rows is reset mid-stream: q-unavailable, nothing committed, then the round succeeds."""
@@ -123,7 +127,7 @@ async def q_object_reset(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.3-QPRE-005", area="q-preconditions", section="6.4", quote=ZERO_QUOTE, level=Level.MUST,
-    black_box_note=RETRY_NOTE,
+    rows=(ZERO_ROW, *RULE2_ROWS), black_box_note=RETRY_NOTE,
 )
 async def zero_q_first(ctx: CaseContext) -> None:
     """q[1](x[1]) = 0: 422 sdcp-bad-proposal, nothing committed, the round then gets the seeded outcome."""
@@ -131,14 +135,14 @@ async def zero_q_first(ctx: CaseContext) -> None:
     proposal = _drafted(ctx, session)
     proposal.q[0][proposal.tokens[0]] = 0.0
     answer = await ctx.propose(session, proposal.tokens, q_rows=publish(ctx, session, proposal, "-zero"))
-    refused(ctx, answer, ProblemType.BAD_PROPOSAL, level=Level.MUST, what="a proposal with q[1](x[1]) = 0")
+    ctx.expect_refusal(answer, ZERO_ROW, what="a proposal with q[1](x[1]) = 0")
     await _then_valid_round(ctx, session, sampling)
 
 
 @CATALOGUE.case(
     "VER-6.3-QPRE-006", area="q-preconditions", section="6.3, 6.4",
     quote="checked that q[i](x[i]) is not zero for every position, before drawing any random value",
-    level=Level.MUST,
+    level=Level.MUST, rows=(ZERO_ROW, *RULE2_ROWS),
     black_box_note="x[1] lies outside top-k (p = 0), so it is rejected whatever r is: a verifier that checks q "
                    "lazily while evaluating positions stops at x[1] and never sees the zero at x[3]. " + RETRY_NOTE,
 )
@@ -152,30 +156,35 @@ async def zero_q_after_certain_rejection(ctx: CaseContext) -> None:
     rows = [[1.0 / 128] * 128, *proposal.q[1:]]
     rows[2][tokens[2]] = 0.0
     answer = await ctx.propose(session, tokens, q_rows=publish(ctx, session, DraftedProposal(tokens, rows), "-zero"))
-    refused(ctx, answer, ProblemType.BAD_PROPOSAL, level=Level.MUST, what="a proposal with q[3](x[3]) = 0")
+    ctx.expect_refusal(answer, ZERO_ROW, what="a proposal with q[3](x[3]) = 0")
     await _then_valid_round(ctx, session, sampling)
 
 
-def _corrupt_case(case_id: str, title: str, mutate: Callable[[DraftedProposal], bytes], strict_refusal: bool,
+def _corrupt_case(case_id: str, title: str, mutate: Callable[[DraftedProposal], bytes], row: str,
                   note: str) -> None:
-    """Declare one P1-Q-1 case: a malformed q_rows object gets 422 sdcp-bad-proposal."""
+    """Declare one case: a malformed q_rows object is refused as ``row`` says, nothing committed."""
 
     async def run(ctx: CaseContext) -> None:
         session, sampling = await _session(ctx)
         proposal = _drafted(ctx, session)
         uri = ctx.put_object(f"q-bad-{session.id.hex()[:8]}", mutate(proposal))
         answer = await ctx.propose(session, proposal.tokens, q_rows=uri)
-        if answer.ok and not strict_refusal:
-            ctx.non_strict(f"{title}: accepted (P1-Q-1 wants 422 sdcp-bad-proposal)", actual=answer.describe())
-        refused(ctx, answer, ProblemType.BAD_PROPOSAL, level=Level.PROFILE, what=title)
-        await _then_valid_round(ctx, session, sampling)
+        ctx.expect_refusal(answer, row, what=title)
+        if not answer.ok:
+            await _then_valid_round(ctx, session, sampling)
 
     run.__doc__ = f"{title}: 422 sdcp-bad-proposal (P1-Q-1), nothing committed."
+    level = Level.MUST if row == EVERY_POSITION_ROW else Level.PROFILE
     CATALOGUE.case(
         case_id, area="q-preconditions", section="5.2, 6.3",
         quote="an object of the wrong size or holding negative, NaN or infinite values gets 422 "
-              "`sdcp-bad-proposal`.", level=Level.PROFILE, profile=("P1-Q-1",), black_box_note=note,
+              "`sdcp-bad-proposal`.", level=level, profile=("P1-Q-1",), black_box_note=note,
+        rows=(row, *RULE2_ROWS),
     )(run)
+
+
+EVERY_POSITION_ROW = "R-6.3-Q-EVERY-POSITION"
+BAD_ROWS_ROW = "P1-Q-1/BAD-ROWS"
 
 
 def _blob(rows: list[list[float]]) -> bytes:
@@ -196,14 +205,15 @@ def _short(proposal: DraftedProposal) -> bytes:
     return _blob(proposal.q[:-1])
 
 
-_corrupt_case("VER-6.3-QPRE-007", "q_rows holding one row fewer than M", _short, True,
+_corrupt_case("VER-6.3-QPRE-007", "q_rows holding one row fewer than M", _short, EVERY_POSITION_ROW,
               "Rows for the last position are missing, so accepting the proposal breaks §6.3's MUST (FAILED); "
-              "refusing it with another problem type is NON-STRICT.")
-_corrupt_case("VER-6.3-QPRE-008", "q_rows holding a NaN", _with_value(math.nan), False,
+              "refusing it with 422 sdcp-bad-proposal (P1-Q-1) or 409 sdcp-q-unavailable (§6.3, the rows cannot "
+              "be obtained) passes, another refusal is NON-STRICT.")
+_corrupt_case("VER-6.3-QPRE-008", "q_rows holding a NaN", _with_value(math.nan), BAD_ROWS_ROW,
               "The draft does not say what a NaN row means; only P1-Q-1 decides (NON-STRICT on deviation).")
-_corrupt_case("VER-6.3-QPRE-009", "q_rows holding a negative value", _with_value(-0.25), False,
+_corrupt_case("VER-6.3-QPRE-009", "q_rows holding a negative value", _with_value(-0.25), BAD_ROWS_ROW,
               "Only P1-Q-1 decides (NON-STRICT on deviation).")
-_corrupt_case("VER-6.3-QPRE-010", "q_rows holding an infinite value", _with_value(math.inf), False,
+_corrupt_case("VER-6.3-QPRE-010", "q_rows holding an infinite value", _with_value(math.inf), BAD_ROWS_ROW,
               "Only P1-Q-1 decides (NON-STRICT on deviation).")
 
 
@@ -211,5 +221,5 @@ def _oversized(proposal: DraftedProposal) -> bytes:
     return _blob(proposal.q) + b"\x00\x00\x80\x3f"
 
 
-_corrupt_case("VER-6.3-QPRE-011", "q_rows with four octets too many", _oversized, False,
+_corrupt_case("VER-6.3-QPRE-011", "q_rows with four octets too many", _oversized, BAD_ROWS_ROW,
               "Only P1-Q-1 decides (NON-STRICT on deviation).")

@@ -13,7 +13,7 @@ from sdcp_conformance.models.registry import load_manifest
 from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation, next_logits
 from sdcp_conformance.protocol.messages import Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._cases_b_support import started
+from sdcp_conformance.suites.verifier.conversation import started
 
 ACCEPT_QUOTE = ("x[i] is accepted if it equals argmax p[i], where ties are broken in favor of the smallest token "
                 "identifier. Evaluation stops at the first position that is not accepted. The additional token is "
@@ -28,16 +28,16 @@ def _wrong(expected: int) -> int:
 
 
 def _require_round(ctx: CaseContext, verdict: Verdict, accepted: int, emitted: list[int]) -> None:
-    ctx.require(verdict.accepted == accepted and list(verdict.emitted) == emitted,
-                f"round {verdict.round}: rule 1 gives a = {accepted} and emitted {emitted}",
-                expected=f"a = {accepted}, emitted {emitted}",
-                actual=f"a = {verdict.accepted}, emitted {list(verdict.emitted)}")
+    ctx.check(verdict.accepted == accepted and list(verdict.emitted) == emitted,
+              f"round {verdict.round}: rule 1 gives a = {accepted} and emitted {emitted}",
+              expected=f"a = {accepted}, emitted {emitted}",
+              actual=f"a = {verdict.accepted}, emitted {list(verdict.emitted)}")
 
 
 def _require_greedy_output(ctx: CaseContext, session: TrackedSession) -> None:
     expected = greedy_continuation(session.model, session.prompt, len(session.output))
-    ctx.require(session.output == expected, "the committed output is not the target's greedy decoding",
-                expected=str(expected), actual=str(session.output))
+    ctx.check(session.output == expected, "the committed output is not the target's greedy decoding",
+              expected=str(expected), actual=str(session.output))
 
 
 async def _round_with_wrong_at(ctx: CaseContext, position: int, m: int) -> None:
@@ -54,19 +54,22 @@ async def _round_with_wrong_at(ctx: CaseContext, position: int, m: int) -> None:
     _require_round(ctx, verdict, accepted, greedy[: accepted + 1])
 
 
-@CATALOGUE.case("VER-6.4-RULE1-001", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST)
+@CATALOGUE.case("VER-6.4-RULE1-001", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
+                rows=("R-6.4-RULE1",))
 async def prefix_then_garbage(ctx: CaseContext) -> None:
     """Two correct tokens then garbage: a = 2 and the additional token is argmax p[3]."""
     await _round_with_wrong_at(ctx, 2, 4)
 
 
-@CATALOGUE.case("VER-6.4-RULE1-002", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST)
+@CATALOGUE.case("VER-6.4-RULE1-002", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
+                rows=("R-6.4-RULE1",))
 async def all_correct(ctx: CaseContext) -> None:
     """All M tokens correct: a = M and the bonus is argmax p[M+1]."""
     await _round_with_wrong_at(ctx, 4, 4)
 
 
-@CATALOGUE.case("VER-6.4-RULE1-003", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST)
+@CATALOGUE.case("VER-6.4-RULE1-003", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
+                rows=("R-6.4-RULE1",))
 async def first_wrong(ctx: CaseContext) -> None:
     """The first token wrong: a = 0 and the only emitted token is argmax p[1]."""
     await _round_with_wrong_at(ctx, 0, 3)
@@ -82,7 +85,8 @@ def _tie_context() -> int:
     return next(t for t in range(3, 128) if len(_tie_after(t)) >= 2)
 
 
-@CATALOGUE.case("VER-6.4-RULE1-004", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST)
+@CATALOGUE.case("VER-6.4-RULE1-004", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
+                rows=("R-6.4-RULE1",))
 async def tie_larger_rejected(ctx: CaseContext) -> None:
     """At an exact tie the larger id is not argmax: proposing it gives a = 0 and the smaller id."""
     last = _tie_context()
@@ -92,7 +96,8 @@ async def tie_larger_rejected(ctx: CaseContext) -> None:
     _require_round(ctx, verdict, 0, [tied[0]])
 
 
-@CATALOGUE.case("VER-6.4-RULE1-005", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST)
+@CATALOGUE.case("VER-6.4-RULE1-005", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
+                rows=("R-6.4-RULE1",))
 async def tie_smaller_accepted(ctx: CaseContext) -> None:
     """At an exact tie the smaller id is argmax: proposing it is accepted."""
     last = _tie_context()
@@ -103,7 +108,8 @@ async def tie_smaller_accepted(ctx: CaseContext) -> None:
     _require_round(ctx, verdict, 1, [tied[0], greedy_next])
 
 
-@CATALOGUE.case("VER-6.4-RULE1-006", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST)
+@CATALOGUE.case("VER-6.4-RULE1-006", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
+                rows=("R-6.4-RULE1",))
 async def tie_at_bonus(ctx: CaseContext) -> None:
     """A tie at p[M+1]: the bonus token is the smaller of the tied ids."""
     lead = next(t for t in range(3, 128) if len(_tie_after(argmax_smallest(next_logits("bigram", [t])))) >= 2)
@@ -113,7 +119,8 @@ async def tie_at_bonus(ctx: CaseContext) -> None:
     _require_round(ctx, verdict, 1, [proposed, _tie_after(proposed)[0]])
 
 
-@CATALOGUE.case("VER-6.4-RULE1-007", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST)
+@CATALOGUE.case("VER-6.4-RULE1-007", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST,
+                rows=("R-6.4-RULE1",))
 async def garbage_drafter(ctx: CaseContext) -> None:
     """A drafter proposing random tokens for twelve rounds still yields exactly greedy output."""
     session = await started(ctx, max_new=200)
@@ -134,7 +141,7 @@ def _ctx_prompt(ctx: CaseContext) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 @CATALOGUE.case(
-    "VER-6.4-RULE1-008", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST,
+    "VER-6.4-RULE1-008", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST, rows=("R-6.4-RULE1",),
     requires=("model:ctx",),
     black_box_note="Uses a ctx prompt of the manifest whose greedy continuation keeps a bf16-safe margin, so an "
                    "IUT scoring in reduced precision must still match; a verifier that keeps the KV entries of "
@@ -160,7 +167,7 @@ async def ctx_rollback(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.4-RULE1-009", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST,
+    "VER-6.4-RULE1-009", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST, rows=("R-6.4-RULE1",),
     requires=("model:ctx",),
     black_box_note="Expected tokens are the manifest's greedy continuation (bf16-safe margins).",
 )
@@ -173,13 +180,13 @@ async def ctx_garbage_drafter(ctx: CaseContext) -> None:
         keep = ctx.rng.randrange(0, 4)
         tokens = [*greedy[n: n + keep], ctx.rng.randrange(3, 128)][:4]
         await ctx.propose_ok(session, tokens)
-    ctx.require(session.output == list(greedy[: len(session.output)]),
-                "the committed output is not the target's greedy decoding",
-                expected=str(list(greedy[: len(session.output)])), actual=str(session.output))
+    ctx.check(session.output == list(greedy[: len(session.output)]),
+              "the committed output is not the target's greedy decoding",
+              expected=str(list(greedy[: len(session.output)])), actual=str(session.output))
 
 
 @CATALOGUE.case(
-    "VER-6.4-RULE1-010", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST,
+    "VER-6.4-RULE1-010", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST, rows=("R-6.4-RULE1",),
     profile=("P1-SAMP-1",),
 )
 async def rule1_ignores_sampling(ctx: CaseContext) -> None:

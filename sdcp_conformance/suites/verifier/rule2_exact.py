@@ -16,7 +16,9 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.protocol.messages import Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._cases_b_support import (
+from sdcp_conformance.suites.verifier.conversation import started
+from sdcp_conformance.suites.verifier.seeded_rule2 import (
+    RULE2_ROWS,
     DraftedProposal,
     QSource,
     Row,
@@ -28,7 +30,6 @@ from sdcp_conformance.suites.verifier._cases_b_support import (
     p_row,
     publish,
     rule2_round,
-    started,
     target_q,
 )
 
@@ -66,7 +67,7 @@ def _limit(session: TrackedSession) -> int:
 
 @CATALOGUE.case(
     "VER-6.4-RULE2-001", area="rule-2", section="6.4", quote=RULE2_QUOTE, level=Level.MUST,
-    profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE,
+    profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
 )
 async def near_drafter_round(ctx: CaseContext) -> None:
     """A close drafter's proposal (temperature 1) gets exactly the seeded rule-2 outcome."""
@@ -77,7 +78,7 @@ async def near_drafter_round(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.4-RULE2-002", area="rule-2", section="6.4",
     quote="If all M tokens are accepted, the additional token is drawn from p[M+1].", level=Level.MUST,
-    profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE,
+    profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
 )
 async def q_equals_p(ctx: CaseContext) -> None:
     """q = p: every token is accepted and the bonus is drawn from p[M+1] with i = M+1 (P1-SAMP-3)."""
@@ -90,6 +91,7 @@ async def q_equals_p(ctx: CaseContext) -> None:
     "VER-6.4-RULE2-003", area="rule-2", section="6.4",
     quote="At the first rejected position, the additional token is drawn from the normalized residual "
           "distribution max(0, p[i] - q[i]).", level=Level.MUST, profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE,
+    rows=RULE2_ROWS,
 )
 async def residual_draw(ctx: CaseContext) -> None:
     """A drafter whose mass sits where p is small is rejected early; the residual draw uses i = a+1."""
@@ -100,7 +102,7 @@ async def residual_draw(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.4-RULE2-004", area="rule-2", section="4.1",
     quote="p is the target model's next-token distribution after applying temperature, top-k, and top-p in that "
-          "order", level=Level.MUST, profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE,
+          "order", level=Level.MUST, profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
 )
 async def temperature_top_k(ctx: CaseContext) -> None:
     """Temperature 0.7 with top-k 5: p built per P1-SAMP-1, outcomes exact."""
@@ -111,7 +113,7 @@ async def temperature_top_k(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.4-RULE2-005", area="rule-2", section="4.1",
     quote="p is the target model's next-token distribution after applying temperature, top-k, and top-p in that "
-          "order", level=Level.MUST, profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE,
+          "order", level=Level.MUST, profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
 )
 async def top_p(ctx: CaseContext) -> None:
     """Top-p 0.8 at temperature 1.2: p built per P1-SAMP-1, outcomes exact."""
@@ -123,7 +125,7 @@ async def top_p(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.4-RULE2-006", area="rule-2", section="4.1",
     quote="a temperature of zero selects the most probable token (ties broken in favor of the smallest token "
-          "identifier)", level=Level.MUST, profile=SAMP_PROFILE,
+          "identifier)", level=Level.MUST, profile=SAMP_PROFILE, rows=("R-4.1-SAMPLING",),
 )
 async def temperature_zero(ctx: CaseContext) -> None:
     """Temperature 0 under rule 2: p is one-hot, so only the argmax is accepted and the residual is the argmax."""
@@ -138,10 +140,10 @@ async def temperature_zero(ctx: CaseContext) -> None:
         want = greedy[: a + 1]
         rows = [_mixture(session.model, [*session.context, *tokens[:i]]) for i in range(len(tokens))]
         verdict = await ctx.propose_ok(session, tokens, q_rows=publish(ctx, session, DraftedProposal(tokens, rows)))
-        ctx.require(verdict.accepted == a and list(verdict.emitted) == want,
-                    f"round {verdict.round}: with p one-hot, accepted {verdict.accepted} and emitted "
-                    f"{list(verdict.emitted)}", expected=f"a = {a}, emitted {want}",
-                    actual=f"a = {verdict.accepted}, emitted {list(verdict.emitted)}")
+        ctx.check(verdict.accepted == a and list(verdict.emitted) == want,
+                  f"round {verdict.round}: with p one-hot, accepted {verdict.accepted} and emitted "
+                  f"{list(verdict.emitted)}", expected=f"a = {a}, emitted {want}",
+                  actual=f"a = {verdict.accepted}, emitted {list(verdict.emitted)}")
 
 
 def _mixture(model: str, context: list[int]) -> Row:
@@ -152,7 +154,7 @@ def _mixture(model: str, context: list[int]) -> Row:
 
 @CATALOGUE.case(
     "VER-6.4-RULE2-007", area="rule-2", section="6.4", quote=RULE2_QUOTE, level=Level.MUST,
-    profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE,
+    profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
 )
 async def several_rounds(ctx: CaseContext) -> None:
     """Six seeded rounds in a row, mixing close, far and equal drafters: every outcome exact."""
@@ -166,7 +168,7 @@ async def several_rounds(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.4-RULE2-008", area="rule-2", section="6.4",
     quote="Accept x[i] if r < min(1, p[i](x[i]) / q[i](x[i])) ... If all M tokens are accepted, the additional "
-          "token is drawn from p[M+1].", level=Level.MUST, profile=("P1-SAMP-1",),
+          "token is drawn from p[M+1].", level=Level.MUST, profile=("P1-SAMP-1",), rows=("R-6.4-RULE2",),
     black_box_note="Unseeded: the outcome does not depend on the verifier's random values because "
                    "p(x) >= q(x) at every position, so every token must be accepted.",
 )
@@ -188,20 +190,22 @@ async def certain_acceptance(ctx: CaseContext) -> None:
 
 def _require_all_accepted(ctx: CaseContext, session: TrackedSession, verdict: Verdict, tokens: list[int],
                           sampling: Mapping[str, int]) -> None:
-    ctx.require(verdict.accepted == len(tokens) and list(verdict.emitted[: len(tokens)]) == tokens,
-                f"round {verdict.round}: p(x) >= q(x) everywhere, yet accepted {verdict.accepted} of {len(tokens)}",
-                expected=f"a = {len(tokens)}", actual=f"a = {verdict.accepted}, emitted {list(verdict.emitted)}")
+    if not ctx.check(verdict.accepted == len(tokens) and list(verdict.emitted[: len(tokens)]) == tokens,
+                     f"round {verdict.round}: p(x) >= q(x) everywhere, yet accepted {verdict.accepted} of "
+                     f"{len(tokens)}", expected=f"a = {len(tokens)}",
+                     actual=f"a = {verdict.accepted}, emitted {list(verdict.emitted)}"):
+        return
     prefix = session.context[: len(session.context) - 1]
     bonus_p = p_row(session.model, prefix, sampling)
-    ctx.require(len(verdict.emitted) == len(tokens) + 1 and bonus_p[verdict.emitted[-1]] > 0.0,
-                f"round {verdict.round}: the bonus token {verdict.emitted[-1]} is outside p[M+1]'s support "
-                "(top-k 3)")
+    ctx.check(len(verdict.emitted) == len(tokens) + 1 and bonus_p[verdict.emitted[-1]] > 0.0,
+              f"round {verdict.round}: the bonus token {verdict.emitted[-1]} is outside p[M+1]'s support "
+              "(top-k 3)")
 
 
 @CATALOGUE.case(
     "VER-6.4-RULE2-009", area="rule-2", section="6.4",
     quote="At the first rejected position, the additional token is drawn from the normalized residual "
-          "distribution max(0, p[i] - q[i]).", level=Level.MUST, profile=("P1-SAMP-1",),
+          "distribution max(0, p[i] - q[i]).", level=Level.MUST, profile=("P1-SAMP-1",), rows=("R-6.4-RULE2",),
     black_box_note="Unseeded: a token with p(x) = 0 is rejected whatever r is, and the residual's support is "
                    "known; which token is drawn is random and not judged.",
 )
@@ -217,37 +221,39 @@ async def certain_rejection(ctx: CaseContext) -> None:
     rows = [as_published([0.5 * v + 0.5 / len(p1) for v in p1]), as_published([0.5 * v + 0.5 / 128 for v in p2])]
     tokens = [first, outside]
     verdict = await ctx.propose_ok(session, tokens, q_rows=publish(ctx, session, DraftedProposal(tokens, rows)))
-    ctx.require(verdict.accepted == 1 and list(verdict.emitted[:1]) == [first],
-                f"x[1] has p >= q and x[2] has p = 0: expected a = 1, got a = {verdict.accepted}",
-                expected="a = 1", actual=f"a = {verdict.accepted}, emitted {list(verdict.emitted)}")
+    if not ctx.check(verdict.accepted == 1 and list(verdict.emitted[:1]) == [first],
+                     f"x[1] has p >= q and x[2] has p = 0: expected a = 1, got a = {verdict.accepted}",
+                     expected="a = 1", actual=f"a = {verdict.accepted}, emitted {list(verdict.emitted)}"):
+        return
     drawn = verdict.emitted[-1]
     residual = p2[drawn] - rows[1][drawn]
-    ctx.require(len(verdict.emitted) == 2 and residual > 0.0,
-                f"the additional token {drawn} has max(0, p - q) = 0: it is not drawn from the residual")
+    ctx.check(len(verdict.emitted) == 2 and residual > 0.0,
+              f"the additional token {drawn} has max(0, p - q) = 0: it is not drawn from the residual")
 
 
 @CATALOGUE.case(
     "VER-6.4-RULE2-010", area="rule-2", section="6.4",
     quote="The verifier's random values MUST be independent of those the drafter used. ... Without a seed, the "
           "verifier uses a cryptographically secure random number generator.", level=Level.MUST,
+    rows=("R-6.4-INDEPENDENT",),
     black_box_note="The verifier never sees the drafter's random values, so independence cannot be observed "
-                   "directly. The case checks what is observable: without a seed, identical proposals in ten "
-                   "sessions do not all get the identical outcome (p = 0.5 acceptance and a random draw; a "
-                   "generator seeded from the request would repeat itself). Chance of a false failure < 1e-3.",
+                   "directly. The case checks what is observable: without a seed, identical proposals in 30 "
+                   "sessions do not all get the identical outcome (p = 0.5 acceptance, then a random draw; a "
+                   "generator seeded from the request would repeat itself). Chance of a false failure < 2e-9.",
 )
 async def unseeded_values_vary(ctx: CaseContext) -> None:
-    """Unseeded rule 2: ten sessions, one identical proposal each; the outcomes must not all coincide."""
+    """Unseeded rule 2: 30 sessions, one identical proposal each; the outcomes must not all coincide."""
     sampling = {"temperature_milli": 1000}
     outcomes = set()
-    for _ in range(10):
+    for _ in range(30):
         session = await started(ctx, rule=2, sampling=sampling)
         proposal = _half_chance(session, sampling)
         verdict = await ctx.propose_ok(session, proposal.tokens, q_rows=publish(ctx, session, proposal))
         outcomes.add((verdict.accepted, tuple(verdict.emitted)))
     ctx.note(f"distinct outcomes: {sorted(outcomes)}")
-    ctx.require(len(outcomes) > 1, "ten unseeded sessions with the same proposal all got the same outcome: the "
-                                   "verifier's values look derived from the request, not from a CSPRNG",
-                actual=str(sorted(outcomes)))
+    ctx.check(len(outcomes) > 1, "30 unseeded sessions with the same proposal all got the same outcome: the "
+                                 "verifier's values look derived from the request, not from a CSPRNG",
+              actual=str(sorted(outcomes)))
 
 
 def _half_chance(session: TrackedSession, sampling: Mapping[str, int]) -> DraftedProposal:

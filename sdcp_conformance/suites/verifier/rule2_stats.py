@@ -146,7 +146,8 @@ async def run_design(ctx: CaseContext, name: str) -> Rule2EProcess:
     return test
 
 
-def _declare(number: int, name: str, quote: str, title: str, profile: tuple[str, ...] = ()) -> None:
+def _declare(number: int, name: str, quote: str, title: str, profile: tuple[str, ...] = (),
+             rows: tuple[str, ...] = ("R-6.4-RULE2",)) -> None:
     plan = design(name)
 
     async def run(ctx: CaseContext) -> None:
@@ -155,7 +156,7 @@ def _declare(number: int, name: str, quote: str, title: str, profile: tuple[str,
     run.__doc__ = title
     CATALOGUE.case(
         f"VER-6.4-RULE2-STAT-{number:03d}", area="rule-2", section="6.4", quote=quote, level=Level.MUST,
-        title=title, requires=("model:bigram",), timeout_s=120.0, profile=("P1-SAMP-1", *profile),
+        title=title, requires=("model:bigram",), timeout_s=120.0, profile=("P1-SAMP-1", *profile), rows=rows,
         black_box_note=STATISTICAL.format(cases=len(DESIGNS)) + f" Design: {plan.targets}.",
     )(run)
 
@@ -168,11 +169,13 @@ _declare(5, "long-high-acceptance", RULE2, "M = 8 with a close drafter: every po
 _declare(6, "profile-and-policy",
          "p is the target model's next-token distribution after applying temperature, top-k, and top-p in that "
          "order ... The verifier applies the new profile to rounds numbered from_round and later",
-         "top-k and top-p, then a policy change to temperature 1/2 (§4.1, §6.6)", ("P1-POL-1",))
+         "top-k and top-p, then a policy change to temperature 1/2 (§4.1, §6.6)", ("P1-POL-1",),
+         rows=("R-4.1-SAMPLING", "R-6.6-APPLY", "R-6.4-RULE2"))
 _declare(7, "stop-in-proposals",
          "It truncates the emitted tokens after the first stop token and at max_new. ... At the first rejected "
          "position, the additional token is drawn from the normalized residual distribution max(0, p[i] - q[i]).",
-         "stop tokens inside proposals: the truncated emissions follow the exact law")
+         "stop tokens inside proposals: the truncated emissions follow the exact law",
+         rows=("R-6.3-TRUNCATE", "R-6.4-RULE2"))
 _declare(8, "many-sessions",
          "It MAY batch proposals of many sessions into one pass. ... If all M tokens are accepted, the additional "
          "token is drawn from p[M+1].",
@@ -180,6 +183,7 @@ _declare(8, "many-sessions",
 _declare(9, "identical-sessions",
          "The verifier's random values MUST be independent of those the drafter used. ... Without a seed, the "
          "verifier uses a cryptographically secure random number generator.",
-         "twelve concurrent sessions in identical states: outcomes independent across sessions")
+         "twelve concurrent sessions in identical states: outcomes independent across sessions",
+         rows=("R-6.4-INDEPENDENT", "R-6.4-RULE2"))
 
 __all__ = ["configured_alpha", "configured_tolerance", "run_design"]

@@ -11,10 +11,9 @@ import base64
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.protocol.codec import encode
-from sdcp_conformance.protocol.messages import SessionState
-from sdcp_conformance.protocol.problems import ProblemType
+from sdcp_conformance.protocol.messages import SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._common_a import expect_refused, still_works
+from sdcp_conformance.suites.verifier.conversation import still_works
 
 OPEN = ("The verifier validates the contract (it MUST refuse a contract whose target digest does not match its "
         "model), computes or loads the KV cache of the prompt, computes d[0], and answers with session-state "
@@ -27,19 +26,19 @@ UNKNOWN_KEYS = "Unknown map keys MUST be ignored, except in the contract (Sectio
 
 
 async def _opened(ctx: CaseContext, session: TrackedSession, what: str = "POST sessions") -> SessionState:
-    state = ctx.expect_ok(await ctx.open(session), SessionState, what=what)
+    state = ctx.expect_ok(await ctx.open(session), SessionState, what=what, row="R-6.1-OPEN")
     ctx.check_state(session, state, what)
-    ctx.require(state.round == 0 and state.epoch == session.epoch,
+    ctx.check(state.round == 0 and state.epoch == session.epoch,
                 f"{what}: session-state has round {state.round}, epoch {state.epoch}; expected round 0, "
-                f"epoch {session.epoch}", expected=f"round 0, epoch {session.epoch}",
-                actual=f"round {state.round}, epoch {state.epoch}")
+              f"epoch {session.epoch}", row="R-6.1-OPEN", expected=f"round 0, epoch {session.epoch}",
+              actual=f"round {state.round}, epoch {state.epoch}")
     if state.state not in (None, 0):
         ctx.note(f"session-state.state is {state.state} for a new session (P1-STATE-1: 0 active)")
     return state
 
 
 @CATALOGUE.case("VER-6.1-SESSION-001", area="session", section="6.1, 4.2", quote=f"{OPEN} ... {D0}",
-                level=Level.MUST)
+                level=Level.MUST, rows=("R-6.1-OPEN",))
 async def open_reports_d0(ctx: CaseContext) -> None:
     """A new session answers round 0, committed 0, its epoch and the harness's d[0] (long prompt, high ids)."""
     prompt = [127, 0, 1, 2, 64, 65, 126, 3, 3, 3, 99, 100, 101, 5, 9, 14, 77]
@@ -48,7 +47,7 @@ async def open_reports_d0(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.1-SESSION-002", area="session", section="6.1, 4.2", quote=f"{OPEN} ... {D0}",
-                level=Level.MUST, requires=("model:ctx",))
+                level=Level.MUST, requires=("model:ctx",), rows=("R-6.1-OPEN",))
 async def open_reports_d0_ctx_model(ctx: CaseContext) -> None:
     """A session on the ctx model answers the harness's d[0], and its first greedy round extends it."""
     session = ctx.track("ctx", prompt=(11, 42, 7, 19))
@@ -58,27 +57,27 @@ async def open_reports_d0_ctx_model(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.1-SESSION-003", area="session", section="6.1", quote=MSG5, level=Level.PROFILE,
-                profile=("P1-MSG-5",))
+                profile=("P1-MSG-5",), rows=("P1-MSG-5/IDEMPOTENT-OPEN",))
 async def reopen_is_idempotent(ctx: CaseContext) -> None:
     """Re-sending the identical session-open after a round returns the current state, not round 0."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
     await still_works(ctx, session, "round 1", count=2)
     answer = await ctx.open(session)
-    if not answer.ok:
-        ctx.non_strict(f"an identical session-open retry was refused ({answer.describe()})",
-                       expected=["2xx current session-state"], actual=answer.describe())
-    state = ctx.expect_ok(answer, SessionState, what="the retried POST sessions")
-    if (state.round, state.committed, state.digest) != (session.round, len(session.output), session.digest):
-        ctx.non_strict(f"the retried open answered round {state.round}, committed {state.committed} instead of the "
-                       f"current round {session.round}, committed {len(session.output)}",
-                       expected=[f"round {session.round}, committed {len(session.output)}"],
-                       actual=f"round {state.round}, committed {state.committed}")
+    if ctx.check(answer.ok, f"an identical session-open retry was refused ({answer.describe()})",
+                 expected="2xx current session-state", actual=answer.describe()):
+        state = ctx.expect_ok(answer, SessionState, what="the retried POST sessions")
+        current = (session.round, len(session.output), session.digest)
+        ctx.check((state.round, state.committed, state.digest) == current,
+                  f"the retried open answered round {state.round}, committed {state.committed} instead of the "
+                  f"current round {session.round}, committed {len(session.output)}",
+                  expected=f"round {session.round}, committed {len(session.output)}",
+                  actual=f"round {state.round}, committed {state.committed}")
     await still_works(ctx, session, "after the retried open")
 
 
 @CATALOGUE.case("VER-6.1-SESSION-004", area="session", section="6.1", quote=MSG5, level=Level.PROFILE,
-                profile=("P1-MSG-5",))
+                profile=("P1-MSG-5",), rows=("P1-MSG-5/CONFLICT",))
 async def reopen_with_another_contract(ctx: CaseContext) -> None:
     """The same id with a different contract is 422 sdcp-bad-contract, and the session is untouched."""
     session = await ctx.open_ok()
@@ -86,25 +85,24 @@ async def reopen_with_another_contract(ctx: CaseContext) -> None:
     await still_works(ctx, session, "round 1")
     body = ctx.opening(session, contract=ctx.contract(max_new=65))
     answer = await ctx.env.iut.send("router", "POST", "sessions", body)
-    expect_refused(ctx, answer, ProblemType.BAD_CONTRACT, "a session-open of an existing id with another contract",
-                   strict=False)
+    ctx.expect_refusal(answer, "P1-MSG-5/CONFLICT", what="a session-open of an existing id with another contract")
     await still_works(ctx, session, "after the conflicting open")
 
 
 @CATALOGUE.case("VER-6.1-SESSION-005", area="session", section="6.1",
-                quote="An empty prompt is 400 `sdcp-bad-message`.", level=Level.PROFILE, profile=("P1-SES-1",))
+                quote="An empty prompt is 400 `sdcp-bad-message`.", level=Level.PROFILE, profile=("P1-SES-1",),
+                rows=("P1-SES-1/EMPTY-PROMPT",))
 async def empty_prompt(ctx: CaseContext) -> None:
     """A session-open with an empty prompt is 400 sdcp-bad-message."""
     session = ctx.track(prompt=())
-    ctx.expect_problem(await ctx.open(session), ProblemType.BAD_MESSAGE, level=Level.PROFILE,
-                       what="a session-open with an empty prompt")
+    ctx.expect_refusal(await ctx.open(session), "P1-SES-1/EMPTY-PROMPT", what="a session-open with an empty prompt")
 
 
 @CATALOGUE.case(
     "VER-6.1-SESSION-006", area="session", section="5.2, 6.1",
     quote="prompt: [* uint] / cache-ref, ; tokens or MLC reference ... Object contents: a token list (`prompt`, "
           "`committed_tokens`) is a CBOR array of uint",
-    level=Level.MUST, profile=("P1-MLC-2",),
+    level=Level.MUST, profile=("P1-MLC-2",), rows=("R-6.1-OPEN", "P1-MLC-2/TOKEN-LIST"),
 )
 async def prompt_by_cache_reference(ctx: CaseContext) -> None:
     """A prompt given as a cache-ref is read from the harness's cache: d[0] and the first round use its tokens."""
@@ -120,7 +118,7 @@ async def prompt_by_cache_reference(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.1-SESSION-007", area="session", section="6.1, 6.9",
     quote="A `session-open` with a higher epoch but no `resume` is 409 `sdcp-stale-epoch`.", level=Level.PROFILE,
-    profile=("P1-SES-1", "P1-MSG-5"),
+    profile=("P1-SES-1", "P1-MSG-5"), rows=("P1-SES-1/HIGHER-EPOCH",),
 )
 async def higher_epoch_without_resume(ctx: CaseContext) -> None:
     """Re-opening a session at epoch 2 without resume is 409 sdcp-stale-epoch; epoch 1 carries on."""
@@ -128,15 +126,14 @@ async def higher_epoch_without_resume(ctx: CaseContext) -> None:
     await ctx.assign_ok(session)
     await still_works(ctx, session, "round 1")
     answer = await ctx.open(session, epoch=session.epoch + 1)
-    expect_refused(ctx, answer, ProblemType.STALE_EPOCH, "a session-open with a higher epoch and no resume",
-                   strict=False)
+    ctx.expect_refusal(answer, "P1-SES-1/HIGHER-EPOCH", what="a session-open with a higher epoch and no resume")
     await still_works(ctx, session, "after the refused higher-epoch open")
 
 
 @CATALOGUE.case(
     "VER-6.1-SESSION-008", area="session", section="5.1",
     quote="A session id the verifier does not know: 404 on session resources", level=Level.PROFILE,
-    profile=("P1-SES-1",),
+    profile=("P1-SES-1",), rows=("P1-SES-1/UNKNOWN-SESSION",),
 )
 async def unknown_session_resources(ctx: CaseContext) -> None:
     """GET output, PUT drafter and POST policy on a session id never opened are 404."""
@@ -147,20 +144,18 @@ async def unknown_session_resources(ctx: CaseContext) -> None:
         ("POST sessions/{id}/policy", await ctx.policy(session, 1, {"temperature_milli": 0})),
     ]
     for what, answer in answers:
-        if answer.status != 404:
-            ctx.non_strict(f"{what} for an unknown session got {answer.describe()}, not 404", expected=["404"],
-                           actual=answer.describe())
+        ctx.expect_refusal(answer, "P1-SES-1/UNKNOWN-SESSION", what=f"{what} for an unknown session")
 
 
 @CATALOGUE.case(
     "VER-6.1-SESSION-009", area="session", section="6.3",
     quote="A session id the verifier does not know: 404 on session resources, 403 `sdcp-not-assigned` on proposals.",
-    level=Level.PROFILE, profile=("P1-SES-1",),
+    level=Level.PROFILE, profile=("P1-SES-1",), rows=("P1-SES-1/UNKNOWN-PROPOSAL",),
 )
 async def unknown_session_proposal(ctx: CaseContext) -> None:
     """A proposal for a session id never opened is 403 sdcp-not-assigned."""
     session = ctx.track()
-    ctx.expect_problem(await ctx.propose(session, [5]), ProblemType.NOT_ASSIGNED, level=Level.PROFILE,
+    ctx.expect_refusal(await ctx.propose(session, [5]), "P1-SES-1/UNKNOWN-PROPOSAL",
                        what="a proposal for an unknown session")
 
 
@@ -179,7 +174,7 @@ def _malformed_ids(session_id: bytes) -> list[tuple[str, str]]:
     quote="{id} in session paths is the base64url encoding without padding [RFC4648] of the session identifier. ... "
           "`{id}` in paths is base64url without padding of the 16-octet session id; any other length or alphabet "
           "is 400.",
-    level=Level.PROFILE, profile=("P1-MSG-3",),
+    level=Level.PROFILE, profile=("P1-MSG-3",), rows=("P1-MSG-3/PATH-ID",),
 )
 async def malformed_path_id(ctx: CaseContext) -> None:
     """GET output with a padded, standard-alphabet, 15- or 17-octet {id} of an open session is 400."""
@@ -188,39 +183,44 @@ async def malformed_path_id(ctx: CaseContext) -> None:
     await _opened(ctx, session)
     for what, path_id in _malformed_ids(session.id):
         answer = await ctx.env.iut.send("drafter-1", "GET", f"sessions/{path_id}/output?from=0")
-        if answer.status != 400:
-            ctx.non_strict(f"GET output with {what} ({path_id!r}) got {answer.describe()}, not 400",
-                           expected=["400"], actual=answer.describe())
+        ctx.expect_refusal(answer, "P1-MSG-3/PATH-ID", what=f"GET output with {what} ({path_id!r})")
 
 
-@CATALOGUE.case("VER-5.2-SESSION-011", area="session", section="5.2", quote=UNKNOWN_KEYS, level=Level.MUST)
+@CATALOGUE.case("VER-5.2-SESSION-011", area="session", section="5.2", quote=UNKNOWN_KEYS, level=Level.MUST,
+                rows=("R-5.2-UNKNOWN-KEYS",))
 async def unknown_keys_in_session_open(ctx: CaseContext) -> None:
     """Unknown keys in a session-open (outside the contract) are ignored: it opens with the same d[0]."""
     session = ctx.track()
     body = ctx.opening(session, priority=3, vendor={"trace": "abc", "n": [1, 2]})
     answer = await ctx.env.iut.send("router", "POST", "sessions", body)
-    state = ctx.expect_ok(answer, SessionState, what="POST sessions with unknown keys")
+    state = ctx.expect_ok(answer, SessionState, what="POST sessions with unknown keys", row="R-5.2-UNKNOWN-KEYS")
     ctx.check_state(session, state, "POST sessions with unknown keys")
 
 
-@CATALOGUE.case("VER-5.2-SESSION-012", area="session", section="5.2", quote=UNKNOWN_KEYS, level=Level.MUST)
+@CATALOGUE.case("VER-5.2-SESSION-012", area="session", section="5.2", quote=UNKNOWN_KEYS, level=Level.MUST,
+                rows=("R-5.2-UNKNOWN-KEYS",))
 async def unknown_keys_in_assignment_and_proposal(ctx: CaseContext) -> None:
     """Unknown keys in PUT drafter and in a proposal (and its status) are ignored: the round is verified."""
     session = await ctx.open_ok()
-    await ctx.assign_ok(session, hint="fast", extra_map={"a": 1})
+    state = ctx.expect_ok(await ctx.assign(session, hint="fast", extra_map={"a": 1}), SessionState,
+                          what="PUT sessions/{id}/drafter with unknown keys", row="R-5.2-UNKNOWN-KEYS")
+    ctx.check_state(session, state, "PUT sessions/{id}/drafter with unknown keys")
     uri = ctx.env.party_uri("drafter-1")
     status = {"instance": uri, "role": 1, "load": 0, "queue": 0, "ttl_ms": 5000, "gpu": "h200"}
     tokens = ctx.greedy(session, 3)
-    verdict = await ctx.propose_ok(session, tokens[:2], trace_id="t-1", status=status)
-    ctx.require(list(verdict.emitted) == tokens, "the round with unknown keys did not commit the greedy tokens",
-                expected=str(tokens), actual=str(list(verdict.emitted)))
+    answer = await ctx.propose(session, tokens[:2], trace_id="t-1", status=status)
+    verdict = ctx.expect_ok(answer, Verdict, what="a proposal with unknown keys", row="R-5.2-UNKNOWN-KEYS")
+    ctx.check(list(verdict.emitted) == tokens, "the round with unknown keys did not commit the greedy tokens",
+              expected=str(tokens), actual=str(list(verdict.emitted)))
 
 
 @CATALOGUE.case(
     "VER-6.1-SESSION-013", area="session", section="5.2",
     quote="Receivers reject malformed CBOR, wrong types, out-of-range values, and missing required members with 400 "
           "(`sdcp-bad-message`, a profile problem type)",
-    level=Level.PROFILE, profile=("P1-MSG-2",),
+    level=Level.MUST, profile=("P1-MSG-2",), rows=("R-5.2-WELL-FORMED",),
+    black_box_note="Accepting a message that is not an instance of its CDDL type is FAILED (D-JUDGE-1); refusing "
+                   "it with another 4xx than 400 sdcp-bad-message deviates only from P1-MSG-2 (NON-STRICT).",
 )
 async def session_open_missing_member(ctx: CaseContext) -> None:
     """A session-open without commit_log, or with a 15-octet session id, is 400 sdcp-bad-message."""
@@ -228,7 +228,7 @@ async def session_open_missing_member(ctx: CaseContext) -> None:
     for what, body in (("no commit_log", ctx.opening(session, commit_log=None)),
                        ("a 15-octet session id", {**ctx.opening(session), "session": session.id[:15]})):
         answer = await ctx.env.iut.send("router", "POST", "sessions", body)
-        ctx.expect_problem(answer, ProblemType.BAD_MESSAGE, level=Level.PROFILE, what=f"a session-open with {what}")
+        ctx.expect_refusal(answer, "R-5.2-WELL-FORMED", what=f"a session-open with {what}")
 
 
 @CATALOGUE.case(
@@ -236,7 +236,7 @@ async def session_open_missing_member(ctx: CaseContext) -> None:
     quote="The router learns the current round from the session-state returned by `PUT …/drafter`. ... `PUT "
           "…/drafter` carries the router's last known round, committed length and digest (the verifier does not "
           "rely on them)",
-    level=Level.PROFILE, profile=("P1-EVT-1", "P1-RTR-3"),
+    level=Level.PROFILE, profile=("P1-EVT-1", "P1-RTR-3"), rows=("P1-RTR-3/STATE",),
 )
 async def assignment_returns_current_state(ctx: CaseContext) -> None:
     """A PUT drafter carrying an outdated round/committed/digest gets the current state back and changes nothing."""
@@ -245,10 +245,11 @@ async def assignment_returns_current_state(ctx: CaseContext) -> None:
     await still_works(ctx, session, "round 1", count=2)
     await still_works(ctx, session, "round 2", count=1)
     answer = await ctx.assign(session, round=0, committed=0, digest=session.d0)
-    state = ctx.expect_ok(answer, SessionState, what="PUT sessions/{id}/drafter with outdated members")
-    if (state.round, state.committed, state.digest) != (session.round, len(session.output), session.digest):
-        ctx.non_strict(f"PUT drafter answered round {state.round}, committed {state.committed}, not the current "
-                       f"round {session.round}, committed {len(session.output)}",
-                       expected=[f"round {session.round}, committed {len(session.output)}"],
-                       actual=f"round {state.round}, committed {state.committed}")
+    state = ctx.expect_ok(answer, SessionState, what="PUT sessions/{id}/drafter with outdated members",
+                          row="P1-RTR-3/STATE")
+    ctx.check((state.round, state.committed, state.digest) == (session.round, len(session.output), session.digest),
+              f"PUT drafter answered round {state.round}, committed {state.committed}, not the current "
+              f"round {session.round}, committed {len(session.output)}",
+              expected=f"round {session.round}, committed {len(session.output)}",
+              actual=f"round {state.round}, committed {state.committed}")
     await still_works(ctx, session, "after the outdated assignment")

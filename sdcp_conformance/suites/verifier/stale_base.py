@@ -14,7 +14,7 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._common_a import check_stale_state, still_works
+from sdcp_conformance.suites.verifier.conversation import check_stale_state, still_works
 
 BASE = ('Base check: if base is not the committed length or base_digest is not d[base], respond 409 with problem type '
         '"sdcp-stale-base" and the current session-state, so that the drafter can resynchronize.')
@@ -32,15 +32,19 @@ async def _after_round_one(ctx: CaseContext) -> TrackedSession:
     return session
 
 
+BASE_ROWS = ("R-6.3-STALE-BASE", "R-6.3-STALE-STATE", "P1-ERR-2/ENCODING")
+ROUND_ROWS = ("R-6.3-STALE-ROUND", "R-6.3-STALE-STATE", "P1-ERR-2/ENCODING")
+
+
 async def _stale(ctx: CaseContext, session: TrackedSession, what: str, **overrides: Any) -> None:
     """Send the next round's greedy proposal with ``overrides``; expect 409 stale-base + state, then a valid round."""
     answer = await ctx.propose(session, ctx.greedy(session, 1), **overrides)
-    check_stale_state(ctx, answer, session, what)
+    check_stale_state(ctx, answer, session, what, row=ctx.case.primary_row)
     await still_works(ctx, session, f"the valid round after {what}")
 
 
 @CATALOGUE.case("VER-6.3-STALE-BASE-001", area="stale-base", section="6.3", quote=f"{BASE} ... {ERR2}",
-                level=Level.MUST, profile=("P1-ERR-2",))
+                level=Level.MUST, profile=("P1-ERR-2",), rows=BASE_ROWS)
 async def base_beyond_committed(ctx: CaseContext) -> None:
     """base = n + 1 (with d[n]) is 409 sdcp-stale-base carrying the current state."""
     session = await _after_round_one(ctx)
@@ -48,7 +52,7 @@ async def base_beyond_committed(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-STALE-BASE-002", area="stale-base", section="6.3, 4.2", quote=f"{BASE} ... {CHAIN} ... {ERR2}",
-                level=Level.MUST, profile=("P1-ERR-2",))
+                level=Level.MUST, profile=("P1-ERR-2",), rows=BASE_ROWS)
 async def forked_digest(ctx: CaseContext) -> None:
     """The right base n with the digest of a forked prefix (last token changed) is 409 with the state."""
     session = await _after_round_one(ctx)
@@ -58,7 +62,7 @@ async def forked_digest(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-STALE-BASE-003", area="stale-base", section="6.3, 4.2", quote=f"{BASE} ... {CHAIN} ... {ERR2}",
-                level=Level.MUST, profile=("P1-ERR-2",))
+                level=Level.MUST, profile=("P1-ERR-2",), rows=BASE_ROWS)
 async def outdated_prefix(ctx: CaseContext) -> None:
     """A drafter that missed round 1 (base 0, d[0]) proposing round 2 gets 409 with the state."""
     session = await _after_round_one(ctx)
@@ -66,7 +70,7 @@ async def outdated_prefix(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-STALE-BASE-004", area="stale-base", section="6.3", quote=f"{BASE} ... {ERR2}",
-                level=Level.MUST, profile=("P1-ERR-2",))
+                level=Level.MUST, profile=("P1-ERR-2",), rows=BASE_ROWS)
 async def wrong_d0(ctx: CaseContext) -> None:
     """Before any round, base 0 with a digest that is not d[0] (all zero octets) is 409 with the state."""
     session = await ctx.open_ok()
@@ -75,7 +79,7 @@ async def wrong_d0(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-STALE-BASE-005", area="stale-base", section="6.3", quote=f"{ROUND} ... {ERR2}",
-                level=Level.MUST, profile=("P1-ERR-2",))
+                level=Level.MUST, profile=("P1-ERR-2",), rows=ROUND_ROWS)
 async def round_skips_ahead(ctx: CaseContext) -> None:
     """Round last + 2 on the right base is 409 sdcp-stale-base with the state."""
     session = await _after_round_one(ctx)
@@ -83,7 +87,7 @@ async def round_skips_ahead(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-STALE-BASE-006", area="stale-base", section="6.3", quote=f"{ROUND} ... {ERR2}",
-                level=Level.MUST, profile=("P1-ERR-2",))
+                level=Level.MUST, profile=("P1-ERR-2",), rows=ROUND_ROWS)
 async def round_goes_back(ctx: CaseContext) -> None:
     """Round 0 (which never has a verdict) on the right base after round 1 is 409 with the state."""
     session = await _after_round_one(ctx)
@@ -91,7 +95,7 @@ async def round_goes_back(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-STALE-BASE-007", area="stale-base", section="6.3", quote=f"{ROUND} ... {ERR2}",
-                level=Level.MUST, profile=("P1-ERR-2",))
+                level=Level.MUST, profile=("P1-ERR-2",), rows=ROUND_ROWS)
 async def first_round_not_one(ctx: CaseContext) -> None:
     """Before any verdict, round 2 on base 0 and d[0] is 409 with the state (round 0, committed 0, d[0])."""
     session = await ctx.open_ok()

@@ -34,8 +34,11 @@ HTTP1_PROFILE = "HTTP/1.1 requests (if ALPN lets them through) are refused with 
 REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
 
 
-async def _bad_identity(ctx: CaseContext, identity: str, label: str) -> None:
-    """Open a session as ``identity``: the handshake (or the first request on it) must fail."""
+async def _bad_identity(ctx: CaseContext, identity: str, label: str, *, answered_fails: bool = False) -> None:
+    """Open a session as ``identity``: the handshake (or the first request on it) must fail.
+
+    ``answered_fails``: any HTTP answer at all is FAILED — a server that answers a client presenting no
+    certificate never required one (§5.1: mutual certificate authentication is REQUIRED)."""
     session = ctx.track()
     answer = await ctx.open(session, party=identity)
     if answer.status is None:
@@ -43,26 +46,33 @@ async def _bad_identity(ctx: CaseContext, identity: str, label: str) -> None:
             ctx.note(f"refused below HTTP: {answer.describe()}")
             return
         ctx.fail(f"a client {label} got no answer at all ({answer.describe()}): the IUT hung instead of "
-                 "refusing the handshake", expected=["handshake refused"], actual=answer.describe())
+                 "refusing the handshake", row="R-5.1-MTLS", expected=["handshake refused"],
+                 actual=answer.describe())
     if answer.ok:
         ctx.fail(f"a client {label} opened a session ({answer.describe()}): mutual certificate authentication "
-                 "is REQUIRED", expected=["handshake refused"], actual=answer.describe())
-    ctx.non_strict(f"a client {label} completed the handshake and got an HTTP answer ({answer.describe()}); "
-                   "P1-TLS-1 has the handshake itself fail", expected=["handshake refused"], actual=answer.describe())
+                 "is REQUIRED", row="R-5.1-MTLS", expected=["handshake refused"], actual=answer.describe())
+    if answered_fails:
+        ctx.fail(f"a client {label} completed the handshake and got an HTTP answer ({answer.describe()}, "
+                 f"{answer.tls_version}, ALPN {answer.alpn}): the IUT did not require a client certificate; mutual "
+                 "certificate authentication is REQUIRED", row="R-5.1-MTLS", expected=["handshake refused"],
+                 actual=answer.describe())
+    ctx.deviate("P1-TLS-1/HANDSHAKE", f"a client {label} completed the handshake and got an HTTP answer "
+                f"({answer.describe()}); P1-TLS-1 has the handshake itself fail", expected=["handshake refused"],
+                actual=answer.describe())
 
 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-001", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
-    level=Level.REQUIRED, profile=("P1-TLS-1",),
+    level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True,
 )
 async def no_client_certificate(ctx: CaseContext) -> None:
     """A client presenting no certificate cannot reach the verifier's resources."""
-    await _bad_identity(ctx, "no-cert", "without a certificate")
+    await _bad_identity(ctx, "no-cert", "without a certificate", answered_fails=True)
 
 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-002", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
-    level=Level.REQUIRED, profile=("P1-TLS-1",),
+    level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True,
 )
 async def certificate_from_another_ca(ctx: CaseContext) -> None:
     """A client certificate issued by an unknown CA is refused."""
@@ -71,7 +81,7 @@ async def certificate_from_another_ca(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-003", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
-    level=Level.REQUIRED, profile=("P1-TLS-1",),
+    level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True,
 )
 async def expired_certificate(ctx: CaseContext) -> None:
     """An expired (otherwise valid) client certificate is refused."""
@@ -85,15 +95,15 @@ def _offer(ctx: CaseContext, party: str, *, max_version: ssl.TLSVersion = ssl.TL
 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-004", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
-    level=Level.REQUIRED, profile=("P1-TLS-1",),
+    level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True,
 )
 async def tls12_refused(ctx: CaseContext) -> None:
     """A client offering at most TLS 1.2 (valid certificate, ALPN h2) cannot complete a handshake."""
     offer = _offer(ctx, "drafter-1", max_version=ssl.TLSVersion.TLSv1_2, alpn=("h2",))
     result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False)
     ctx.note(f"TLS 1.2 probe: {result.describe()}")
-    ctx.require(not result.handshake_ok, f"the IUT completed a handshake at {result.tls_version}; TLS 1.3 is REQUIRED",
-                expected="handshake refused", actual=result.describe())
+    problem = result.refusal_problem(f"the IUT completed a handshake at {result.tls_version}; TLS 1.3 is REQUIRED")
+    ctx.require(problem is None, problem or "", expected="handshake refused", actual=result.describe())
 
 
 def _judge_http1(ctx: CaseContext, result: ProbeResult) -> None:
@@ -101,13 +111,16 @@ def _judge_http1(ctx: CaseContext, result: ProbeResult) -> None:
     ctx.note(f"HTTP/1.1 probe: {result.describe()}")
     status = result.http1_status
     acceptable = ["handshake refused", "HTTP/1.1 505", "connection closed without an HTTP/1.x answer"]
-    if not result.handshake_ok or status == 505 or (status is None and result.closed):
+    if result.refused or status == 505 or (status is None and result.closed and result.handshake_ok):
         return
+    if not result.handshake_ok:  # stalled or unreachable: a hang is not a refusal (P1-JUDGE-3)
+        ctx.fail(result.refusal_problem("") or result.describe(), row="R-5.1-MTLS", expected=acceptable,
+                 actual=result.describe())
     if status is not None and 200 <= status < 300:
         ctx.fail(f"the IUT served an SDCP request over HTTP/1.1 ({status}); HTTP/2 or HTTP/3 is REQUIRED",
-                 expected=acceptable, actual=result.describe())
-    ctx.non_strict(f"the IUT neither answered 505 nor closed the connection: {result.describe()}",
-                   expected=acceptable, actual=result.describe())
+                 row="R-5.1-MTLS", expected=acceptable, actual=result.describe())
+    ctx.deviate("P1-TLS-1/HTTP1", f"the IUT neither answered 505 nor closed the connection: {result.describe()}",
+                expected=acceptable, actual=result.describe())
 
 
 async def _http1_probe(ctx: CaseContext, alpn: tuple[str, ...]) -> None:
@@ -120,7 +133,7 @@ async def _http1_probe(ctx: CaseContext, alpn: tuple[str, ...]) -> None:
 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-005", area="transport", section="5.1", quote=f"{MTLS} ... {HTTP1_PROFILE}",
-    level=Level.REQUIRED, profile=("P1-TLS-1",),
+    level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True,
 )
 async def http11_by_alpn(ctx: CaseContext) -> None:
     """A router offering only ALPN http/1.1 and sending an HTTP/1.1 session-open gets 505 or a closed connection."""
@@ -129,7 +142,7 @@ async def http11_by_alpn(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-006", area="transport", section="5.1", quote=f"{MTLS} ... {HTTP1_PROFILE}",
-    level=Level.REQUIRED, profile=("P1-TLS-1",),
+    level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True,
 )
 async def http11_without_alpn(ctx: CaseContext) -> None:
     """A router offering no ALPN at all and sending an HTTP/1.1 session-open gets 505 or a closed connection."""
@@ -138,7 +151,7 @@ async def http11_without_alpn(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-007", area="transport", section="5.1", quote=MTLS, level=Level.REQUIRED,
-    profile=("P1-TLS-1",),
+    profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"), standalone=True,
 )
 async def alpn_selects_h2(ctx: CaseContext) -> None:
     """Offered both h2 and http/1.1, the IUT selects h2 (it never negotiates HTTP/1.1 over TLS)."""
@@ -152,8 +165,9 @@ async def alpn_selects_h2(ctx: CaseContext) -> None:
     if result.alpn == "h2":
         return
     if result.alpn is None:
-        ctx.non_strict("the IUT selected no ALPN protocol; P1-TLS-1 speaks HTTP/2 over TLS, which ALPN h2 names "
-                       "(RFC 9113 §3.2)", expected=["ALPN h2"], actual="no ALPN")
+        ctx.deviate("P1-TLS-1/H2", "the IUT selected no ALPN protocol; P1-TLS-1 speaks HTTP/2 over TLS, which ALPN "
+                    "h2 names (RFC 9113 §3.2)", expected=["ALPN h2"], actual="no ALPN")
+        return
     ctx.fail(f"the IUT selected ALPN {result.alpn!r}; HTTP/2 or HTTP/3 is REQUIRED", expected=["ALPN h2"],
              actual=str(result.alpn))
 
@@ -166,7 +180,7 @@ def _media(answer: Answer) -> str:
     "VER-5.1-TRANSPORT-008", area="transport", section="5.1",
     quote='Message bodies use the media type "application/sdcp+cbor". ... Request and success bodies are '
           "`application/sdcp+cbor`.",
-    level=Level.MUST, profile=("P1-MSG-1",),
+    level=Level.MUST, profile=("P1-MSG-1",), rows=("R-5.1-MEDIA-TYPE",),
 )
 async def success_media_type(ctx: CaseContext) -> None:
     """session-state, verdict and output bodies are labelled application/sdcp+cbor."""
@@ -177,42 +191,43 @@ async def success_media_type(ctx: CaseContext) -> None:
     answers.append(("POST proposals", await ctx.propose(session, ctx.greedy(session, 1))))
     answers.append(("GET output", await ctx.output(session, 0)))
     for what, answer in answers:
-        ctx.require(answer.ok, f"{what} failed: {answer.describe()}", expected="2xx", actual=answer.describe())
-        ctx.require(_media(answer) == SDCP_MEDIA_TYPE, f"{what}: the body's media type is {answer.content_type!r}",
-                    expected=SDCP_MEDIA_TYPE, actual=str(answer.content_type))
+        ctx.require(answer.ok, f"{what} failed: {answer.describe()}", row="R-5.1-RESOURCES", expected="2xx",
+                    actual=answer.describe())
+        ctx.check(_media(answer) == SDCP_MEDIA_TYPE, f"{what}: the body's media type is {answer.content_type!r}",
+                  expected=SDCP_MEDIA_TYPE, actual=str(answer.content_type))
 
 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-009", area="transport", section="5.1",
     quote="Errors use Problem Details [RFC9457]; ... Errors are RFC 9457 `application/problem+json`. `type` is "
           "`urn:ietf:params:sdcp:problem:<suffix>` with the suffix from Table 2",
-    level=Level.MUST, profile=("P1-ERR-1",),
+    level=Level.MUST, profile=("P1-ERR-1",), rows=("R-5.1-PROBLEM-DETAILS", "R-6.3-FENCING", "P1-ERR-1"),
 )
 async def errors_are_problem_details(ctx: CaseContext) -> None:
     """A refused proposal (wrong epoch) is answered with a Problem Details document of the Table 2 type."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
     answer = await ctx.propose(session, ctx.greedy(session, 1), epoch=session.epoch + 1)
-    ctx.require(answer.status == 409, f"a proposal with another epoch got {answer.describe()}, not 409",
-                expected="409", actual=answer.describe())
+    ctx.require(answer.status is not None and not answer.ok, f"a proposal with another epoch got "
+                f"{answer.describe()}, not a refusal", row="R-6.3-FENCING", expected="409", actual=answer.describe())
     media = _media(answer)
     ctx.require(media in (PROBLEM_MEDIA_TYPE, PROBLEM_CBOR_MEDIA_TYPE),
                 f"the error body is labelled {answer.content_type!r}, not a Problem Details media type",
                 expected=PROBLEM_MEDIA_TYPE, actual=str(answer.content_type))
     members = _problem_members(ctx, answer, media)
     status = members.get("status")
-    ctx.require(status is None or status == answer.status,
-                f"the problem's status member {status!r} differs from the HTTP status {answer.status} (RFC 9457 "
-                "§3.1.2: generators MUST use the same status code)", expected=str(answer.status), actual=str(status))
+    ctx.check(status is None or status == answer.status,
+              f"the problem's status member {status!r} differs from the HTTP status {answer.status} (RFC 9457 "
+              "§3.1.2: generators MUST use the same status code)", expected=str(answer.status), actual=str(status))
     type_uri = members.get("type")
     expected = PROBLEM_URN_PREFIX + "sdcp-stale-epoch"
     if type_uri == expected:
+        ctx.expect_refusal(answer, "R-6.3-FENCING", what="a proposal with another epoch")
         return
     if isinstance(type_uri, str) and type_uri.rsplit("/", 1)[-1].rsplit(":", 1)[-1] == "sdcp-stale-epoch":
-        ctx.non_strict(f"the problem type {type_uri!r} names sdcp-stale-epoch but not as the profile's URN",
-                       expected=[expected], actual=type_uri)
-    ctx.fail(f"the problem type {type_uri!r} is not sdcp-stale-epoch (§6.3 Fencing)", expected=[expected],
-             actual=str(type_uri))
+        ctx.deviate("P1-ERR-1", f"the problem type {type_uri!r} names sdcp-stale-epoch but not as the profile's "
+                    "URN", expected=[expected], actual=type_uri)
+    ctx.expect_refusal(answer, "R-6.3-FENCING", what="a proposal with another epoch")
 
 
 def _problem_members(ctx: CaseContext, answer: Answer, media: str) -> dict[str, object]:
@@ -228,7 +243,7 @@ def _problem_members(ctx: CaseContext, answer: Answer, media: str) -> dict[str, 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-010", area="transport", section="5.1",
     quote="Senders use core deterministic encoding (RFC 8949 §4.2.1) for every message",
-    level=Level.PROFILE, profile=("P1-MSG-1",),
+    level=Level.PROFILE, profile=("P1-MSG-1",), rows=("P1-MSG-1/DETERMINISTIC",),
 )
 async def deterministic_encoding(ctx: CaseContext) -> None:
     """The session-state, verdict and output the IUT sends are in core deterministic CBOR."""
@@ -238,8 +253,8 @@ async def deterministic_encoding(ctx: CaseContext) -> None:
     answers.append(("verdict", await ctx.propose(session, ctx.greedy(session, 2))))
     answers.append(("output", await ctx.output(session, 0)))
     for what, answer in answers:
-        ctx.require(answer.ok, f"{what}: the request failed ({answer.describe()})", actual=answer.describe())
+        ctx.require(answer.ok, f"{what}: the request failed ({answer.describe()})", row="R-5.1-RESOURCES",
+                    actual=answer.describe())
         canonical = encode(decode(answer.body))
-        if canonical != answer.body:
-            ctx.non_strict(f"the {what} is not in core deterministic encoding", expected=[canonical.hex()],
-                           actual=answer.body.hex())
+        ctx.check(canonical == answer.body, f"the {what} is not in core deterministic encoding",
+                  expected=canonical.hex(), actual=answer.body.hex())

@@ -10,7 +10,7 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext
 from sdcp_conformance.protocol.messages import Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._cases_b_support import (
+from sdcp_conformance.suites.verifier.conversation import (
     check_event_origin,
     current_state,
     distinct_greedy_prompt,
@@ -22,15 +22,18 @@ TRUNCATE_QUOTE = "It truncates the emitted tokens after the first stop token and
 FINISH_QUOTE = "finish (4):: Generation has ended because of a stop token or max_new."
 
 
+TRUNC_ROW = "R-6.3-TRUNCATE"
+
+
 def _require(ctx: CaseContext, verdict: Verdict, emitted: list[int], action: int) -> None:
-    ctx.require(list(verdict.emitted) == emitted and int(verdict.action) == action,
-                f"round {verdict.round}: expected emitted {emitted} and action {action}",
-                expected=f"emitted {emitted}, action {action}",
-                actual=f"emitted {list(verdict.emitted)}, action {int(verdict.action)}")
+    ctx.check(list(verdict.emitted) == emitted and int(verdict.action) == action,
+              f"round {verdict.round}: expected emitted {emitted} and action {action}", row=TRUNC_ROW,
+              expected=f"emitted {emitted}, action {action}",
+              actual=f"emitted {list(verdict.emitted)}, action {int(verdict.action)}")
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-001", area="truncation", section="6.3, 6.5.2",
-                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST)
+                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST, rows=(TRUNC_ROW,))
 async def stop_inside_proposal(ctx: CaseContext) -> None:
     """A stop token at proposed position 2 (accepted): emitted ends with it, action finish."""
     prompt, path = distinct_greedy_prompt(6)
@@ -40,7 +43,7 @@ async def stop_inside_proposal(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-002", area="truncation", section="6.3, 6.5.2",
-                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST)
+                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST, rows=(TRUNC_ROW,))
 async def stop_is_additional_token(ctx: CaseContext) -> None:
     """The additional token is the stop token: it is emitted and the session finishes."""
     prompt, path = distinct_greedy_prompt(6)
@@ -50,7 +53,7 @@ async def stop_is_additional_token(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-003", area="truncation", section="6.3, 6.5.2",
-                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST)
+                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST, rows=(TRUNC_ROW,))
 async def max_new_mid_round(ctx: CaseContext) -> None:
     """max_new 3 with four tokens proposed: three are emitted and the session finishes."""
     prompt, path = distinct_greedy_prompt(6)
@@ -60,7 +63,7 @@ async def max_new_mid_round(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-004", area="truncation", section="6.3, 6.5.2",
-                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST)
+                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST, rows=(TRUNC_ROW,))
 async def max_new_second_round(ctx: CaseContext) -> None:
     """max_new 5 reached in round 2: only the two remaining tokens are emitted, committed = 5."""
     prompt, path = distinct_greedy_prompt(9)
@@ -69,10 +72,11 @@ async def max_new_second_round(ctx: CaseContext) -> None:
     _require(ctx, first, path[:3], 0)
     verdict = await ctx.propose_ok(session, path[3:7])
     _require(ctx, verdict, path[3:5], 4)
-    ctx.require(verdict.committed == 5, f"committed {verdict.committed} exceeds or misses max_new 5")
+    ctx.check(verdict.committed == 5, f"committed {verdict.committed} exceeds or misses max_new 5")
 
 
-@CATALOGUE.case("VER-6.3-TRUNC-005", area="truncation", section="6.3", quote=TRUNCATE_QUOTE, level=Level.MUST)
+@CATALOGUE.case("VER-6.3-TRUNC-005", area="truncation", section="6.3", quote=TRUNCATE_QUOTE, level=Level.MUST,
+                rows=(TRUNC_ROW,))
 async def stop_only_in_rejected_part(ctx: CaseContext) -> None:
     """A stop token proposed after the first rejected position is not emitted and ends nothing."""
     prompt, path = distinct_greedy_prompt(8)
@@ -84,6 +88,7 @@ async def stop_only_in_rejected_part(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.3-TRUNC-006", area="truncation", section="6.3", level=Level.PROFILE, profile=("P1-CTL-5",),
+    rows=("P1-CTL-5/ACCEPTED", TRUNC_ROW),
     quote="`accepted` is the rule's a before stop/max_new truncation",
 )
 async def accepted_before_truncation(ctx: CaseContext) -> None:
@@ -92,14 +97,13 @@ async def accepted_before_truncation(ctx: CaseContext) -> None:
     session = await started(ctx, prompt=prompt, stop=[path[1]])
     verdict = await ctx.propose_ok(session, path[:4])
     _require(ctx, verdict, path[:2], 4)
-    if verdict.accepted != 4:
-        ctx.non_strict(f"accepted is {verdict.accepted}; P1-CTL-5 reports a before truncation (4)",
-                       expected=["accepted 4"], actual=f"accepted {verdict.accepted}")
+    ctx.check(verdict.accepted == 4, f"accepted is {verdict.accepted}; P1-CTL-5 reports a before truncation (4)",
+              expected="accepted 4", actual=f"accepted {verdict.accepted}")
 
 
 @CATALOGUE.case(
     "VER-6.3-TRUNC-007", area="truncation", section="6.5.2", level=Level.PROFILE,
-    profile=("P1-STATE-1", "P1-MSG-5"),
+    profile=("P1-STATE-1", "P1-MSG-5"), rows=("P1-STATE-1", TRUNC_ROW),
     quote="`session-state.state`: 0 active, 3 self-decoding, 4 finished, 5 failed (the action codes).",
 )
 async def finished_state(ctx: CaseContext) -> None:
@@ -110,13 +114,13 @@ async def finished_state(ctx: CaseContext) -> None:
     _require(ctx, verdict, path[:1], 4)
     state = await current_state(ctx, session)
     ctx.check_state(session, state, "session-state after finish")
-    if state.state != 4:
-        ctx.non_strict(f"session-state.state is {state.state} after finish (P1-STATE-1: 4)",
-                       expected=["state 4"], actual=f"state {state.state}")
+    ctx.check(state.state == 4, f"session-state.state is {state.state} after finish (P1-STATE-1: 4)",
+              expected="state 4", actual=f"state {state.state}")
 
 
 @CATALOGUE.case(
     "VER-6.3-TRUNC-008", area="truncation", section="6.5.2", level=Level.PROFILE, profile=("P1-EVT-1",),
+    rows=("P1-EVT-1/EVENTS",),
     quote="Events: kind 2 when the verifier applies `switch`; kind 3 when it starts self-decoding; kind 0 when "
           "self-decoding ends and a drafter is needed again; 4 and 5 when the session finishes or fails.",
 )
@@ -125,9 +129,9 @@ async def finish_event(ctx: CaseContext) -> None:
     session = await started(ctx, max_new=2)
     await ctx.propose_ok(session, ctx.greedy(session, 1))
     events = await wait_event(ctx, session, 4, timeout_s=5.0)
-    if not events:
-        ctx.non_strict("no event of kind 4 reached the router within 5 s (P1-EVT-1)")
+    if not ctx.check(bool(events), "no event of kind 4 reached the router within 5 s (P1-EVT-1)"):
+        return
     peer, event = events[0]
     check_event_origin(ctx, peer, "the finish event")
-    ctx.require(event.committed == len(session.output) and event.digest == session.digest,
-                "the finish event's committed/digest are not the session's final n and d[n]")
+    ctx.check(event.committed == len(session.output) and event.digest == session.digest,
+              "the finish event's committed/digest are not the session's final n and d[n]", row="R-4.2-CHAIN")

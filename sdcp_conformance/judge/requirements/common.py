@@ -1,0 +1,78 @@
+"""Rows that bind every party: transport, message encoding, problem details, and the ambient rows.
+
+Ambient rows are judged in every conversation whatever a case is about: a
+valid request must be served as Table 1 says, every digest must be the
+chain of §4.2 recomputed from the tokens, every success body must be the
+message its resource names. A case never declares them.
+"""
+
+from __future__ import annotations
+
+from sdcp_conformance.judge.levels import Level
+from sdcp_conformance.judge.rows import Row, refusal
+from sdcp_conformance.protocol.problems import ProblemType
+
+MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
+        "is REQUIRED.")
+
+ROWS: tuple[Row, ...] = (
+    # ------------------------------------------------------------------ ambient
+    Row("R-5.1-RESOURCES", "5.1",
+        "Table 1: SDCP Resources ... A client treats any 2xx as success (RFC 9110 classes).",
+        Level.MUST, "any", ambient=True),
+    Row("R-4.2-CHAIN", "4.2",
+        "The verifier maintains a digest over the committed prefix. ... A proposal states the length n and digest "
+        "d[n] of the prefix it extends.",
+        Level.MUST, "any", ambient=True),
+    Row("R-6.3-COMMIT", "6.3",
+        "Commit: it appends the emitted tokens to the committed prefix, updates n and d[n]",
+        Level.MUST, "verifier", ambient=True),
+    # A refused proposal commits nothing and leaves the session as it was; a valid one is then verified
+    # (P1-JUDGE-2: "a refusal that commits anyway is FAILED").
+    Row("R-6.3-STEPS", "6.3", "On receiving a proposal, the verifier performs these steps:",
+        Level.MUST, "verifier", ambient=True),
+    # ------------------------------------------------------------------ transport
+    Row("R-5.1-MTLS", "5.1", MTLS, Level.REQUIRED, "any"),
+    Row("P1-TLS-1/HANDSHAKE", "P1-TLS-1",
+        "A handshake without a client certificate, with one from an unknown CA, or at TLS 1.2 must fail.",
+        Level.PROFILE, "any"),
+    Row("P1-TLS-1/H2", "P1-TLS-1", "HTTP/2 over TLS 1.3 with a required client certificate.", Level.PROFILE, "any"),
+    Row("P1-TLS-1/HTTP1", "P1-TLS-1",
+        "HTTP/1.1 requests (if ALPN lets them through) are refused with 505 or the connection is closed.",
+        Level.PROFILE, "any"),
+    Row("R-5.1-MEDIA-TYPE", "5.1",
+        'Message bodies use the media type "application/sdcp+cbor". ... Request and success bodies are '
+        "`application/sdcp+cbor`.",
+        Level.MUST, "any"),
+    Row("R-5.1-PROBLEM-DETAILS", "5.1", "Errors use Problem Details [RFC9457]", Level.MUST, "any"),
+    Row("P1-ERR-1", "P1-ERR-1",
+        "Errors are RFC 9457 `application/problem+json`. `type` is `urn:ietf:params:sdcp:problem:<suffix>` with "
+        "the suffix from Table 2",
+        Level.PROFILE, "any"),
+    # ------------------------------------------------------------------ messages
+    Row("R-5.2-UNKNOWN-KEYS", "5.2", "Unknown map keys MUST be ignored, except in the contract (Section 4.1).",
+        Level.MUST, "any"),
+    Row("R-5.2-UNKNOWN-ACTION", "5.2", 'A receiver that encounters an unknown action value MUST treat it as "fail".',
+        Level.MUST, "any"),
+    # D-JUDGE-1: acting on a message that is not an instance of its CDDL type breaks the message definitions
+    # of §5.2 (FAILED); refusing it with another 4xx than the profile's 400 sdcp-bad-message is NON-STRICT.
+    Row("R-5.2-WELL-FORMED", "5.2",
+        "Message Definitions ... Receivers reject malformed CBOR, wrong types, out-of-range values, and missing "
+        "required members with 400 (`sdcp-bad-message`, a profile problem type)",
+        Level.MUST, "any", refusal=refusal(ProblemType.BAD_MESSAGE, type_level=Level.PROFILE)),
+    Row("P1-MSG-1/DETERMINISTIC", "P1-MSG-1",
+        "Senders use core deterministic encoding (RFC 8949 §4.2.1) for every message", Level.PROFILE, "any"),
+    Row("P1-MSG-1/ANY-ENCODING", "P1-MSG-1",
+        "receivers accept any well-formed encoding, and compute the contract digest over their own deterministic "
+        "re-encoding of the decoded contract.",
+        Level.PROFILE, "any"),
+    Row("P1-MSG-3/PATH-ID", "P1-MSG-3",
+        "`{id}` in paths is base64url without padding of the 16-octet session id; any other length or alphabet is "
+        "400.",
+        Level.PROFILE, "any", refusal=refusal(ProblemType.BAD_MESSAGE, (400, None))),
+    Row("P1-ERR-2/ENCODING", "P1-ERR-2",
+        "with `session` and `digest` as base64url strings without padding and the other members as numbers.",
+        Level.PROFILE, "any"),
+)
+
+__all__ = ["MTLS", "ROWS"]
