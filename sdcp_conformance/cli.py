@@ -10,9 +10,9 @@ from sdcp_conformance import __version__
 from sdcp_conformance.cache.cli import serve_cache
 from sdcp_conformance.fuzz.cli import fuzz
 from sdcp_conformance.harness.cli import certify
+from sdcp_conformance.harness.pki_cli import pki
 from sdcp_conformance.mutants.cli import selftest
 from sdcp_conformance.reference.cli import generate, serve
-from sdcp_conformance.transport.pki_cli import pki
 
 CONFORMANCE_AREAS: tuple[tuple[str, str], ...] = (
     ("transport", "§5.1 HTTP/2 or HTTP/3 over TLS 1.3 with mutual certificates"),

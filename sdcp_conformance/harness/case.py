@@ -15,13 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sdcp_conformance.errors import InvalidArgument, SdcpConformanceError
 from sdcp_conformance.judge import TABLE, Finding, Level, Verdict
-
-if TYPE_CHECKING:
-    from sdcp_conformance.harness.context import CaseContext
 
 
 class CaseStopped(SdcpConformanceError):
@@ -45,7 +42,8 @@ class CaseSkipped(SdcpConformanceError):
         self.reason = reason
 
 
-CaseFunction = Callable[["CaseContext"], Awaitable[None]]
+CaseFunction = Callable[[Any], Awaitable[None]]
+"""A case body; it receives its role's context (a :class:`~sdcp_conformance.harness.judging.JudgedContext`)."""
 
 
 @dataclass(frozen=True)

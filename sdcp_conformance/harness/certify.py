@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case, Catalogue
-from sdcp_conformance.harness.environment import AppFactory, Environment
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.runner import Progress, RunReport, run_catalogue
+from sdcp_conformance.harness.suites import catalogue_of, load_object, role_suite
 from sdcp_conformance.harness.target import TargetConfig, require_models
 
 
 def default_catalogue(role: str = "verifier") -> Catalogue:
-    if role != "verifier":
-        raise ValueError(f"no suite for role {role!r} yet")
-    from sdcp_conformance.suites.verifier import CATALOGUE
-
-    return CATALOGUE
+    """The case catalogue of ``role``'s suite."""
+    return catalogue_of(role)
 
 
 def needed_models(catalogue: Catalogue, selected: Sequence[Case]) -> set[str]:
@@ -36,22 +35,28 @@ async def certify(
     seed: int | None = None,
     expected_failures: ExpectedFailures | None = None,
     progress: Progress | None = None,
-    app_factory: AppFactory | None = None,
+    app_factory: Callable[..., Any] | None = None,
     workdir: Path | None = None,
     strict: bool = False,
+    role: str | None = None,
 ) -> RunReport:
-    """Certify ``target`` (the embedded reference verifier when None, or ``app_factory``'s app).
+    """Certify ``target``, or the embedded reference of ``role`` (default verifier) when None.
 
-    A target that lacks a model the selected cases need is refused before
-    anything runs (:class:`~sdcp_conformance.errors.InvalidArgument`): such a
-    run could only skip, and a run of skips certifies nothing (P1-JUDGE-3).
+    ``app_factory`` builds the embedded IUT's app instead of the reference's
+    (a mutant's, say). A target that lacks a model the selected cases need is
+    refused before anything runs (:class:`~sdcp_conformance.errors.InvalidArgument`):
+    such a run could only skip, and a run of skips certifies nothing (P1-JUDGE-3).
     """
-    catalogue = default_catalogue(target.role if target is not None else "verifier")
+    if target is not None and role is not None and role != target.role:
+        raise InvalidArgument(f"--role {role} disagrees with the target file's role {target.role!r}")
+    role = target.role if target is not None else role or "verifier"
+    catalogue = default_catalogue(role)
     selected = catalogue.select(selectors)
     if target is not None:
         require_models(target, needed_models(catalogue, selected))
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
-    environment = await Environment.start(target, app_factory=app_factory, workdir=workdir)
+    environment_class = load_object(role_suite(role).environment)
+    environment = await environment_class.start(target, app_factory=app_factory, workdir=workdir)
     try:
         return await run_catalogue(environment, catalogue, selected, seed=run_seed,
                                    expected_failures=expected_failures, progress=progress, strict=strict,

@@ -30,6 +30,7 @@ from sdcp_conformance.harness.certify import default_catalogue, needed_models
 from sdcp_conformance.harness.environment import HARNESS_PARTIES
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.runner import CaseResult, RunReport, order_cases
+from sdcp_conformance.harness.suites import SUITES
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig, load_target, render_target, require_models
 from sdcp_conformance.reference.stack import free_port
 from sdcp_conformance.report import write_reports
@@ -105,11 +106,11 @@ class LiveProgress:
         self.progress.update(self.task, completed=done, description=self._describe(done))
 
 
-def _run(target: TargetConfig | None, selectors: Sequence[str], seed: int, expected: ExpectedFailures | None,
-         progress: Callable[[CaseResult], None], strict: bool) -> RunReport:
+def _run(target: TargetConfig | None, role: str, selectors: Sequence[str], seed: int,
+         expected: ExpectedFailures | None, progress: Callable[[CaseResult], None], strict: bool) -> RunReport:
     try:
-        return asyncio.run(run_certification(target, selectors=selectors, seed=seed, expected_failures=expected,
-                                             progress=progress, strict=strict))
+        return asyncio.run(run_certification(target, role=role, selectors=selectors, seed=seed,
+                                             expected_failures=expected, progress=progress, strict=strict))
     except OSError as exc:  # a listener of the target file's [harness] could not bind, say
         click.echo(f"Error: the harness could not start: {exc}", err=True)
         sys.exit(EXIT_NO_HARNESS)
@@ -128,11 +129,17 @@ def _run(target: TargetConfig | None, selectors: Sequence[str], seed: int, expec
               default=None, help="TOML list of known failures: [[expected]] id, contains, reason.")
 @click.option("--strict", is_flag=True, default=False,
               help="NON-STRICT results (profile-only or SHOULD deviations) fail the run too.")
+@click.option("--role", type=click.Choice(sorted(SUITES)), default=None,
+              help="Without --target: which embedded reference to certify (default verifier). With --target: must "
+              "agree with the target file's role.")
 def certify(target_path: Path | None, selectors: tuple[str, ...], report_dir: Path | None, seed: int | None,
-            expected_path: Path | None, strict: bool) -> None:
-    """Certify a verifier against the SDCP draft and the interop profile."""
+            expected_path: Path | None, strict: bool, role: str | None) -> None:
+    """Certify an SDCP verifier, drafter or router against the draft and the interop profile."""
     target = _load_target(target_path)
-    catalogue = default_catalogue(target.role if target is not None else "verifier")
+    if target is not None and role is not None and role != target.role:
+        raise click.UsageError(f"--role {role} disagrees with {target_path}'s role {target.role!r}")
+    role = target.role if target is not None else role or "verifier"
+    catalogue = default_catalogue(role)
     try:
         selected = catalogue.select(selectors)
     except InvalidArgument as exc:
@@ -146,17 +153,17 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], report_dir: Pa
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
     console = Console()
     order = [case.id for case, _ in order_cases(catalogue, selected, run_seed)]
-    console.print(f"certifying {target.base_uri if target else 'the embedded reference verifier'}: "
+    console.print(f"certifying {target.base_uri if target else f'the embedded reference {role}'}: "
                   f"{len(order)} runs, seed {run_seed}", highlight=False)
     live = LiveProgress(console, order)
     with live.progress:
-        report = _run(target, selectors, run_seed, expected, live, strict)
+        report = _run(target, role, selectors, run_seed, expected, live, strict)
     folder = report_dir or _default_report_dir()
     written = write_reports(report, folder, command=sys.argv, selectors=selectors, catalogue=catalogue,
                             target=str(target_path) if target_path else None)
     print_summary(console, report, reports=written,
                   replay=replay_command(run_seed, target=target_path, selectors=selectors,
-                                        expected_failures=expected_path))
+                                        expected_failures=expected_path, role=role, strict=strict))
     if report.exit_code:
         sys.exit(report.exit_code)
 
@@ -191,6 +198,12 @@ def serve_command(pki: Pki) -> list[str]:
     for model in DEFAULT_MODELS:
         words += ["--model", model]
     return words
+
+
+def verifier_iut_setup(directory: Path, overrides: Mapping[str, str]) -> tuple[Pki, Path, str]:
+    """``pki init DIR --iut verifier`` (:data:`~sdcp_conformance.harness.suites.IutSetup`)."""
+    pki, path = write_iut_target(directory, overrides)
+    return pki, path, iut_instructions(pki, path)
 
 
 def iut_instructions(pki: Pki, target_path: Path) -> str:
@@ -235,5 +248,6 @@ __all__ = [
     "iut_instructions",
     "iut_parties",
     "serve_command",
+    "verifier_iut_setup",
     "write_iut_target",
 ]

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdcp_conformance.harness.case import Case, CaseSkipped, CaseStopped, Catalogue, Verdict
-from sdcp_conformance.harness.context import CaseContext
-from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.harness.expected import ExpectedFailures
+from sdcp_conformance.harness.judging import JudgedContext
+from sdcp_conformance.harness.suites import HarnessEnvironment
 from sdcp_conformance.harness.transcript import Entry
 from sdcp_conformance.judge import Finding, worst
 
@@ -131,14 +131,13 @@ class RunReport:
         return tally
 
 
-async def run_case(env: Environment, case: Case, seed: int, run: str = "main") -> CaseResult:
+async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "main") -> CaseResult:
     """Run one case with its timeout; its verdict is the worst of its findings (P1-JUDGE-2)."""
     missing = [need for need in case.requires if need not in env.capabilities()]
     if missing:
         return CaseResult(case, Verdict.SKIPPED, f"the target lacks {', '.join(missing)}", run=run)
-    context = CaseContext(env, case, seed, run)
-    env.current = context.transcript
-    _reset(env)
+    env.reset()
+    context = env.new_context(case, seed, run)
     started = time.perf_counter()
     result = CaseResult(case, Verdict.PASSED, run=run)
     try:
@@ -154,8 +153,7 @@ async def run_case(env: Environment, case: Case, seed: int, run: str = "main") -
         result.verdict = Verdict.ERROR
         result.message = f"harness error: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
     finally:
-        env.current = None
-        _reset(env)
+        env.reset()
     result.duration_s = time.perf_counter() - started
     result.transcript = context.transcript.entries()
     result.notes = context.notes
@@ -176,21 +174,13 @@ def _conclude(result: CaseResult) -> None:
             result.message += f" (and {others} more finding{'s' if others > 1 else ''})"
 
 
-def _in_flight(context: CaseContext) -> str:
+def _in_flight(context: JudgedContext) -> str:
     """The last exchange the case started, so the evidence shows what the IUT was asked when it hung."""
     entries = context.transcript.entries()
     if not entries:
         return ""
     last = entries[-1]
     return f"; last exchange: #{last.sequence} {last.method} {last.target} ({last.status or last.note or 'no answer'})"
-
-
-def _reset(env: Environment) -> None:
-    """Undo what a case may have switched in the harness: faults, fence enforcement, pinned load."""
-    env.cache.faults.disarm()
-    env.cache.enforce_fences = True
-    if env.embedded_app is not None:
-        env.embedded_app.pinned_load = None
 
 
 def order_cases(catalogue: Catalogue, selected: Sequence[Case], seed: int) -> list[tuple[Case, str]]:
@@ -203,7 +193,7 @@ def order_cases(catalogue: Catalogue, selected: Sequence[Case], seed: int) -> li
     return [(sanity, "sanity-first"), *[(case, "main") for case in rest], (sanity, "sanity-last")]
 
 
-async def run_catalogue(env: Environment, catalogue: Catalogue, selected: Sequence[Case], *, seed: int,
+async def run_catalogue(env: HarnessEnvironment, catalogue: Catalogue, selected: Sequence[Case], *, seed: int,
                         expected_failures: ExpectedFailures | None = None,
                         progress: Progress | None = None, strict: bool = False,
                         selectors: Sequence[str] = ()) -> RunReport:

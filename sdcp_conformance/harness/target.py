@@ -42,9 +42,11 @@ class TargetConfig:
     ca: Path
     models: tuple[str, ...]
     pki: Path
-    router: str
-    cache: str
-    drafters: tuple[str, ...]
+    router: str = ""
+    cache: str = ""
+    drafters: tuple[str, ...] = ()
+    verifiers: tuple[str, ...] = ()
+    """[harness] verifiers: the verifiers the harness plays (certifying a drafter or a router)."""
     pinned_load: int | None = None
     request_timeout_s: float = 5.0
     """Deadline of every request to the IUT except the output long poll ([target] request_timeout_s)."""
@@ -63,14 +65,23 @@ class TargetConfig:
 
 TARGET_KEYS = frozenset({"role", "base_uri", "ca", "models", "model", "pinned_load", "load", "request_timeout_s",
                          "output_timeout_s", "max_response_bytes"})
-HARNESS_KEYS = frozenset({"pki", "router", "cache", "drafters"})
-ROLES = ("verifier",)
-"""Roles a target file may name (each has a suite)."""
 LOAD_MODES = ("reported", "pinned")
+
+
+def _roles() -> tuple[str, ...]:
+    from sdcp_conformance.harness.suites import SUITES
+
+    return tuple(SUITES)
+
+
+ROLES = _roles()
+"""Roles a target file may name (each has a suite, :mod:`sdcp_conformance.harness.suites`)."""
 
 
 def load_target(path: Path) -> TargetConfig:
     """Read and check a target TOML file; every error is one line naming the file and the member."""
+    from sdcp_conformance.harness.suites import role_suite
+
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -80,18 +91,18 @@ def load_target(path: Path) -> TargetConfig:
         raise InvalidArgument(f"{path}: unknown table(s) {unknown_tables}; a target file has [target] and [harness]")
     target, harness = _table(raw, "target", path), _table(raw, "harness", path)
     _known_keys(target, TARGET_KEYS, path, "target")
-    _known_keys(harness, HARNESS_KEYS, path, "harness")
     folder = path.resolve().parent
     role = _text(target, "role", path, "target")
     if role not in ROLES:
         raise InvalidArgument(f"{path}: [target] role {role!r} is not supported (known: {', '.join(ROLES)})")
-    models = target.get("models", [target["model"]] if "model" in target else None)
-    if not isinstance(models, list) or not models or not all(isinstance(m, str) for m in models):
-        raise InvalidArgument(f"{path}: [target] needs `models = [\"bigram\", …]` or `model = \"bigram\"`")
-    check_models(models, path)
-    drafters = harness.get("drafters")
-    if not isinstance(drafters, list) or len(drafters) < 2 or not all(isinstance(d, str) for d in drafters):
-        raise InvalidArgument(f"{path}: [harness] drafters must list at least two drafter base URIs")
+    suite = role_suite(role)
+    _known_keys(harness, suite.harness_keys, path, "harness")
+    models = target.get("models", [target["model"]] if "model" in target else [])
+    if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+        raise InvalidArgument(f"{path}: [target] models must be a list of mock model ids")
+    if suite.serves != "none" and not models:
+        raise InvalidArgument(f"{path}: [target] needs `models = [\"…\"]` (the mock models the IUT serves)")
+    check_models(models, path, serves=suite.serves)
     pinned = target.get("pinned_load")
     if pinned is not None and (isinstance(pinned, bool) or not isinstance(pinned, int) or not 0 <= pinned <= 100):
         raise InvalidArgument(f"{path}: [target] pinned_load must be an integer in 0..100")
@@ -106,27 +117,46 @@ def load_target(path: Path) -> TargetConfig:
         ca=folder / _text(target, "ca", path, "target"),
         models=tuple(models),
         pki=folder / _text(harness, "pki", path, "harness"),
-        router=_uri(harness, "router", path, "harness"),
-        cache=_uri(harness, "cache", path, "harness"),
-        drafters=tuple(drafters),
+        router=_uri(harness, "router", path, "harness") if "router" in suite.harness_keys else "",
+        cache=_uri(harness, "cache", path, "harness") if "cache" in suite.harness_keys else "",
+        drafters=_uris(harness, "drafters", path) if "drafters" in suite.harness_keys else (),
+        verifiers=_uris(harness, "verifiers", path) if "verifiers" in suite.harness_keys else (),
         pinned_load=pinned,
         request_timeout_s=_positive(target, "request_timeout_s", 5.0, path),
         output_timeout_s=_positive(target, "output_timeout_s", 35.0, path),
         max_response_bytes=int(_positive(target, "max_response_bytes", 16 << 20, path)),
         source=path,
+        extra={key: value for key, value in harness.items()
+               if key not in {"pki", "router", "cache", "drafters", "verifiers"}},
     )
 
 
-def check_models(models: list[str] | tuple[str, ...], where: Path | str) -> None:
-    """Every name is a shipped mock model (P1-MODEL-1) that an IUT of this role serves: a target model."""
+def _uris(table: dict[str, Any], key: str, path: Path, minimum: int = 2) -> tuple[str, ...]:
+    values = table.get(key)
+    if not isinstance(values, list) or len(values) < minimum or not all(isinstance(v, str) for v in values):
+        raise InvalidArgument(f"{path}: [harness] {key} must list at least {minimum} base URIs")
+    for value in values:
+        if not value.startswith("https://") or not value.endswith("/"):
+            raise InvalidArgument(f"{path}: [harness] {key}: {value!r} is not an https base URI ending in '/' "
+                                  "(P1-ID-1)")
+    return tuple(values)
+
+
+def check_models(models: list[str] | tuple[str, ...], where: Path | str, *, serves: str = "target") -> None:
+    """Every name is a shipped mock model (P1-MODEL-1) of the kind an IUT of this role serves.
+
+    ``serves`` is ``target`` (a verifier), ``draft`` (a drafter) or ``none`` (a router serves no model).
+    """
     manifest = load_manifest()
-    targets = sorted(model_id for model_id, model in manifest.models.items() if model.role == "target")
+    fitting = sorted(model_id for model_id, model in manifest.models.items() if model.role == serves)
     for model in models:
         if model not in manifest.models:
             raise InvalidArgument(f"{where}: unknown model {model!r} (known: {', '.join(sorted(manifest.models))})")
-        if model not in targets:
-            raise InvalidArgument(f"{where}: {model!r} is a draft model; a verifier serves target models "
-                                  f"({', '.join(targets)})")
+        if serves == "none":
+            raise InvalidArgument(f"{where}: this role serves no model; remove `models`")
+        if model not in fitting:
+            raise InvalidArgument(f"{where}: {model!r} is not a {serves} model; an IUT of this role serves "
+                                  f"{', '.join(fitting)}")
 
 
 def require_models(config: TargetConfig, needed: set[str]) -> None:
@@ -180,22 +210,40 @@ def render_target(config: TargetConfig, folder: Path) -> str:
         except ValueError:
             return str(path)
 
-    drafters = ", ".join(f'"{d}"' for d in config.drafters)
-    models = ", ".join(f'"{m}"' for m in config.models)
-    pinned = f"pinned_load = {config.pinned_load}\n" if config.pinned_load is not None else ""
-    return (
-        "[target]\n"
-        f'role = "{config.role}"\n'
-        f'base_uri = "{config.base_uri}"\n'
-        f'ca = "{rel(config.ca)}"\n'
-        f"models = [{models}]\n"
-        f"{pinned}"
-        "\n[harness]\n"
-        f'pki = "{rel(config.pki)}"\n'
-        f'router = "{config.router}"\n'
-        f'cache = "{config.cache}"\n'
-        f"drafters = [{drafters}]\n"
-    )
+    def listed(values: tuple[str, ...]) -> str:
+        return ", ".join(f'"{value}"' for value in values)
+
+    lines = ["[target]", f'role = "{config.role}"', f'base_uri = "{config.base_uri}"', f'ca = "{rel(config.ca)}"']
+    if config.models:
+        lines.append(f"models = [{listed(config.models)}]")
+    if config.pinned_load is not None:
+        lines.append(f"pinned_load = {config.pinned_load}")
+    lines += ["", "[harness]", f'pki = "{rel(config.pki)}"']
+    for key in ("router", "cache"):
+        value = getattr(config, key)
+        if value:
+            lines.append(f'{key} = "{value}"')
+    for key in ("drafters", "verifiers"):
+        values = getattr(config, key)
+        if values:
+            lines.append(f"{key} = [{listed(values)}]")
+    for key, value in config.extra.items():
+        lines.append(f"{key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{key} = {_toml_value(item)}" for key, item in value.items()) + " }"
+    raise InvalidArgument(f"cannot write {value!r} into a target file")
 
 
 __all__ = ["DEFAULT_MODELS", "ROLES", "TargetConfig", "check_models", "load_target", "render_target",

@@ -14,9 +14,8 @@ from rich.table import Table
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.runner import CaseResult
 from sdcp_conformance.harness.runner import Progress as CaseProgress
-from sdcp_conformance.mutants.base import Mutant
-from sdcp_conformance.mutants.catalogue import MUTANTS_LIST, get_mutant
-from sdcp_conformance.mutants.selftest import KILLERS_PATH, SelftestReport, run_selftest, write_killers
+from sdcp_conformance.mutants.registry import ROLE_MUTANTS, RoleMutant, find_mutant, killers_path, mutants_for
+from sdcp_conformance.mutants.selftest import SelftestReport, run_selftest, write_killers
 
 
 @click.command()
@@ -29,19 +28,22 @@ from sdcp_conformance.mutants.selftest import KILLERS_PATH, SelftestReport, run_
 @click.option("--no-reference", is_flag=True, help="Skip the run against the clean reference.")
 @click.option("--write-killers", "write_killers_flag", is_flag=True,
               help="Record each mutant's killing cases in killers.json.")
-@click.option("--killers-file", type=click.Path(dir_okay=False, path_type=Path), default=KILLERS_PATH,
-              show_default=True)
+@click.option("--killers-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where --write-killers writes (default: the role's killers file in the package).")
+@click.option("--role", type=click.Choice(sorted(ROLE_MUTANTS)), default="verifier", show_default=True,
+              help="Whose reference and mutants to certify.")
 def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs: int, no_reference: bool,
-             write_killers_flag: bool, killers_file: Path) -> None:
-    """Certify the reference verifier and every mutant; exit non-zero if the reference fails or a mutant survives."""
+             write_killers_flag: bool, killers_file: Path | None, role: str) -> None:
+    """Certify a role's reference and every mutant; exit non-zero if the reference fails or a mutant survives."""
     console = Console()
     if not console.is_terminal:  # a log file: wide enough that case IDs are not cut
         console = Console(width=200)
     try:
-        mutants = [get_mutant(name) for name in names] if names else list(MUTANTS_LIST)
+        mutants = [find_mutant(name, role)[1] for name in names] if names else list(mutants_for(role))
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), param_hint="--mutant") from exc
-    report = _run(console, mutants, selectors, seed, jobs, not no_reference)
+    report = _run(console, mutants, selectors, seed, jobs, not no_reference, role)
+    killers_file = killers_file or killers_path(role)
     _print_reference(console, report)
     _print_matrix(console, report)
     if write_killers_flag:
@@ -50,8 +52,8 @@ def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs
     sys.exit(0 if report.ok else 1)
 
 
-def _run(console: Console, mutants: list[Mutant], selectors: tuple[str, ...], seed: int, jobs: int,
-         with_reference: bool) -> SelftestReport:
+def _run(console: Console, mutants: list[RoleMutant], selectors: tuple[str, ...], seed: int, jobs: int,
+         with_reference: bool, role: str) -> SelftestReport:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as bars:
         def factory(label: str, total: int) -> CaseProgress:
@@ -62,7 +64,7 @@ def _run(console: Console, mutants: list[Mutant], selectors: tuple[str, ...], se
             return advance
 
         return asyncio.run(run_selftest(mutants, selectors=selectors, seed=seed, jobs=jobs,
-                                        with_reference=with_reference, progress=factory))
+                                        with_reference=with_reference, progress=factory, role=role))
 
 
 def _print_reference(console: Console, report: SelftestReport) -> None:
@@ -71,7 +73,7 @@ def _print_reference(console: Console, report: SelftestReport) -> None:
     counts = ", ".join(f"{verdict} {count}" for verdict, count in sorted(report.reference.counts().items()))
     problems = report.reference_problems()
     colour = "red" if problems else "green"
-    console.print(f"[{colour}]reference verifier: {counts}[/{colour}] (seed {report.seed})")
+    console.print(f"[{colour}]reference: {counts}[/{colour}] (seed {report.seed})")
     for result in problems:
         console.print(f"  [red]{result.case.id} {result.verdict.value}[/red]: {result.message[:300]}")
 

@@ -18,10 +18,11 @@ from pathlib import Path
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify, default_catalogue
 from sdcp_conformance.harness.runner import CaseResult, Progress, RunReport
-from sdcp_conformance.mutants.base import Mutant
+from sdcp_conformance.mutants.registry import RoleMutant, killers_path
 
-KILLERS_PATH = Path(__file__).with_name("killers.json")
-"""Mutant name → case IDs that killed it in the last ``selftest --write-killers``."""
+Mutant = RoleMutant
+KILLERS_PATH = killers_path("verifier")
+"""Mutant name → case IDs that killed it in the last ``selftest --write-killers`` (the verifier's)."""
 
 REFERENCE_OK = frozenset({Verdict.PASSED, Verdict.SKIPPED, Verdict.INFORMATIONAL})
 """What the clean reference may score: it implements the profile to the letter, so not even NON-STRICT."""
@@ -72,11 +73,12 @@ def killers_in(mutant: Mutant, report: RunReport) -> list[str]:
 
 
 async def certify_mutant(mutant: Mutant, *, selectors: Sequence[str] = (), seed: int = 1,
-                         progress: Progress | None = None) -> MutantOutcome:
+                         progress: Progress | None = None, role: str = "verifier") -> MutantOutcome:
     """Run the selected cases against ``mutant`` as the embedded IUT."""
     outcome = MutantOutcome(mutant)
     try:
-        report = await certify(selectors=selectors, seed=seed, app_factory=mutant.factory, progress=progress)
+        report = await certify(selectors=selectors, seed=seed, app_factory=mutant.factory, progress=progress,
+                               role=role)
     except Exception as exc:  # a mutant that cannot even start is not a kill: the harness must judge it
         outcome.crashed = f"{type(exc).__name__}: {exc}"
         return outcome
@@ -92,27 +94,28 @@ ProgressFactory = Callable[[str, int], Progress]
 
 async def run_selftest(mutants: Iterable[Mutant], *, selectors: Sequence[str] = (), seed: int = 1,
                        jobs: int = 1, with_reference: bool = True,
-                       progress: ProgressFactory | None = None) -> SelftestReport:
-    """Certify the reference (unless told not to) and every mutant, ``jobs`` at a time."""
+                       progress: ProgressFactory | None = None, role: str = "verifier") -> SelftestReport:
+    """Certify the reference of ``role`` (unless told not to) and every mutant, ``jobs`` at a time."""
     def callback(label: str) -> Progress | None:
-        return None if progress is None else progress(label, case_runs(selectors))
+        return None if progress is None else progress(label, case_runs(selectors, role))
 
     reference = None
     if with_reference:
-        reference = await certify(selectors=selectors, seed=seed, progress=callback("reference"))
+        reference = await certify(selectors=selectors, seed=seed, progress=callback("reference"), role=role)
     gate = asyncio.Semaphore(max(1, jobs))
 
     async def one(mutant: Mutant) -> MutantOutcome:
         async with gate:
-            return await certify_mutant(mutant, selectors=selectors, seed=seed, progress=callback(mutant.name))
+            return await certify_mutant(mutant, selectors=selectors, seed=seed, progress=callback(mutant.name),
+                                        role=role)
 
     outcomes = await asyncio.gather(*(one(mutant) for mutant in mutants))
     return SelftestReport(reference, list(outcomes), seed)
 
 
-def case_runs(selectors: Sequence[str] = ()) -> int:
+def case_runs(selectors: Sequence[str] = (), role: str = "verifier") -> int:
     """How many case runs one certification makes (the sanity case runs first and last)."""
-    catalogue = default_catalogue()
+    catalogue = default_catalogue(role)
     selected = [case.id for case in catalogue.select(selectors)]
     if catalogue.sanity_id is None:
         return len(selected)

@@ -24,11 +24,16 @@ MESSAGE_LINES = 6
 
 
 def replay_command(seed: int, *, target: Path | str | None = None, selectors: Sequence[str] = (),
-                   expected_failures: Path | str | None = None) -> str:
+                   expected_failures: Path | str | None = None, role: str | None = None,
+                   strict: bool = False) -> str:
     """The command line that reruns the same cases in the same order."""
     words = ["sdcp-conformance", "certify", "--seed", str(seed)]
     if target is not None:
         words += ["--target", str(target)]
+    elif role is not None and role != "verifier":
+        words += ["--role", role]
+    if strict:
+        words.append("--strict")
     for selector in selectors:
         words += ["--only", selector]
     if expected_failures is not None:

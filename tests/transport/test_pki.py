@@ -15,7 +15,7 @@ from cryptography.x509.verification import PolicyBuilder, Store, VerificationErr
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.transport.pki import Pki, init_pki, issue_party, load_pki
-from sdcp_conformance.transport.pki_cli import pki as pki_group
+from sdcp_conformance.harness.pki_cli import pki as pki_group
 
 from .conftest import PARTIES
 

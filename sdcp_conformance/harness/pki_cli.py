@@ -1,4 +1,8 @@
-"""The ``sdcp-conformance pki`` commands: mint and inspect a test PKI."""
+"""The ``sdcp-conformance pki`` commands: mint and inspect a test PKI, or prepare a vendor's IUT (``--iut ROLE``).
+
+It lives in the harness layer because ``--iut`` writes a target file; the
+PKI itself is :mod:`sdcp_conformance.transport.pki`.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from pathlib import Path
 import click
 
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.harness.suites import SUITES, load_object, role_suite
 from sdcp_conformance.transport.pki import init_pki, issue_party, load_pki, parties_text
 
 DEFAULT_PARTIES = (
@@ -46,13 +51,13 @@ def pki() -> None:
     "cache and harness on 127.0.0.1.",
 )
 @click.option("--subject", help="Party the negative-test certificates impersonate.")
-@click.option("--iut", type=click.Choice(["verifier"]), default=None,
+@click.option("--iut", type=click.Choice(sorted(SUITES)), default=None,
               help="Mint for an implementation under test and the conformance harness (free loopback ports; "
               "--party overrides a base URI), write DIRECTORY/target.toml and print how to start the IUT.")
 def init_command(directory: Path, party_specs: tuple[str, ...], subject: str | None, iut: str | None) -> None:
     """Mint a CA, party certificates and negative-test certificates into DIRECTORY."""
     if iut is not None:
-        _init_for_iut(directory, _parse_parties(party_specs))
+        _init_for_iut(iut, directory, _parse_parties(party_specs))
         return
     parties = _parse_parties(party_specs or DEFAULT_PARTIES)
     try:
@@ -62,15 +67,13 @@ def init_command(directory: Path, party_specs: tuple[str, ...], subject: str | N
     click.echo(parties_text(made), nl=False)
 
 
-def _init_for_iut(directory: Path, overrides: dict[str, str]) -> None:
-    # The harness layer writes the target file; imported here so the transport layer never depends on it.
-    from sdcp_conformance.harness.cli import iut_instructions, write_iut_target
-
+def _init_for_iut(role: str, directory: Path, overrides: dict[str, str]) -> None:
+    setup = load_object(role_suite(role).iut_setup)
     try:
-        made, target = write_iut_target(directory, overrides)
+        _made, _target, instructions = setup(directory, overrides)
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from exc
-    click.echo(iut_instructions(made, target), nl=False)
+    click.echo(instructions, nl=False)
 
 
 @pki.command("issue")

@@ -1,0 +1,99 @@
+"""The judging half of every case's context, whatever the role under test (P1-JUDGE-1..2).
+
+A case records findings against the rows of the requirement table
+(:data:`sdcp_conformance.judge.TABLE`) and goes on with its remaining checks;
+only :meth:`JudgedContext.fail` (or a failed :meth:`~JudgedContext.require`)
+stops it, when nothing sensible is left to check. The runner turns the
+findings into the case's verdict: the worst of them. Each role's context
+(the verifier suite's :class:`~sdcp_conformance.harness.context.CaseContext`,
+the drafter and router suites' own) extends this class with the roles the
+harness plays for it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import NoReturn
+
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.harness.case import Case, CaseSkipped, CaseStopped
+from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.judge import TABLE, Answered, Finding, deviation, judge_refusal
+from sdcp_conformance.judge import Verdict as Severity
+
+
+class JudgedContext:
+    """A case's transcript, random source, notes and findings, and the judgement methods."""
+
+    def __init__(self, case: Case, seed: int, run: str = "main") -> None:
+        self.case = case
+        self.case_id = case.id
+        self.transcript = CaseTranscript()
+        self.rng = random.Random(f"{seed}:{case.id}:{run}")
+        self.notes: list[str] = []
+        self.findings: list[Finding] = []
+
+    # ------------------------------------------------------------------ judgements (P1-JUDGE-1..2)
+
+    def record(self, finding: Finding) -> Finding:
+        """Keep ``finding``; its row must be one the case declares, or an ambient row."""
+        if finding.row:
+            row = TABLE[finding.row]
+            if not row.ambient and finding.row not in self.case.rows:
+                raise InvalidArgument(f"harness error: case {self.case.id} judges row {finding.row}, which it does "
+                                      f"not declare (it declares {list(self.case.rows)})")
+        evidence = tuple(entry.sequence for entry in self.transcript.entries()[-3:])
+        kept = replace(finding, evidence=evidence)
+        self.findings.append(kept)
+        return kept
+
+    def deviate(self, row: str, message: str, *, expected: Sequence[str] = (), actual: str = "") -> Finding:
+        """Record a deviation from ``row`` at the severity its level gives, and go on (P1-JUDGE-2)."""
+        return self.record(deviation(TABLE[row], message, expected=expected, actual=actual))
+
+    def check(self, condition: bool, message: str, *, row: str | None = None, expected: str = "",
+              actual: str = "") -> bool:
+        """Judge ``condition`` against ``row`` (default: the case's own sentence); record and go on if it fails."""
+        if not condition:
+            self.deviate(row or self.case.primary_row, message, expected=[expected] if expected else [],
+                         actual=actual)
+        return condition
+
+    def require(self, condition: bool, message: str, *, row: str | None = None, expected: str = "",
+                actual: str = "") -> None:
+        """Like :meth:`check`, but a failure leaves nothing sensible to check next: the case stops."""
+        if not condition:
+            self.fail(message, row=row, expected=[expected] if expected else [], actual=actual)
+
+    def fail(self, message: str, *, row: str | None = None, expected: Sequence[str] = (), actual: str = "") -> NoReturn:
+        """Record a deviation from ``row`` (default: the case's own sentence) and stop the case."""
+        raise CaseStopped(self.deviate(row or self.case.primary_row, message, expected=expected, actual=actual))
+
+    def skip(self, reason: str) -> NoReturn:
+        raise CaseSkipped(reason)
+
+    def informational(self, message: str, *, row: str = "") -> Finding:
+        """Record an observation (INFORMATIONAL): a MAY, a RECOMMENDED behaviour, or what could not be exercised."""
+        source = TABLE[row].source if row else ""
+        return self.record(Finding(row, Severity.INFORMATIONAL, message, source=source))
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def expect_refusal(self, answer: Answered, *rows: str, what: str = "") -> bool:
+        """The request had to be refused as ``rows`` say (P1-JUDGE-1); record any deviation and go on.
+
+        Returns whether the answer was exactly one of the refusals the rows allow.
+        """
+        finding = judge_refusal(answer, [TABLE[row] for row in rows], what or "the request")
+        if finding is None:
+            return True
+        self.record(finding)
+        return False
+
+
+
+
+__all__ = ["JudgedContext"]

@@ -1,0 +1,73 @@
+"""Which mutants each role has: the verifier's catalogue here, the drafter's and router's in their own modules.
+
+A role's mutants are faulty variants of that role's reference, each with one
+planted bug, a stable name (unique across roles) and a ``factory`` that
+``certify(app_factory=…, role=…)`` uses to build the embedded IUT. The names
+of the modules are strings, imported on use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.judge import Verdict
+
+
+class RoleMutant(Protocol):
+    """What the selftest needs of a mutant, whatever its role."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def area(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def kill_verdicts(self) -> frozenset[Verdict]: ...
+
+    def factory(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+ROLE_MUTANTS: dict[str, str] = {
+    "verifier": "sdcp_conformance.mutants.catalogue:MUTANTS_LIST",
+}
+"""Role → ``module:attribute`` holding that role's tuple of mutants."""
+
+_FOLDER = Path(__file__).parent
+
+
+def mutants_for(role: str) -> tuple[RoleMutant, ...]:
+    from sdcp_conformance.harness.suites import load_object
+
+    try:
+        reference = ROLE_MUTANTS[role]
+    except KeyError:
+        raise InvalidArgument(f"no mutants for role {role!r} (known: {', '.join(ROLE_MUTANTS)})") from None
+    found: tuple[RoleMutant, ...] = tuple(load_object(reference))
+    return found
+
+
+def find_mutant(name: str, role: str | None = None) -> tuple[str, RoleMutant]:
+    """(role, mutant) for a mutant name, searched in ``role`` or in every role."""
+    roles = [role] if role is not None else list(ROLE_MUTANTS)
+    for candidate in roles:
+        for mutant in mutants_for(candidate):
+            if mutant.name == name:
+                return candidate, mutant
+    known = sorted(m.name for candidate in roles for m in mutants_for(candidate))
+    raise InvalidArgument(f"no mutant named {name!r}; known: {', '.join(known)}")
+
+
+def killers_path(role: str) -> Path:
+    """Where the role's kill matrix is recorded (``killers.json`` for the verifier, ``killers-<role>.json``)."""
+    return _FOLDER / ("killers.json" if role == "verifier" else f"killers-{role}.json")
+
+
+__all__ = ["ROLE_MUTANTS", "RoleMutant", "find_mutant", "killers_path", "mutants_for"]
