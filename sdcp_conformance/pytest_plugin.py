@@ -1,7 +1,7 @@
-"""pytest plugin: the verifier conformance cases as pytest items.
+"""pytest plugin: the conformance cases of a role (verifier, drafter, router) as pytest items.
 
-``pytest --sdcp-target target.toml`` (or ``pytest --sdcp-suite`` for the
-embedded reference verifier) collects one item per case, node ID = case ID,
+``pytest --sdcp-target target.toml`` (or ``pytest --sdcp-suite`` for an
+embedded reference, ``--sdcp-role`` naming which) collects one item per case, node ID = case ID,
 in the runner's order (sanity first and last, the rest shuffled by
 ``--sdcp-seed``), and runs them in one harness environment started at the
 first item and stopped when the session ends. FAILED, ERROR and XPASS fail
@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
     from sdcp_conformance.harness.case import Case
-    from sdcp_conformance.harness.environment import Environment
     from sdcp_conformance.harness.expected import ExpectedFailures
     from sdcp_conformance.harness.runner import CaseResult
+    from sdcp_conformance.harness.suites import HarnessEnvironment
     from sdcp_conformance.harness.target import TargetConfig
 
 PLUGIN_NAME = "sdcp-conformance-suite"
@@ -57,6 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sdcp-seed", type=int, default=None, help="Seed of the case order (default: random, printed).")
     group.addoption("--sdcp-expected-failures", metavar="PATH", default=None,
                     help="Expected-failures file ([[expected]] id, contains, reason).")
+    group.addoption("--sdcp-role", default=None, metavar="ROLE",
+                    help="Without --sdcp-target: which embedded reference to certify (default verifier).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -132,13 +134,14 @@ class SdcpSuite:
             self.seed = secrets.randbelow(2**32)
         try:
             self.target = _target(config.getoption("sdcp_target"))
-            self.catalogue = default_catalogue(self.target.role if self.target else "verifier")
+            self.role = self.target.role if self.target else config.getoption("sdcp_role") or "verifier"
+            self.catalogue = default_catalogue(self.role)
             self.selected = self.catalogue.select(config.getoption("sdcp_only"))
             self.expected = _expected(config.getoption("sdcp_expected_failures"), set(self.catalogue.cases))
         except InvalidArgument as exc:
             raise pytest.UsageError(f"sdcp: {exc}") from exc
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.env: Environment | None = None
+        self.env: HarnessEnvironment | None = None
         self.start_error = ""
         self.dead = ""
         self.verdicts: dict[str, int] = {}
@@ -158,13 +161,14 @@ class SdcpSuite:
 
     # ------------------------------------------------------------------ running
 
-    def _environment(self) -> Environment | None:
-        from sdcp_conformance.harness.environment import Environment
+    def _environment(self) -> HarnessEnvironment | None:
+        from sdcp_conformance.harness.suites import load_object, role_suite
 
         if self.env is None and not self.start_error:
             self.loop = asyncio.new_event_loop()
             try:
-                self.env = self.loop.run_until_complete(Environment.start(self.target))
+                environment_class = load_object(role_suite(self.role).environment)
+                self.env = self.loop.run_until_complete(environment_class.start(self.target))
             except Exception as exc:  # reported on every item instead of crashing the session
                 self.start_error = f"the harness could not start: {type(exc).__name__}: {exc}"
         return self.env
@@ -176,13 +180,13 @@ class SdcpSuite:
         env = self._environment()
         if env is None or self.loop is None:
             raise SdcpCaseFailure(self.start_error)
-        if self.dead and item.run != "sanity-last":
+        if self.dead and item.run == "main" and not item.case.standalone:
             result = CaseResult(item.case, Verdict.SKIPPED, f"not run: the sanity case failed first ({self.dead})",
                                 run=item.run)
         else:
             result = self.loop.run_until_complete(run_case(env, item.case, self.seed, item.run))
             if item.run == "sanity-first" and result.verdict is not Verdict.PASSED:
-                self.dead = result.message or result.verdict.value
+                self.dead = (result.message or result.verdict.value).splitlines()[0]
         if self.expected is not None:
             self.expected.apply(result)
         self.verdicts[result.verdict.value] = self.verdicts.get(result.verdict.value, 0) + 1
