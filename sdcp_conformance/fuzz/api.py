@@ -43,8 +43,9 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 from sdcp_conformance.fuzz import openapi
+from sdcp_conformance.fuzz.executor import FUZZ_CASE
 from sdcp_conformance.fuzz.loop import LoopThread, StepTimeout
-from sdcp_conformance.harness.case import CaseFailed
+from sdcp_conformance.harness.case import CaseStopped
 from sdcp_conformance.harness.context import DEFAULT_PROMPT, CaseContext, TrackedSession
 from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.protocol.codec import decode, encode
@@ -179,7 +180,7 @@ class ApiFuzzer:
     def __init__(self, loop: LoopThread, progress: Callable[[ApiStats], None] | None = None) -> None:
         self.loop = loop
         self.env: Environment = loop.env
-        self.ctx = CaseContext(self.env, f"fuzz-api-{secrets.token_hex(4)}", 0)
+        self.ctx = CaseContext(self.env, FUZZ_CASE, 0, f"fuzz-api-{secrets.token_hex(4)}")
         self.schema = load_schema(self.env.config.base_uri)
         self.stats = ApiStats()
         self._progress = progress
@@ -244,7 +245,7 @@ class ApiFuzzer:
         expected = self.ctx.greedy(canary, 2)
         try:
             answer = self._run(self.ctx.propose(canary, expected[:1], drafter="drafter-2"))
-        except (CaseFailed, StepTimeout) as exc:  # a wrong verdict (digest, round…) or a hang
+        except (CaseStopped, StepTimeout) as exc:  # a wrong verdict (digest, round…) or a hang
             self._record("canary", "POST /proposals", None, MUST, f"the canary round failed: {exc}", "canary round")
             return
         if not answer.ok or list(canary.verdicts[canary.round].emitted) != expected:

@@ -45,6 +45,8 @@ class CampaignConfig:
     messages: bool = False
     step_count: int = 12
     out: Path = Path(".sdcp-fuzz") / "failures"
+    strict: bool = False
+    """NON-STRICT findings fail an example too (they are otherwise counted and reported per row)."""
 
 
 @dataclass
@@ -105,7 +107,7 @@ def _chunks(config: CampaignConfig, started: float) -> list[int] | None:
 
 def _stateful(loop: LoopThread, config: CampaignConfig,
               progress: Callable[[Stats], None] | None) -> tuple[Stats, FuzzFailure | None]:
-    runner = StatefulRunner(loop, progress)
+    runner = StatefulRunner(loop, progress, strict=config.strict)
     if config.budget_s is None:
         return runner.stats, runner.run(examples=config.examples or 100, seed=config.seed,
                                         step_count=config.step_count, database=config.database)
@@ -121,7 +123,7 @@ def _stateful(loop: LoopThread, config: CampaignConfig,
 
 def _messages(loop: LoopThread, config: CampaignConfig,
               progress: Callable[[Stats], None] | None) -> tuple[Stats, FuzzFailure | None]:
-    fuzzer = MessageFuzzer(loop, progress)
+    fuzzer = MessageFuzzer(loop, progress, strict=config.strict)
     if config.budget_s is None:
         return fuzzer.stats, run_messages(fuzzer, examples=config.examples or 1000, seed=config.seed,
                                           database=config.database)
@@ -151,7 +153,7 @@ def _replay_messages(loop: LoopThread, steps: list[Step]) -> FuzzFailure | None:
         try:
             loop.run(fuzzer.check(Recipe.from_step(step)))
         except Violation as violation:
-            return FuzzFailure([step], violation.text, violation.level)
+            return FuzzFailure([step], violation.text, violation.level, row=violation.row)
     return None
 
 

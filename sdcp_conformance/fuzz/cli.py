@@ -37,9 +37,11 @@ DEFAULT_DATABASE = str(Path(".sdcp-fuzz") / "examples")
 @click.option("--steps", "step_count", type=int, default=12, show_default=True, help="Steps per stateful example.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT, show_default=True,
               help="Where failures are saved as replay files.")
+@click.option("--strict", is_flag=True, default=False,
+              help="NON-STRICT findings (profile-only or SHOULD deviations) are failures too.")
 def fuzz(target_file: Path | None, budget: str | None, examples: int | None, seed: int, database: str,
          replay_path: Path | None, messages: bool, api: bool, mutant: str | None, step_count: int,
-         out: Path) -> None:
+         out: Path, strict: bool) -> None:
     """Fuzz a verifier IUT: Hypothesis-generated sessions (or --messages), shrunk failures saved for replay."""
     console = Console()
     try:
@@ -60,12 +62,12 @@ def fuzz(target_file: Path | None, budget: str | None, examples: int | None, see
         config = campaign.CampaignConfig(
             target=target, mutant=mutant, examples=examples, seed=seed, messages=messages, step_count=step_count,
             budget_s=campaign.parse_budget(budget) if budget is not None else None, out=out,
-            database=_database(database))
+            database=_database(database), strict=strict)
         result = _run_live(console, campaign, config)
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from exc
     _summary(console, result)
-    if result.failure is not None:
+    if result.failure is not None or getattr(result.stats, "flaky", False):
         sys.exit(1)
 
 
@@ -90,10 +92,11 @@ def _table(stats: Any) -> Table:
         table.add_row("messages", f"{stats.messages} ({stats.messages / elapsed:.0f}/s)")
         table.add_row("5xx / dropped", f"{stats.server_errors} / {stats.dropped}")
         table.add_row("canary rounds", str(stats.canary_rounds))
-        table.add_row("profile deviations", str(len(stats.deviations)))
+        table.add_row("NON-STRICT findings", str(len(stats.judge.deviations)))
     else:
         table.add_row("examples", str(stats.examples))
         table.add_row("steps", f"{stats.steps} ({stats.steps / elapsed:.0f}/s)")
+        table.add_row("NON-STRICT findings", str(len(stats.judge.deviations)))
     table.add_row("elapsed", f"{elapsed:.0f} s")
     table.add_row("failure", "none yet" if stats.failure is None else stats.failure.message[:100])
     return table
@@ -105,15 +108,19 @@ def _summary(console: Console, result: Any) -> None:
         console.print(f"{stats.messages} messages in {stats.elapsed:.0f} s ({stats.rate:.0f}/s): "
                       f"{stats.server_errors} 5xx, {stats.dropped} dropped, {stats.canary_rounds} canary rounds, "
                       f"status counts {dict(sorted(stats.by_status.items()))}")
-        for deviation in stats.deviations[:20]:
-            console.print(deviation, markup=False)
     else:
         console.print(f"{stats.examples} examples, {stats.steps} steps in {stats.elapsed:.0f} s")
+    _deviations(console, stats.judge)
+    if getattr(stats, "flaky", False):
+        console.print("[red]FLAKY[/red]: a failure was seen but did not happen again on the same steps (a "
+                      "nondeterministic bug in the IUT); its steps are below when they were kept")
     if result.failure is None:
         console.print("[green]no failure found[/green]")
         return
     failure = result.failure
-    console.print(f"[red]FAILURE[/red] ({failure.level}, {len(failure.steps)} steps after shrinking):")
+    flaky = " [red]flaky: it did not fail again on replay[/red]" if failure.flaky else ""
+    console.print(f"[red]FAILURE[/red] ({failure.level} {failure.row}, {len(failure.steps)} steps after "
+                  f"shrinking){flaky}:")
     console.print(failure.message, markup=False)
     for step in failure.steps:
         console.print(f"  {step.describe()}", markup=False)
@@ -121,6 +128,17 @@ def _summary(console: Console, result: Any) -> None:
         from sdcp_conformance.fuzz.replay import replay_command
 
         console.print(f"saved: {result.saved}\nreplay: {replay_command(result.saved)}", markup=False)
+
+
+def _deviations(console: Console, judge: Any) -> None:
+    """NON-STRICT / INFORMATIONAL findings, one line per requirement row with a count and one example."""
+    examples: dict[str, Any] = {}
+    for finding in judge.deviations:
+        examples.setdefault(finding.row, finding)
+    for row, count in judge.summary().items():
+        finding = examples[row]
+        console.print(f"{finding.severity.value} {row} x{count}: {finding.message[:160]}", markup=False,
+                      soft_wrap=True)
 
 
 def _replay(console: Console, result: Any, path: Path) -> None:

@@ -20,17 +20,19 @@ import numpy as np
 
 from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.fuzz import model as m
+from sdcp_conformance.fuzz.judging import FuzzJudge
 from sdcp_conformance.fuzz.steps import Step, Violation
+from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.harness.iut import Answer
+from sdcp_conformance.judge import TABLE, Level
 from sdcp_conformance.models.bigram import bigram_logits
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
-from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.suites.verifier.contract import loose_encode
 
 MODEL = "bigram"
@@ -45,12 +47,25 @@ MAX_SESSIONS = 3
 Handler = Callable[["StepExecutor", dict[str, Any]], Awaitable[None]]
 
 
+async def _not_a_case(ctx: Any) -> None:
+    raise NotImplementedError("the fuzzer's case is a judging scope, never run")
+
+
+FUZZ_CASE = Case(
+    "FUZZ-VERIFIER-STATEFUL", "fuzz", "6.3", "On receiving a proposal, the verifier performs these steps:",
+    Level.MUST, _not_a_case, title="generated sequences judged against every verifier row",
+    rows=tuple(row.id for row in TABLE if row.binds in ("verifier", "any") and not row.ambient),
+)
+"""The judging scope of a fuzz example: every row a verifier can be judged on."""
+
+
 class StepExecutor:
     """The model of one example's sessions plus the code that plays each step."""
 
-    def __init__(self, env: Environment, example: str) -> None:
+    def __init__(self, env: Environment, example: str, judge: FuzzJudge | None = None) -> None:
         self.env = env
-        self.ctx = CaseContext(env, f"fuzz-{example}", 0)
+        self.ctx = CaseContext(env, FUZZ_CASE, 0, f"fuzz-{example}")
+        self.judges = judge or FuzzJudge()
         self.sessions: list[m.FuzzedSession] = []
         self.log: list[str] = []
 
@@ -66,7 +81,7 @@ class StepExecutor:
         for fs in self.sessions:
             problems = m.log_problems(fs, self.ctx.read_log(fs.tracked))
             if problems:
-                raise Violation(f"after {step.describe()}: {problems[0]}")
+                self.judges.fail("R-6.8-RECORD", f"after {step.describe()}: {problems[0]}")
 
     def session(self, index: Any) -> m.FuzzedSession | None:
         return self.sessions[int(index) % len(self.sessions)] if self.sessions else None
@@ -88,7 +103,7 @@ class StepExecutor:
         tracked = self.ctx.track(MODEL, self.ctx.contract(MODEL, **overrides), prompt)
         answer = await self._send_open(tracked, int(args.get("encoding", 0)))
         fs = m.FuzzedSession(tracked, rule)
-        self.require_state(fs, answer, "POST sessions", strict=True)
+        self.require_state(fs, answer, "POST sessions", row="R-6.1-OPEN")
         self.sessions.append(fs)
 
     async def _send_open(self, tracked: Any, encoding: int) -> Any:
@@ -109,7 +124,7 @@ class StepExecutor:
         answer = await self.ctx.assign(fs.tracked, drafter, m_init=m_init)
         if self.refusal_ok(fs, answer, "PUT sessions/{id}/drafter"):
             return
-        self.require_state(fs, answer, "PUT sessions/{id}/drafter", strict=True)
+        self.require_state(fs, answer, "PUT sessions/{id}/drafter")
         fs.assigned = drafter
         fs.limit = min(int(fs.contract["m_max"]), m_init)  # P1-CTL-1
 
@@ -123,22 +138,31 @@ class StepExecutor:
         if self.refusal_ok(fs, answer, "POST sessions/{id}/policy"):
             return
         if from_round <= fs.tracked.round:
-            self.judge_refusal(fs, answer, m.Refuse(frozenset({ProblemType.STALE_BASE})),
-                               f"a policy with from_round {from_round} <= round {fs.tracked.round} (P1-POL-1)")
+            self.judge_refusal(fs, answer, m.Refuse(frozenset({"P1-POL-1/STALE"})),
+                               f"a policy with from_round {from_round} <= round {fs.tracked.round} (P1-POL-1)",
+                               state_row="P1-POL-1/STALE")
+            self._forget_if_accepted(fs, answer)
             return
-        self.require_state(fs, answer, "POST sessions/{id}/policy", strict=True)
+        self.require_state(fs, answer, "POST sessions/{id}/policy")
         fs.policies.append((from_round, sampling))
 
     def refusal_ok(self, fs: m.FuzzedSession, answer: Answer, what: str) -> bool:
         """Closed (P1-CTL-3: 410) or fenced (§6.3: stop serving, once noticed) sessions may refuse router calls."""
         if fs.closed is not None:
-            self.judge_refusal(fs, answer, m.Refuse(frozenset({ProblemType.SESSION_CLOSED})), f"{what} when closed")
+            self.judge_refusal(fs, answer, m.Refuse(frozenset({"P1-CTL-3/CLOSED"})), f"{what} when closed")
+            self._forget_if_accepted(fs, answer)
             return True
         if fs.fence_epoch is not None and not answer.ok:
-            if answer.status is None or answer.status >= 500:
-                raise Violation(f"{what} on a fenced session: {answer.describe()}")
+            self.judges.condition(answer.status is not None and answer.status < 500, "R-5.1-RESOURCES",
+                                  f"{what} on a fenced session: {answer.describe()}")
             return True
         return False
+
+    def _forget_if_accepted(self, fs: m.FuzzedSession, answer: Answer) -> None:
+        """A profile-level refusal that was accepted instead (a NON-STRICT finding, kept) leaves the session in a
+        state the model cannot know; it is dropped from the example, so no later step blames the IUT for it."""
+        if answer.ok and fs in self.sessions:
+            self.sessions.remove(fs)
 
     async def fence(self, args: dict[str, Any]) -> None:
         """§6.9 verifier failure, first half: the router appends a fence record ``{epoch: E+1}``."""
@@ -166,7 +190,7 @@ class StepExecutor:
         fs.fence_epoch, fs.assigned, fs.limit = None, None, 1
         latest = fs.sampling_for(tracked.round + 1)
         fs.policies = []
-        self.require_state(fs, answer, "POST sessions with resume (§6.9)", strict=True)
+        self.require_state(fs, answer, "POST sessions with resume (§6.9)", row="R-6.9-RESUME")
         if fs.rule == 2 and latest != fs.contract.get("sampling") and latest is not None:
             # The resumed verifier knows only the contract: the router re-sends the profile in force (P1-RTR-4).
             await self.policy({"s": self.sessions.index(fs), "delta": 1, **_policy_args(latest)})
@@ -202,8 +226,8 @@ class StepExecutor:
         verdict = self.judge(fs, expectation, first, what)
         if isinstance(expectation, m.Commit) and verdict is not None:
             other = _verdict_of(second, what)
-            if other != verdict:
-                raise Violation(f"{what}: the two copies got different answers: {verdict} vs {other}")
+            self.judges.condition(other == verdict, "R-6.3-IDEMPOTENCY",
+                                  f"{what}: the two copies got different answers: {verdict} vs {other}")
             m.apply_verdict(fs, verdict)
         else:
             self.judge(fs, expectation, second, what)
@@ -286,71 +310,77 @@ class StepExecutor:
     def check_output(self, fs: m.FuzzedSession, output: Output, start: int) -> None:
         want = fs.tracked.output[start:]
         got = list(output.tokens)
-        if output.epoch != fs.epoch or output.session != fs.tracked.id:
-            raise Violation(f"output carries epoch {output.epoch}, the session's is {fs.epoch} (§6.7)")
-        if got != want[: len(got)] or (want and not got):
-            raise Violation(f"output from {start} is {got}, the committed tokens there are {want} "
-                            "(§6.7: indices are stable)")
-        if output.final and (fs.closed is None or len(got) != len(want)):
-            raise Violation(f"output from {start} says final, but the session is {fs.closed or 'open'} with "
-                            f"{len(want)} tokens from there")
-        if fs.closed is not None and start >= fs.committed and not output.final:
-            raise Violation("reading past the end of a closed session must give the final message (P1-OUT-1)",
-                            level="PROFILE")
-        if output.final and output.finish is not fs.closed:
-            raise Violation(f"the final message's finish is {output.finish}, the session ended with {fs.closed}")
+        judge = self.judges
+        judge.condition(output.epoch == fs.epoch and output.session == fs.tracked.id, "R-6.7-STABLE",
+                        f"output carries epoch {output.epoch}, the session's is {fs.epoch} (§6.7)")
+        judge.condition(got == want[: len(got)] and not (want and not got), "R-6.7-DELIVERY",
+                        f"output from {start} is {got}, the committed tokens there are {want} (§6.7: indices "
+                        "are stable)")
+        judge.condition(not output.final or (fs.closed is not None and len(got) == len(want)), "R-6.7-FINAL",
+                        f"output from {start} says final, but the session is {fs.closed or 'open'} with "
+                        f"{len(want)} tokens from there")
+        if fs.closed is not None and start >= fs.committed:
+            judge.condition(output.final, "P1-OUT-1/AFTER-FINAL",
+                            "reading past the end of a closed session must give the final message (P1-OUT-1)")
+        judge.condition(not output.final or output.finish is fs.closed, "R-6.7-FINAL",
+                        f"the final message's finish is {output.finish}, the session ended with {fs.closed}")
 
     # ------------------------------------------------------------------ judging
 
     def judge(self, fs: m.FuzzedSession, expectation: m.Expectation, answer: Answer, what: str) -> Verdict | None:
+        judge = self.judges
         if isinstance(expectation, m.Commit):
             verdict = _verdict_of(answer, what)
-            problems = m.verdict_problems(fs, verdict, expectation.outcome)
-            if problems:
-                level, text = problems[0]
-                raise Violation(f"{what}: {text}", level=level)
+            for row, text in m.verdict_problems(fs, verdict, expectation.outcome):
+                judge.fail(row, f"{what}: {text}")
             return verdict
         if isinstance(expectation, m.Stored):
             if answer.ok and _verdict_of(answer, what) == expectation.verdict:
                 return None
             if expectation.or_refuse and answer.status is not None and 400 <= answer.status < 500:
                 return None
-            raise Violation(f"{what}: round {expectation.verdict.round} has a verdict, which must be returned "
-                            f"unchanged (§6.3 Idempotency); got {_shown(answer)}")
+            judge.fail("R-6.3-IDEMPOTENCY", f"{what}: round {expectation.verdict.round} has a verdict, which must be "
+                       f"returned unchanged (§6.3 Idempotency); got {_shown(answer)}")
+            return None
         if isinstance(expectation, m.NoCommit):
             if not answer.ok:
                 return None
             if expectation.stored is not None and _verdict_of(answer, what) == expectation.stored:
                 return None
-            raise Violation(f"{what}: a verdict after the commit log was fenced (§6.3, §6.8): {_shown(answer)}")
+            judge.fail("R-6.3-FENCED-APPEND", f"{what}: a verdict after the commit log was fenced (§6.3, §6.8): "
+                       f"{_shown(answer)}")
+            return None
         self.judge_refusal(fs, answer, expectation, what)
         return None
 
-    def judge_refusal(self, fs: m.FuzzedSession, answer: Answer, expectation: m.Refuse, what: str) -> None:
-        names = sorted(f"{p.status} {p.suffix}" for p in expectation.problems)
-        if answer.status is None or not 400 <= answer.status < 500:
-            raise Violation(f"{what}: expected {' or '.join(names)}, got {_shown(answer)}")
-        if answer.problem_type not in expectation.problems or answer.status != answer.problem_type.status:
-            raise Violation(f"{what}: expected {' or '.join(names)}, got {answer.describe()}", level=expectation.level)
-        if answer.problem_type is ProblemType.STALE_BASE:
-            self.check_stale_state(fs, answer, what)
+    def judge_refusal(self, fs: m.FuzzedSession, answer: Answer, expectation: m.Refuse, what: str, *,
+                      state_row: str = "R-6.3-STALE-STATE") -> None:
+        exact = self.judges.refusal(answer, sorted(expectation.rows), what)
+        if exact and answer.problem_type is not None and answer.problem_type.suffix == "sdcp-stale-base":
+            self.check_stale_state(fs, answer, what, state_row)
 
-    def check_stale_state(self, fs: m.FuzzedSession, answer: Answer, what: str) -> None:
-        """P1-ERR-2: the 409 sdcp-stale-base carries the current session-state."""
+    def check_stale_state(self, fs: m.FuzzedSession, answer: Answer, what: str, row: str) -> None:
+        """§6.3 "and the current session-state" (P1-JUDGE-1: its absence is FAILED; P1-ERR-2 its encoding)."""
         problem = answer.problem
+        raw = problem.members.get("state") if problem is not None else None
+        if raw is None:
+            self.judges.fail(row, f"{what}: the 409 carries no state member")
+            return
         state = problem.state if problem is not None else None
+        if state is None:
+            self.judges.fail("P1-ERR-2/ENCODING", f"{what}: the 409's state is not in P1-ERR-2's encoding: {raw!r}")
+            return
         want = fs.state_expected()
-        if state is None or any(state.get(key) != value for key, value in want.items()):
-            raise Violation(f"{what}: the 409's state {state!r} is not the current session-state {want!r}",
-                            level="PROFILE")
+        self.judges.condition(all(state.get(key) == value for key, value in want.items()), row,
+                              f"{what}: the 409's state {_hexed(state)} is not the current session-state "
+                              f"{_hexed(want)}")
 
-    def require_state(self, fs: m.FuzzedSession, answer: Answer, what: str, *, strict: bool) -> None:
-        state = _message(answer, SessionState, what)
+    def require_state(self, fs: m.FuzzedSession, answer: Answer, what: str, *, row: str = "R-5.1-RESOURCES") -> None:
+        state = _message(answer, SessionState, what, row=row)
         want = fs.state_expected()
         got = {key: getattr(state, key) for key in want}
-        if got != want:
-            raise Violation(f"{what}: session-state {_hexed(got)} is not the harness's {_hexed(want)}",
-                            level="MUST" if strict else "PROFILE")
+        self.judges.condition(got == want, "R-4.2-CHAIN",
+                              f"{what}: session-state {_hexed(got)} is not the harness's {_hexed(want)}")
 
 
 def _overrides(fs: m.FuzzedSession, kind: str, rng: random.Random) -> dict[str, Any]:
@@ -405,9 +435,10 @@ def _verdict_of(answer: Answer, what: str) -> Verdict:
     return verdict
 
 
-def _message(answer: Answer, kind: type[Any], what: str) -> Any:
+def _message(answer: Answer, kind: type[Any], what: str, *, row: str = "R-5.1-RESOURCES") -> Any:
+    """A success answer's message; a refusal or a malformed body ends the example (nothing to go on with)."""
     if not answer.ok:
-        raise Violation(f"{what}: expected success, got {_shown(answer)}")
+        raise Violation(f"{what}: expected success, got {_shown(answer)}", row=row)
     try:
         return answer.message(kind)
     except MalformedMessage as exc:
@@ -447,4 +478,4 @@ _HANDLERS: dict[str, Handler] = {
 RULES = tuple(_HANDLERS)
 FINAL_ACTIONS = (Action.FINISH, Action.FAIL)
 
-__all__ = ["DRAFTERS", "MAX_SESSIONS", "MODEL", "PROPOSAL_KINDS", "RULES", "StepExecutor"]
+__all__ = ["DRAFTERS", "FUZZ_CASE", "MAX_SESSIONS", "MODEL", "PROPOSAL_KINDS", "RULES", "StepExecutor"]

@@ -24,14 +24,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 
+from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.fuzz import hostile
+from sdcp_conformance.fuzz.executor import FUZZ_CASE
+from sdcp_conformance.fuzz.judging import FuzzJudge
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.stateful import FuzzFailure
 from sdcp_conformance.fuzz.steps import Step, Violation
-from sdcp_conformance.harness.case import CaseFailed
+from sdcp_conformance.harness.case import CaseStopped
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.protocol.codec import encode
@@ -43,6 +47,7 @@ from sdcp_conformance.protocol.messages import (
     Policy,
     Proposal,
     SessionOpen,
+    SessionState,
     Verdict,
 )
 from sdcp_conformance.protocol.problems import ProblemType
@@ -59,6 +64,13 @@ ROTATE_AFTER = 300
 """Rounds after which the victim and canary sessions are replaced (their tracked prefix stays short)."""
 BAD = ProblemType.BAD_MESSAGE
 BAD_CONTRACT = ProblemType.BAD_CONTRACT
+PROBLEM_ROWS = {BAD: "R-5.2-WELL-FORMED", BAD_CONTRACT: "R-6.1-VALIDATES"}
+"""The requirement rows a malformed message's refusal is judged against (the judge decides the severity:
+accepting it is FAILED, another 4xx than 400 sdcp-bad-message NON-STRICT, another than 422 sdcp-bad-contract
+inside the contract FAILED, P1-JUDGE-1)."""
+SUCCESS_MESSAGES: dict[str, type[Message]] = {"session-open": SessionState, "assignment": SessionState,
+                                              "proposal": Verdict, "policy": SessionState, "output": Output}
+"""What a 2xx answer's body must be, per resource (Table 1)."""
 
 
 class Expect(enum.Enum):
@@ -102,7 +114,8 @@ class MessageStats:
     by_status: dict[int, int] = field(default_factory=dict)
     server_errors: int = 0
     dropped: int = 0
-    deviations: list[str] = field(default_factory=list)
+    judge: FuzzJudge = field(default_factory=FuzzJudge)
+    """NON-STRICT / INFORMATIONAL findings per row (FAILED ones end the campaign with a shrunk message)."""
     canary_rounds: int = 0
     started: float = field(default_factory=time.monotonic)
     failure: FuzzFailure | None = None
@@ -124,10 +137,11 @@ def recipes() -> st.SearchStrategy[Recipe]:
 class MessageFuzzer:
     """Sends generated messages to the IUT from the right identities and judges each answer."""
 
-    def __init__(self, loop: LoopThread, progress: Callable[[MessageStats], None] | None = None) -> None:
+    def __init__(self, loop: LoopThread, progress: Callable[[MessageStats], None] | None = None, *,
+                 strict: bool = False) -> None:
         self.loop = loop
-        self.ctx = CaseContext(loop.env, f"fuzz-messages-{secrets.token_hex(4)}", 0)
-        self.stats = MessageStats()
+        self.ctx = CaseContext(loop.env, FUZZ_CASE, 0, f"fuzz-messages-{secrets.token_hex(4)}")
+        self.stats = MessageStats(judge=FuzzJudge(strict=strict))
         self._progress = progress
         self.victim: TrackedSession | None = None
         self.canary: TrackedSession | None = None
@@ -153,8 +167,11 @@ class MessageFuzzer:
         try:
             if answer.ok:
                 self.ctx.apply_verdict(session, Verdict.from_cbor(answer.body))
-        except CaseFailed as exc:
-            raise Violation(f"a verdict for the fuzzer's own session is wrong: {exc}") from None
+        except CaseStopped as stopped:  # the context recorded the finding: end this example with it
+            raise Violation(f"a verdict for the fuzzer's own session is wrong: {stopped.finding.message}",
+                            row=stopped.finding.row) from None
+        except MalformedMessage as exc:
+            raise Violation(f"a verdict for the fuzzer's own session is not a verdict: {exc}") from None
 
     async def _canary_check(self) -> None:
         canary = self.canary
@@ -215,21 +232,33 @@ class MessageFuzzer:
             self.stats.server_errors += 1
 
     def judge(self, recipe: Recipe, built: Built, answer: Answer) -> None:
+        """Each answer through the one judge: FAILED findings raise, the others are kept per row."""
         what = f"{built.method} {built.path} ({recipe.resource}, {recipe.mutation}{built.what})"
+        judge = self.stats.judge
         status = answer.status
-        if status is None or status >= 500:
-            raise Violation(f"{what}: {answer.describe()} — never a 5xx or a dropped connection")
-        if built.expect is Expect.OK and not answer.ok:
-            raise Violation(f"{what}: a valid message was refused: {answer.describe()}")
-        malformed_type = answer.problem_type in (BAD, BAD_CONTRACT)
-        if built.expect is Expect.ACCEPTABLE and malformed_type:
-            raise Violation(f"{what}: a well-formed message was refused as malformed: {answer.describe()}")
         if built.expect is Expect.MALFORMED:
-            if answer.ok:
-                raise Violation(f"{what}: a malformed message was accepted ({status})")
-            if status not in (400, 422) or answer.problem_type not in built.problems:
-                names = " or ".join(sorted(f"{p.status} {p.suffix}" for p in built.problems))
-                self.stats.deviations.append(f"[PROFILE] {what}: expected {names}, got {answer.describe()}")
+            judge.refusal(answer, sorted({PROBLEM_ROWS[problem] for problem in built.problems}),
+                          f"{what}: a malformed message")
+            return
+        judge.condition(status is not None and status < 500, "R-5.1-RESOURCES",
+                        f"{what}: {answer.describe()} — never a 5xx or a dropped connection")
+        if built.expect is Expect.OK:
+            judge.condition(answer.ok, "R-5.1-RESOURCES", f"{what}: a valid message was refused: "
+                            f"{answer.describe()}")
+        if built.expect is Expect.ACCEPTABLE:
+            judge.condition(answer.problem_type not in (BAD, BAD_CONTRACT), "R-5.2-UNKNOWN-KEYS",
+                            f"{what}: a well-formed message was refused as malformed: {answer.describe()}")
+        if answer.ok and built.method in ("POST", "PUT", "GET"):
+            self._judge_success_body(recipe, answer, what)
+
+    def _judge_success_body(self, recipe: Recipe, answer: Answer, what: str) -> None:
+        """A 2xx answer carries the message its resource names (Table 1), well-formed (§5.2)."""
+        kind = SUCCESS_MESSAGES[recipe.resource]
+        try:
+            answer.message(kind)
+        except MalformedMessage as exc:
+            self.stats.judge.fail("R-5.1-RESOURCES", f"{what}: the 2xx answer is not a well-formed "
+                                  f"{kind.__name__}: {exc}")
 
     # ------------------------------------------------------------------ building messages
 
@@ -483,15 +512,14 @@ def run_messages(fuzzer: MessageFuzzer, *, examples: int, seed: int,
         try:
             fuzzer.loop.run(fuzzer.check(recipe))
         except Violation as violation:
-            last["failure"] = FuzzFailure([recipe.to_step()], violation.text, violation.level)
+            last["failure"] = FuzzFailure([recipe.to_step()], violation.text, violation.level, row=violation.row)
             raise
         finally:
             if fuzzer._progress is not None:
                 fuzzer._progress(fuzzer.stats)
 
-    one._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
     with contextlib.suppress(Violation):  # the failure is in ``last``, shrunk
-        one()
+        hypothesis_seed(seed)(one)()
     failure: FuzzFailure | None = last.get("failure")
     fuzzer.stats.failure = failure
     return failure

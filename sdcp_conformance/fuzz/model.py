@@ -21,12 +21,19 @@ from sdcp_conformance.oracle.greedy import greedy_continuation, next_logits
 from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.messages import Verdict
-from sdcp_conformance.protocol.problems import ProblemType
 
 Row = list[float]
 
-PROFILE_DECIDED = frozenset({ProblemType.SESSION_CLOSED, ProblemType.BAD_MESSAGE})
-"""Refusals whose condition or type only the profile fixes (P1-CTL-3, P1-MSG-2, P1-POL-1)."""
+NOT_ASSIGNED = "R-6.3-AUTHORIZATION"
+STALE_EPOCH = "R-6.3-FENCING"
+STALE_BASE = "R-6.3-STALE-BASE"
+STALE_ROUND = "R-6.3-STALE-ROUND"
+LIMIT = "R-6.2-LIMIT"
+Q_UNAVAILABLE = "R-6.3-Q-UNAVAILABLE"
+ZERO_Q = "R-6.4-ZERO-Q"
+ENDED = "R-6.5.2-ENDED"
+"""Requirement rows (:data:`sdcp_conformance.judge.TABLE`) a refused proposal is judged against; the judge,
+not the fuzzer, decides what each deviation is (P1-JUDGE-1)."""
 
 
 @dataclass(frozen=True)
@@ -50,18 +57,14 @@ class Stored:
     """§6.3 Idempotency: the stored verdict, unchanged (``or_refuse``: a refusal is acceptable too)."""
 
     verdict: Verdict
-    or_refuse: frozenset[ProblemType] = frozenset()
+    or_refuse: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
 class Refuse:
-    """A 4xx with one of these problem types (any of them: the draft orders none of them before the others)."""
+    """A refusal as one of these rows says (any of them: the draft orders none of them before the others)."""
 
-    problems: frozenset[ProblemType]
-
-    @property
-    def level(self) -> str:
-        return "PROFILE" if self.problems & PROFILE_DECIDED else "MUST"
+    rows: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -132,13 +135,13 @@ class FuzzedSession:
 
 def expect_proposal(fs: FuzzedSession, body: Mapping[str, Any], party: str, party_uri: str) -> Expectation:
     """§6.3 steps in the draft's order: authorization, fencing, idempotency, then the checks it leaves unordered."""
-    problems: set[ProblemType] = set()
+    problems: set[str] = set()
     if fs.closed is not None:
-        problems.add(ProblemType.SESSION_CLOSED)  # P1-CTL-3; the draft orders it against nothing
+        problems.add(ENDED)  # §6.5.2 generation has ended; the draft orders it against nothing
     if fs.assigned is None or party != fs.assigned or body.get("drafter") != party_uri:
-        return Refuse(frozenset({ProblemType.NOT_ASSIGNED, *problems}))
+        return Refuse(frozenset({NOT_ASSIGNED, *problems}))
     if body.get("epoch") != fs.epoch:
-        return Refuse(frozenset({ProblemType.STALE_EPOCH, *problems}))
+        return Refuse(frozenset({STALE_EPOCH, *problems}))
     round_number = body.get("round")
     assert isinstance(round_number, int)
     stored = fs.current_verdict(round_number)
@@ -150,28 +153,29 @@ def expect_proposal(fs: FuzzedSession, body: Mapping[str, Any], party: str, part
     older = fs.earlier_epoch_verdict(round_number)
     if older is not None:
         # A verifier resumed on the same instance may still hold the earlier epoch's verdict of that round.
-        return Stored(older, frozenset(problems | {ProblemType.STALE_BASE}))
+        return Stored(older, frozenset(problems | {STALE_BASE}))
     if problems:
         return Refuse(frozenset(problems))
     return Commit(round_outcome(fs, list(body["tokens"]), _q_of(fs, body), round_number))
 
 
-def _refusals(fs: FuzzedSession, body: Mapping[str, Any]) -> set[ProblemType]:
-    found: set[ProblemType] = set()
+def _refusals(fs: FuzzedSession, body: Mapping[str, Any]) -> set[str]:
+    found: set[str] = set()
     tracked = fs.tracked
-    if body.get("base") != len(tracked.output) or body.get("base_digest") != tracked.digest \
-            or body.get("round") != tracked.round + 1:
-        found.add(ProblemType.STALE_BASE)
+    if body.get("base") != len(tracked.output) or body.get("base_digest") != tracked.digest:
+        found.add(STALE_BASE)
+    if body.get("round") != tracked.round + 1:
+        found.add(STALE_ROUND)
     tokens = list(body["tokens"])
     if len(tokens) > min(fs.limit, int(fs.contract["m_max"])):
-        found.add(ProblemType.LIMIT)
+        found.add(LIMIT)
     if fs.rule == 2:
         uri = body.get("q_rows")
         rows = fs.q_objects.get(uri) if isinstance(uri, str) else None
         if rows is None:
-            found.add(ProblemType.Q_UNAVAILABLE)
+            found.add(Q_UNAVAILABLE)
         elif any(row[token] <= 0.0 for row, token in zip(rows, tokens, strict=False)):
-            found.add(ProblemType.BAD_PROPOSAL)
+            found.add(ZERO_Q)
     return found
 
 
@@ -222,21 +226,22 @@ def truncate(tokens: Sequence[int], stop: Sequence[int], max_new: int, committed
 
 
 def verdict_problems(fs: FuzzedSession, verdict: Verdict, outcome: RoundOutcome) -> list[tuple[str, str]]:
-    """(level, what) for every way ``verdict`` differs from the outcome the round must have."""
+    """(row, what) for every way ``verdict`` differs from the outcome the round must have."""
     tracked = fs.tracked
     found: list[tuple[str, str]] = []
     if verdict.session != tracked.id or verdict.epoch != tracked.epoch:
-        found.append(("MUST", f"the verdict names session {verdict.session.hex()} epoch {verdict.epoch}"))
+        found.append(("R-6.3-COMMIT", f"the verdict names session {verdict.session.hex()} epoch {verdict.epoch}"))
     if verdict.round != tracked.round + 1:
-        found.append(("MUST", f"round {verdict.round} is not the last round plus one ({tracked.round + 1})"))
+        found.append(("R-6.3-COMMIT", f"round {verdict.round} is not the last round plus one ({tracked.round + 1})"))
     if list(verdict.emitted) != outcome.emitted:
-        found.append(("MUST", f"emitted {list(verdict.emitted)}, the rule gives {outcome.emitted} (§6.4, §6.3)"))
+        rule_row = "R-6.4-RULE1" if fs.rule == 1 else "R-6.4-HMAC"
+        found.append((rule_row, f"emitted {list(verdict.emitted)}, the rule gives {outcome.emitted} (§6.4, §6.3)"))
     digest = extend_digest(tracked.digest, verdict.emitted)
     if verdict.committed != len(tracked.output) + len(verdict.emitted) or verdict.digest != digest:
-        found.append(("MUST", f"committed {verdict.committed} / digest {verdict.digest.hex()[:16]}… is not d[n] "
-                              f"extended by the emitted tokens (§4.2; expected {digest.hex()[:16]}…)"))
+        found.append(("R-4.2-CHAIN", f"committed {verdict.committed} / digest {verdict.digest.hex()[:16]}… is not "
+                                     f"d[n] extended by the emitted tokens (§4.2; expected {digest.hex()[:16]}…)"))
     if verdict.accepted != outcome.accepted:
-        found.append(("PROFILE", f"accepted {verdict.accepted}, the rule's a is {outcome.accepted} (P1-CTL-5)"))
+        found.append(("P1-CTL-5/ACCEPTED", f"accepted {verdict.accepted}, the rule's a is {outcome.accepted}"))
     found.extend(_action_problems(fs, verdict, outcome))
     return found
 
@@ -245,13 +250,14 @@ def _action_problems(fs: FuzzedSession, verdict: Verdict, outcome: RoundOutcome)
     found: list[tuple[str, str]] = []
     m_max = int(fs.contract["m_max"])
     if not 1 <= verdict.m_cap <= m_max:
-        found.append(("MUST", f"m_cap {verdict.m_cap} is outside 1..m_max ({m_max}) (§6.5.1)"))
+        found.append(("R-6.5.1-M-CAP", f"m_cap {verdict.m_cap} is outside 1..m_max ({m_max}) (§6.5.1)"))
     action = verdict.action
     if outcome.finished and action is not Action.FINISH:
-        level = "PROFILE" if action is Action.FAIL else "MUST"
-        found.append((level, f"the round ends the session (stop token or max_new) but action is {action.name}"))
+        row = "P1-CTL-5/FINISH" if action is Action.FAIL else "R-6.3-TRUNCATE"
+        found.append((row, f"the round ends the session (stop token or max_new) but action is {action.name}"))
     if not outcome.finished and action not in (Action.CONTINUE, Action.REDUCE, Action.FAIL):
-        found.append(("MUST", f"action {action.name}: the contract's fallback list holds only reduce (§6.5.2)"))
+        found.append(("R-6.5.2-ESCALATE", f"action {action.name}: the contract's fallback list holds only reduce "
+                                          "(§6.5.2)"))
     return found
 
 
@@ -268,7 +274,9 @@ def apply_verdict(fs: FuzzedSession, verdict: Verdict) -> None:
 
 
 def log_problems(fs: FuzzedSession, records: Sequence[Any]) -> list[str]:
-    """§6.3 Commit, §6.8, P1-LOG-1, P1-RTR-6: the log's live records are exactly the verdicts, in order."""
+    """§6.3 Commit, §6.8, P1-LOG-1, P1-RTR-6: the log's live records are exactly the verdicts, in order.
+
+    Judged against R-6.8-RECORD (both it and R-6.3-RECORD-FIRST are MUST)."""
     live: list[Any] = []
     fence = 0
     for record in records:
@@ -291,6 +299,14 @@ def log_problems(fs: FuzzedSession, records: Sequence[Any]) -> list[str]:
 
 
 __all__ = [
+    "ENDED",
+    "LIMIT",
+    "NOT_ASSIGNED",
+    "Q_UNAVAILABLE",
+    "STALE_BASE",
+    "STALE_EPOCH",
+    "STALE_ROUND",
+    "ZERO_Q",
     "Commit",
     "Expectation",
     "FuzzedSession",

@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, initialize, precondition, rule
 
 from sdcp_conformance.fuzz.executor import PROPOSAL_KINDS, StepExecutor
+from sdcp_conformance.fuzz.judging import FuzzJudge
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.steps import Step, Violation
 
@@ -44,6 +46,10 @@ class FuzzFailure:
     message: str
     level: str
     transcript: str = ""
+    row: str = ""
+    """The requirement row the failing answer broke."""
+    flaky: bool = False
+    """Hypothesis could not make it fail again: the IUT answered this wrongly at least once, but not every time."""
 
 
 @dataclass
@@ -53,6 +59,9 @@ class FuzzStats:
     started: float = field(default_factory=time.monotonic)
     failure: FuzzFailure | None = None
     flaky: bool = False
+    """A failure did not reproduce while Hypothesis shrank it (reported, never ignored)."""
+    judge: FuzzJudge = field(default_factory=FuzzJudge)
+    """Every NON-STRICT / INFORMATIONAL finding of the campaign, per row (FAILED ones end an example)."""
 
     @property
     def elapsed(self) -> float:
@@ -62,16 +71,16 @@ class FuzzStats:
 class StatefulRunner:
     """Runs one Hypothesis state machine per example against the environment on ``loop``."""
 
-    def __init__(self, loop: LoopThread, progress: Progress | None = None) -> None:
+    def __init__(self, loop: LoopThread, progress: Progress | None = None, *, strict: bool = False) -> None:
         self.loop = loop
-        self.stats = FuzzStats()
+        self.stats = FuzzStats(judge=FuzzJudge(strict=strict))
         self._progress = progress
         self._nonce = secrets.token_hex(4)
         self._counter = itertools.count()
 
     def executor(self) -> StepExecutor:
         self.stats.examples += 1
-        return StepExecutor(self.loop.env, f"{self._nonce}-{next(self._counter)}")
+        return StepExecutor(self.loop.env, f"{self._nonce}-{next(self._counter)}", self.stats.judge)
 
     def execute(self, executor: StepExecutor, steps: list[Step], step: Step) -> None:
         steps.append(step)
@@ -79,7 +88,8 @@ class StatefulRunner:
         try:
             self.loop.run(executor.apply(step))
         except Violation as violation:
-            self.stats.failure = FuzzFailure(list(steps), violation.text, violation.level, _transcript(executor))
+            self.stats.failure = FuzzFailure(list(steps), violation.text, violation.level, _transcript(executor),
+                                             violation.row)
             raise
         except Exception as exc:  # a hang or a harness bug: still a failing, replayable sequence
             self.stats.failure = FuzzFailure(list(steps), f"{type(exc).__name__}: {exc}", "ERROR",
@@ -98,19 +108,25 @@ class StatefulRunner:
                           report_multiple_bugs=False,
                           phases=[Phase.reuse, Phase.generate, Phase.shrink] if database else
                           [Phase.generate, Phase.shrink])
-        test = get_state_machine_test(machine_for(self), settings=config)  # type: ignore[no-untyped-call]
-        test._hypothesis_internal_use_seed = seed  # the seed decorator's attribute, on the test it builds
+        test = hypothesis_seed(seed)(get_state_machine_test(machine_for(self), settings=config))
         try:
             test()
         except Flaky:
-            self.stats.flaky = True
+            self._flaky()
         except Exception:
             if self.stats.failure is None:
                 raise
         return self.stats.failure
 
+    def _flaky(self) -> None:
+        """The IUT failed once and then not again on the same steps: a nondeterministic bug. It is reported as
+        found (its steps are kept), marked flaky, rather than counted and passed over."""
+        self.stats.flaky = True
+        if self.stats.failure is not None:
+            self.stats.failure.flaky = True
 
-def machine_for(runner: StatefulRunner) -> Callable[[], RuleBasedStateMachine]:
+
+def machine_for(runner: StatefulRunner) -> type[RuleBasedStateMachine]:
     """A state machine class bound to ``runner`` (rules are synchronous; the runner's loop does the I/O)."""
 
     class VerifierFuzz(RuleBasedStateMachine):
@@ -196,16 +212,16 @@ def machine_for(runner: StatefulRunner) -> Callable[[], RuleBasedStateMachine]:
     return VerifierFuzz
 
 
-def replay_steps(loop: LoopThread, steps: Sequence[Step]) -> FuzzFailure | None:
+def replay_steps(loop: LoopThread, steps: Sequence[Step], *, strict: bool = False) -> FuzzFailure | None:
     """Run ``steps`` once, in order, outside Hypothesis; the first violation is the failure."""
-    executor = StepExecutor(loop.env, f"replay-{secrets.token_hex(4)}")
+    executor = StepExecutor(loop.env, f"replay-{secrets.token_hex(4)}", FuzzJudge(strict=strict))
     done: list[Step] = []
     for step in steps:
         done.append(step)
         try:
             loop.run(executor.apply(step))
         except Violation as violation:
-            return FuzzFailure(done, violation.text, violation.level, _transcript(executor))
+            return FuzzFailure(done, violation.text, violation.level, _transcript(executor), violation.row)
     return None
 
 

@@ -36,15 +36,17 @@ class Step:
 
 
 class Violation(AssertionError):
-    """The IUT answered something a correct verifier cannot answer at this point.
+    """The IUT answered something a correct party cannot answer at this point.
 
-    ``level`` is ``MUST`` where the draft decides, ``PROFILE`` where only the
-    interop profile (or a SHOULD) does.
+    ``row`` is the requirement row (:data:`sdcp_conformance.judge.TABLE`) the
+    answer breaks; ``level`` the severity the judge gave it (FAILED, or
+    NON-STRICT under ``--strict``).
     """
 
-    def __init__(self, message: str, *, level: str = "MUST") -> None:
-        super().__init__(f"[{level}] {message}")
+    def __init__(self, message: str, *, row: str = "R-5.1-RESOURCES", level: str = "FAILED") -> None:
+        super().__init__(f"[{level} {row}] {message}")
         self.level = level
+        self.row = row
         self.text = message
 
 

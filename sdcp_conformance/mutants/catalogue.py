@@ -9,7 +9,9 @@ from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.mutants import apps, sessions
 from sdcp_conformance.mutants.base import Mutant
 from sdcp_conformance.mutants.faulty import fence_blind, no_read_back, records_without_epoch, stale_kv
+from sdcp_conformance.mutants.judging import LimitRefusedAfterCommit, answers_bad_message_for
 from sdcp_conformance.mutants.rule2_stats import RULE2_STAT_MUTANTS
+from sdcp_conformance.protocol.problems import ProblemType
 
 _AUTH = "the authenticated client MUST be the drafter named in the latest assignment the verifier received"
 _FENCE = "Fencing: if epoch differs from the session epoch, respond 409 with problem type \"sdcp-stale-epoch\"."
@@ -51,6 +53,9 @@ _CLOSED = ("After `finish` or `fail` every new proposal, drafter change and poli
 _RULE2_DRAW = ("over \"SDCP-VERIFY-1\" || 0x00 || session || uint32(round) || uint32(i) || uint8(purpose), where "
                "purpose is 0 for the acceptance test and 1 for drawing the additional token")
 _RESIDUAL = "the additional token is drawn from the normalized residual distribution max(0, p[i] - q[i])"
+_UNKNOWN_KEY = ('A contract that contains a key not defined by this document MUST be rejected with problem type '
+                '"sdcp-bad-contract"')
+_LIMIT_CHANGES_NOTHING = "A proposal over the limit gets 422 `sdcp-limit` and changes nothing."
 
 MUTANTS_LIST: tuple[Mutant, ...] = (
     # authorization
@@ -163,6 +168,20 @@ MUTANTS_LIST: tuple[Mutant, ...] = (
            "6.4", _RESIDUAL, session=sessions.ResidualFromP),
     # rule 2 (distribution: the statistical cases)
     *RULE2_STAT_MUTANTS,
+    # the judge: draft-named refusals answered with the profile's catch-all type, a refusal that commits
+    *(Mutant(f"{problem.suffix.removeprefix('sdcp-')}-as-bad-message", "judging",
+             f"{problem.status} {problem.suffix} is answered 400 sdcp-bad-message (one catch-all error branch)",
+             section, quote, app=answers_bad_message_for(problem))
+      for problem, section, quote in (
+          (ProblemType.STALE_EPOCH, "6.3", _FENCE),
+          (ProblemType.STALE_BASE, "6.3", _BASE),
+          (ProblemType.NOT_ASSIGNED, "6.3", _AUTH),
+          (ProblemType.LIMIT, "6.2, Table 2", "sdcp-limit 422 Proposal violates m_cap or m_max"),
+          (ProblemType.BAD_CONTRACT, "4.1, Table 2", _UNKNOWN_KEY),
+          (ProblemType.BAD_PROPOSAL, "6.4", _Q_ZERO))),
+    Mutant("limit-refused-after-commit", "judging", "an over-limit proposal gets 422 sdcp-limit, but only after its "
+           "round was verified and committed", "6.2, P1-CTL-1", _LIMIT_CHANGES_NOTHING,
+           session=LimitRefusedAfterCommit),
 )
 
 MUTANTS: dict[str, Mutant] = {mutant.name: mutant for mutant in MUTANTS_LIST}
