@@ -1,22 +1,19 @@
-"""The draft and profile shipped in the package are the project's ground truth, unchanged."""
+"""The draft and profile shipped in the package are what every quote is checked against.
+
+That the copies equal the project's ground truth (``../shared/spec``, beside a
+developer's checkout only) is checked by ``.ci/run`` before the test suite:
+a user's fresh clone has nothing beside it.
+"""
 
 from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
 
 from sdcp_conformance import spec
 from sdcp_conformance.harness.certify import default_catalogue
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "spec"
 
-
-@pytest.mark.parametrize("name", [spec.DRAFT, spec.PROFILE])
-def test_shipped_copy_matches_shared_spec(name: str) -> None:
-    original = SHARED / name
-    assert original.is_file(), f"the ground truth {original} is missing beside the checkout"
-    assert spec.text(name) == original.read_text(encoding="utf-8")
+def test_the_shipped_texts_are_the_draft_and_the_profile() -> None:
+    assert spec.text(spec.DRAFT).startswith("Speculative Decoding Coordination Protocol (SDCP)")
+    assert "## Judging (how the harness turns observations into verdicts)" in spec.text(spec.PROFILE)
 
 
 def test_every_case_quotes_the_draft_or_profile_verbatim() -> None:

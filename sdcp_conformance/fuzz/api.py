@@ -301,6 +301,10 @@ class ApiFuzzer:
         """Values the anchored session can accept, so the success paths are fuzzed too."""
         if path == "/proposals":
             body["tokens"] = self._in_vocabulary(body.get("tokens"), M_MAX, spread=2) or [0]
+            # Generated cache-refs name no object the harness's cache holds: a rule-1 session needs none, and
+            # a verifier may refuse a reference it cannot parse, so the success path drops them.
+            body.pop("q_rows", None)
+            body.pop("draft_kv", None)
         elif path == "/sessions/{id}/drafter":  # the committed state as it is; drafter, m_init, sampling generated
             state = self.ctx.assignment(session)
             body.update(openapi.to_document({key: state[key] for key in ("prompt", "round", "committed", "digest")}))

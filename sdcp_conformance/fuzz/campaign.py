@@ -107,7 +107,8 @@ def _chunks(config: CampaignConfig, started: float) -> list[int] | None:
 
 def _stateful(loop: LoopThread, config: CampaignConfig,
               progress: Callable[[Stats], None] | None) -> tuple[Stats, FuzzFailure | None]:
-    runner = StatefulRunner(loop, progress, strict=config.strict)
+    nonce = f"seed{config.seed}" if config.target is None else None  # a fresh embedded IUT: fully reproducible
+    runner = StatefulRunner(loop, progress, strict=config.strict, nonce=nonce)
     if config.budget_s is None:
         return runner.stats, runner.run(examples=config.examples or 100, seed=config.seed,
                                         step_count=config.step_count, database=config.database)

@@ -43,6 +43,8 @@ PROPOSAL_KINDS = ("valid", "garbage", "stale_base", "wrong_digest", "wrong_round
                   "over_limit", "no_q", "missing_q", "zero_q", "unassigned")
 DRAFTERS = ("drafter-1", "drafter-2")
 MAX_SESSIONS = 3
+SKIP_LOAD = 90
+"""The load the embedded IUT is pinned to when a generated session needs self_decode to be skipped."""
 
 Handler = Callable[["StepExecutor", dict[str, Any]], Awaitable[None]]
 
@@ -98,6 +100,11 @@ class StepExecutor:
         overrides: dict[str, Any] = {"rule": rule, "m_max": int(args.get("m_max", 4)), "stop": stop,
                                      "max_new": int(args.get("max_new", 16)),
                                      "low_rounds": int(args.get("low_rounds", 1000)), "fallback": [1]}
+        load = self._known_load() if args.get("self_skip") else None
+        if load is not None and load > 0:
+            # §6.5.2: self_decode "is permitted only if ... the verifier's current load does not exceed" self_load;
+            # with self_load below the IUT's known load it must be skipped, so the ladder is reduce as before.
+            overrides.update(fallback=[3, 1], self_load=load - 1)
         if rule == 2:
             overrides["sampling"] = {"seed": int(args.get("seed", 1)), "temperature_milli": 1000}
         tracked = self.ctx.track(MODEL, self.ctx.contract(MODEL, **overrides), prompt)
@@ -105,6 +112,15 @@ class StepExecutor:
         fs = m.FuzzedSession(tracked, rule)
         self.require_state(fs, answer, "POST sessions", row="R-6.1-OPEN")
         self.sessions.append(fs)
+
+    def _known_load(self) -> int | None:
+        """The IUT's load when the harness knows it: pinned by the target, or pinned here (the embedded IUT)."""
+        if self.env.config.pinned_load is not None:
+            return self.env.config.pinned_load
+        if "load:control" in self.env.capabilities():
+            self.env.pin_load(SKIP_LOAD)
+            return SKIP_LOAD
+        return None
 
     async def _send_open(self, tracked: Any, encoding: int) -> Any:
         """P1-MSG-1: receivers accept any well-formed encoding and digest their own deterministic

@@ -255,7 +255,10 @@ def _action_problems(fs: FuzzedSession, verdict: Verdict, outcome: RoundOutcome)
     if outcome.finished and action is not Action.FINISH:
         row = "P1-CTL-5/FINISH" if action is Action.FAIL else "R-6.3-TRUNCATE"
         found.append((row, f"the round ends the session (stop token or max_new) but action is {action.name}"))
-    if not outcome.finished and action not in (Action.CONTINUE, Action.REDUCE, Action.FAIL):
+    if not outcome.finished and action is Action.SELF_DECODE and 3 in fs.contract.get("fallback", []):
+        found.append(("R-6.5.2-SELF-PERMITTED", f"action self_decode although the contract's self_load "
+                      f"{fs.contract.get('self_load')} is below the IUT's known load (§6.5.2: it must be skipped)"))
+    elif not outcome.finished and action not in (Action.CONTINUE, Action.REDUCE, Action.FAIL):
         found.append(("R-6.5.2-ESCALATE", f"action {action.name}: the contract's fallback list holds only reduce "
                                           "(§6.5.2)"))
     return found

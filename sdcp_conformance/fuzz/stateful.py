@@ -71,11 +71,15 @@ class FuzzStats:
 class StatefulRunner:
     """Runs one Hypothesis state machine per example against the environment on ``loop``."""
 
-    def __init__(self, loop: LoopThread, progress: Progress | None = None, *, strict: bool = False) -> None:
+    def __init__(self, loop: LoopThread, progress: Progress | None = None, *, strict: bool = False,
+                 nonce: str | None = None) -> None:
+        """``nonce`` names the examples' sessions; give a fixed one only with an IUT started afresh for this
+        campaign (the embedded one), so a seed reproduces the whole campaign, session ids included — the
+        seeded rule-2 outcomes depend on them. A long-lived IUT needs fresh ids each campaign (the default)."""
         self.loop = loop
         self.stats = FuzzStats(judge=FuzzJudge(strict=strict))
         self._progress = progress
-        self._nonce = secrets.token_hex(4)
+        self._nonce = nonce or secrets.token_hex(4)
         self._counter = itertools.count()
 
     def executor(self) -> StepExecutor:
@@ -144,20 +148,20 @@ def machine_for(runner: StatefulRunner) -> type[RuleBasedStateMachine]:
         @initialize(rule_=st.sampled_from([1, 2]), max_new=MAX_NEW, stop_at=STOP_AT,
                     low_rounds=st.sampled_from([2, 1000]), m_max=st.integers(1, 8), seed=st.integers(0, 2**32),
                     prompt=st.integers(0, 3), drafter=st.integers(0, 1), m_init=st.integers(1, 8),
-                    encoding=ENCODINGS)
+                    encoding=ENCODINGS, self_skip=st.booleans())
         def start(self, rule_: int, max_new: int, stop_at: int | None, low_rounds: int, m_max: int, seed: int,
-                  prompt: int, drafter: int, m_init: int, encoding: int) -> None:
+                  prompt: int, drafter: int, m_init: int, encoding: int, self_skip: bool) -> None:
             self.do("open", rule=rule_, max_new=max_new, stop_at=stop_at, low_rounds=low_rounds, m_max=m_max,
-                    seed=seed, prompt=prompt, encoding=encoding)
+                    seed=seed, prompt=prompt, encoding=encoding, self_skip=self_skip)
             self.do("assign", s=0, drafter=drafter, m_init=m_init)
 
         @rule(rule_=st.sampled_from([1, 2]), max_new=MAX_NEW, stop_at=STOP_AT,
               low_rounds=st.sampled_from([2, 1000]), m_max=st.integers(1, 8), seed=st.integers(0, 2**32),
-              prompt=st.integers(0, 3), encoding=ENCODINGS)
+              prompt=st.integers(0, 3), encoding=ENCODINGS, self_skip=st.booleans())
         def open_session(self, rule_: int, max_new: int, stop_at: int | None, low_rounds: int, m_max: int,
-                         seed: int, prompt: int, encoding: int) -> None:
+                         seed: int, prompt: int, encoding: int, self_skip: bool) -> None:
             self.do("open", rule=rule_, max_new=max_new, stop_at=stop_at, low_rounds=low_rounds, m_max=m_max,
-                    seed=seed, prompt=prompt, encoding=encoding)
+                    seed=seed, prompt=prompt, encoding=encoding, self_skip=self_skip)
 
         @precondition(has_session)
         @rule(s=S, drafter=st.integers(0, 1), m_init=st.integers(1, 8))

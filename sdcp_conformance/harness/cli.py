@@ -18,6 +18,7 @@ import secrets
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -107,10 +108,12 @@ class LiveProgress:
 
 
 def _run(target: TargetConfig | None, role: str, selectors: Sequence[str], seed: int,
-         expected: ExpectedFailures | None, progress: Callable[[CaseResult], None], strict: bool) -> RunReport:
+         expected: ExpectedFailures | None, progress: Callable[[CaseResult], None], strict: bool,
+         factory: Callable[..., Any] | None) -> RunReport:
     try:
         return asyncio.run(run_certification(target, role=role, selectors=selectors, seed=seed,
-                                             expected_failures=expected, progress=progress, strict=strict))
+                                             expected_failures=expected, progress=progress, strict=strict,
+                                             app_factory=factory))
     except OSError as exc:  # a listener of the target file's [harness] could not bind, say
         click.echo(f"Error: the harness could not start: {exc}", err=True)
         sys.exit(EXIT_NO_HARNESS)
@@ -132,12 +135,26 @@ def _run(target: TargetConfig | None, role: str, selectors: Sequence[str], seed:
 @click.option("--role", type=click.Choice(sorted(SUITES)), default=None,
               help="Without --target: which embedded reference to certify (default verifier). With --target: must "
               "agree with the target file's role.")
+@click.option("--mutant", default=None, metavar="NAME",
+              help="Certify a mutant of the embedded reference (one planted bug) instead: see what a failing "
+              "certification looks like. `selftest` lists the mutants.")
 def certify(target_path: Path | None, selectors: tuple[str, ...], report_dir: Path | None, seed: int | None,
-            expected_path: Path | None, strict: bool, role: str | None) -> None:
+            expected_path: Path | None, strict: bool, role: str | None, mutant: str | None) -> None:
     """Certify an SDCP verifier, drafter or router against the draft and the interop profile."""
     target = _load_target(target_path)
     if target is not None and role is not None and role != target.role:
         raise click.UsageError(f"--role {role} disagrees with {target_path}'s role {target.role!r}")
+    factory = None
+    if mutant is not None:
+        if target is not None:
+            raise click.UsageError("--mutant plants a bug in the embedded reference; it cannot go with --target")
+        from sdcp_conformance.mutants.registry import find_mutant
+
+        try:
+            mutant_role, found = find_mutant(mutant, role)
+        except InvalidArgument as exc:
+            raise click.BadParameter(str(exc), param_hint="--mutant") from exc
+        role, factory = mutant_role, found.factory
     role = target.role if target is not None else role or "verifier"
     catalogue = default_catalogue(role)
     try:
@@ -153,11 +170,12 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], report_dir: Pa
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
     console = Console()
     order = [case.id for case, _ in order_cases(catalogue, selected, run_seed)]
-    console.print(f"certifying {target.base_uri if target else f'the embedded reference {role}'}: "
+    subject = f"the embedded reference {role}" + (f" with the planted bug {mutant!r}" if mutant else "")
+    console.print(f"certifying {target.base_uri if target else subject}: "
                   f"{len(order)} runs, seed {run_seed}", highlight=False)
     live = LiveProgress(console, order)
     with live.progress:
-        report = _run(target, role, selectors, run_seed, expected, live, strict)
+        report = _run(target, role, selectors, run_seed, expected, live, strict, factory)
     folder = report_dir or _default_report_dir()
     written = write_reports(report, folder, command=sys.argv, selectors=selectors, catalogue=catalogue,
                             target=str(target_path) if target_path else None)

@@ -32,8 +32,11 @@ from sdcp_conformance.mutants.selftest import SelftestReport, run_selftest, writ
               help="Where --write-killers writes (default: the role's killers file in the package).")
 @click.option("--role", type=click.Choice(sorted(ROLE_MUTANTS)), default="verifier", show_default=True,
               help="Whose reference and mutants to certify.")
+@click.option("--seeds", "seed_list", default=None, metavar="S1,S2,…",
+              help="Instead of the full matrix: run each mutant against its recorded killers once per seed and "
+              "print which seeds, if any, it survived (a kill must not depend on the seed).")
 def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs: int, no_reference: bool,
-             write_killers_flag: bool, killers_file: Path | None, role: str) -> None:
+             write_killers_flag: bool, killers_file: Path | None, role: str, seed_list: str | None) -> None:
     """Certify a role's reference and every mutant; exit non-zero if the reference fails or a mutant survives."""
     console = Console()
     if not console.is_terminal:  # a log file: wide enough that case IDs are not cut
@@ -42,6 +45,8 @@ def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs
         mutants = [find_mutant(name, role)[1] for name in names] if names else list(mutants_for(role))
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), param_hint="--mutant") from exc
+    if seed_list is not None:
+        sys.exit(_per_seed(console, mutants, _seeds(seed_list), role, jobs, killers_file))
     report = _run(console, mutants, selectors, seed, jobs, not no_reference, role)
     killers_file = killers_file or killers_path(role)
     _print_reference(console, report)
@@ -50,6 +55,44 @@ def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs
         write_killers(report.matrix(), killers_file)
         console.print(f"killers written to {killers_file}")
     sys.exit(0 if report.ok else 1)
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of integers", param_hint="--seeds") from None
+    if not seeds:
+        raise click.BadParameter("give at least one seed", param_hint="--seeds")
+    return seeds
+
+
+def _per_seed(console: Console, mutants: list[RoleMutant], seeds: list[int], role: str, jobs: int,
+              killers_file: Path | None) -> int:
+    from sdcp_conformance.mutants.selftest import killers_under_seeds, load_killers
+
+    killers = load_killers(killers_file or killers_path(role))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as bars:
+        task = bars.add_task(f"{len(mutants)} mutants x {len(seeds)} seeds", total=len(mutants) * len(seeds))
+        matrix = asyncio.run(killers_under_seeds(mutants, seeds, role=role, killers=killers, jobs=jobs,
+                                                 progress=lambda name, seed, killed: bars.advance(task)))
+    table = Table(title=f"Kill matrix per seed ({role}, recorded killers only)")
+    table.add_column("mutant", no_wrap=True)
+    for seed in seeds:
+        table.add_column(f"seed {seed}", justify="center")
+    for mutant in mutants:
+        survived = set(matrix.survived.get(mutant.name, []))
+        if mutant.name in matrix.unrecorded:
+            table.add_row(mutant.name, *["[red]no killers[/red]"] * len(seeds))
+            continue
+        table.add_row(mutant.name, *("[red]SURVIVED[/red]" if s in survived else "killed" for s in seeds))
+    console.print(table)
+    bad = sorted(set(matrix.survived) | set(matrix.unrecorded))
+    colour = "red" if bad else "green"
+    console.print(f"[{colour}]{len(mutants) - len(bad)} of {len(mutants)} mutants killed under every seed "
+                  f"{seeds}[/{colour}]" + (f"; not: {', '.join(bad)}" if bad else ""))
+    return 0 if matrix.ok else 1
 
 
 def _run(console: Console, mutants: list[RoleMutant], selectors: tuple[str, ...], seed: int, jobs: int,

@@ -113,6 +113,48 @@ async def run_selftest(mutants: Iterable[Mutant], *, selectors: Sequence[str] = 
     return SelftestReport(reference, list(outcomes), seed)
 
 
+@dataclass
+class SeedMatrix:
+    """Each mutant against its recorded killers under several seeds: which seeds it survived."""
+
+    seeds: list[int]
+    survived: dict[str, list[int]] = field(default_factory=dict)
+    """Mutant name → the seeds under which no recorded killer killed it."""
+    unrecorded: list[str] = field(default_factory=list)
+    """Mutants without recorded killers (they survived the last full selftest)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.unrecorded and not any(self.survived.values())
+
+
+async def killers_under_seeds(mutants: Iterable[Mutant], seeds: Sequence[int], *, role: str = "verifier",
+                              killers: Mapping[str, list[str]] | None = None, jobs: int = 1,
+                              progress: Callable[[str, int, bool], None] | None = None) -> SeedMatrix:
+    """Certify each mutant with only its recorded killing cases, once per seed (a kill must not depend on it)."""
+    recorded = killers if killers is not None else load_killers(killers_path(role))
+    matrix = SeedMatrix(list(seeds))
+    gate = asyncio.Semaphore(max(1, jobs))
+
+    async def one(mutant: Mutant, seed: int) -> None:
+        cases = recorded.get(mutant.name)
+        if not cases:
+            return
+        async with gate:
+            outcome = await certify_mutant(mutant, selectors=cases, seed=seed, role=role)
+        if outcome.survived:
+            matrix.survived.setdefault(mutant.name, []).append(seed)
+        if progress is not None:
+            progress(mutant.name, seed, not outcome.survived)
+
+    chosen = list(mutants)
+    matrix.unrecorded = [mutant.name for mutant in chosen if not recorded.get(mutant.name)]
+    await asyncio.gather(*(one(mutant, seed) for mutant in chosen for seed in seeds))
+    for name in matrix.survived:
+        matrix.survived[name].sort()
+    return matrix
+
+
 def case_runs(selectors: Sequence[str] = (), role: str = "verifier") -> int:
     """How many case runs one certification makes (the sanity case runs first and last)."""
     catalogue = default_catalogue(role)
@@ -143,10 +185,12 @@ __all__ = [
     "REFERENCE_OK",
     "MutantOutcome",
     "ProgressFactory",
+    "SeedMatrix",
     "SelftestReport",
     "case_runs",
     "certify_mutant",
     "killers_in",
+    "killers_under_seeds",
     "load_killers",
     "run_selftest",
     "write_killers",

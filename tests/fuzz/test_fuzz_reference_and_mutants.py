@@ -24,6 +24,15 @@ STATEFUL_MUTANTS = (
     "d0-without-domain", "limit-off-by-one", "ignore-m-init", "contract-digest-raw-bytes", "accept-zero-q",
     "commit-on-q-unavailable", "record-without-epoch",
 )
+JUDGING_MUTANTS = {
+    # mutant: the requirement row the fuzzer's failure must name (the judge decides, not the fuzzer)
+    "stale-epoch-as-bad-message": "R-6.3-FENCING",
+    "stale-base-as-bad-message": "R-6.3-STALE-BASE",
+    "not-assigned-as-bad-message": "R-6.3-AUTHORIZATION",
+    "limit-as-bad-message": "R-6.2-LIMIT",
+    "bad-proposal-as-bad-message": "R-6.4-ZERO-Q",
+    "stale-base-without-state": "R-6.3-STALE-STATE",
+}
 
 
 def test_a_short_stateful_fuzz_of_the_reference_finds_nothing(tmp_path: Path) -> None:
@@ -43,6 +52,20 @@ def test_a_short_seeded_fuzz_finds_the_mutant_and_the_replay_reproduces_it(mutan
     assert not replayed.fixed, f"the replay of {result.saved} no longer fails against {mutant}"
 
 
+@pytest.mark.parametrize(("mutant", "row"), sorted(JUDGING_MUTANTS.items()))
+def test_the_fuzzer_fails_a_draft_named_refusal_of_the_wrong_type(mutant: str, row: str, tmp_path: Path) -> None:
+    """P1-JUDGE-1 in the fuzzer too: the same judge as the suite, so the same sentence gets the same verdict."""
+    result = run_campaign(CampaignConfig(mutant=mutant, examples=300, seed=1, out=tmp_path))
+    assert result.failure is not None, f"{mutant} survived the fuzzer"
+    assert (result.failure.level, result.failure.row) == ("FAILED", row), result.failure.message
+
+
+@pytest.mark.parametrize("mutant", ["limit-refused-after-commit", "self-decode-despite-load"])
+def test_the_fuzzer_fails_a_refusal_that_commits_and_a_load_blind_escalation(mutant: str, tmp_path: Path) -> None:
+    result = run_campaign(CampaignConfig(mutant=mutant, examples=300, seed=2, out=tmp_path))
+    assert result.failure is not None and result.failure.level == "FAILED", f"{mutant} survived the fuzzer"
+
+
 def test_a_failure_that_no_longer_fails_is_reported_fixed(tmp_path: Path) -> None:
     result = run_campaign(CampaignConfig(mutant="skip-round-check", examples=300, seed=1, out=tmp_path))
     assert result.saved is not None
@@ -55,8 +78,16 @@ def test_the_message_fuzzer_finds_no_5xx_in_the_reference(tmp_path: Path) -> Non
     assert isinstance(stats, MessageStats)
     assert result.failure is None, result.failure.message
     assert stats.messages >= 300 and stats.server_errors == 0 and stats.dropped == 0
-    assert stats.deviations == []
+    assert stats.judge.deviations == []
     assert stats.canary_rounds >= 15
+
+
+def test_the_message_fuzzer_fails_a_malformed_contract_refused_with_the_catch_all_type(tmp_path: Path) -> None:
+    """Inside the contract the draft names 422 sdcp-bad-contract (Table 2): 400 is FAILED, not a note."""
+    result = run_campaign(CampaignConfig(messages=True, mutant="bad-contract-as-bad-message", examples=400, seed=1,
+                                         out=tmp_path))
+    assert result.failure is not None
+    assert (result.failure.level, result.failure.row) == ("FAILED", "R-6.1-VALIDATES"), result.failure.message
 
 
 def test_the_message_fuzzer_finds_an_input_validation_crash(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def test_a_bad_budget_is_refused() -> None:
 
 def test_replay_files_keep_the_steps_and_the_command(tmp_path: Path) -> None:
     steps = [Step("open", {"rule": 1, "stop_at": None}), Step("propose", {"s": 0, "kind": "valid"})]
-    path = replay.save(tmp_path, "stateful", [step.to_json() for step in steps], "boom", "MUST", mutant="x")
+    path = replay.save(tmp_path, "stateful", [step.to_json() for step in steps], "boom", "FAILED", mutant="x")
     loaded = replay.load(path)
     assert loaded.stateful_steps() == steps
     assert loaded.mutant == "x" and loaded.message == "boom"

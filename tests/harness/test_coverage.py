@@ -1,41 +1,35 @@
-"""The requirements list is complete and verbatim; COVERAGE.md is current; every requirement is covered or excused."""
+"""The requirement table is complete, verbatim and consistent with the cases; COVERAGE.md files are current."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sdcp_conformance import spec
-from sdcp_conformance.harness.case import Case, Catalogue, Level
-from sdcp_conformance.harness.certify import default_catalogue
+from sdcp_conformance.harness.case import Catalogue, Level
+from sdcp_conformance.harness.runner import CaseResult
+from sdcp_conformance.judge import ROLES, TABLE, Verdict
 from sdcp_conformance.report.coverage import (
-    COVERAGE_FILE,
+    catalogues,
+    coverage_file,
     coverage_json,
-    covering_cases,
+    coverage_rows,
     extract_candidates,
     generate,
     main,
-    profile_items,
-    profile_rows,
-    requirement_rows,
+    role_rows,
+    rows_quoting,
 )
-from sdcp_conformance.suites.verifier.requirements import REQUIREMENTS, VERIFIER, Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
+CATALOGUES = catalogues()
 
 
-async def _noop(ctx: object) -> None:
-    return None
-
-
-def _case(case_id: str, quote: str, profile: tuple[str, ...] = ()) -> Case:
-    return Case(case_id, "fencing", "6.3", quote, Level.MUST, _noop, profile=profile)
-
-
-def test_every_requirement_sentence_of_the_draft_is_listed() -> None:
-    listed = [(r.section, spec.normalize(r.sentence)) for r in REQUIREMENTS]
+def test_every_requirement_sentence_of_the_draft_is_quoted_by_a_row() -> None:
     missing = [(section, sentence) for section, sentence in extract_candidates(spec.text(spec.DRAFT))
-               if not any(s == section and text in sentence for s, text in listed)]
-    assert not missing
+               if not rows_quoting(section, sentence)]
+    assert not missing, f"draft sentences with a requirement keyword that no row quotes: {missing}"
 
 
 def test_extraction_finds_keywords_but_not_may() -> None:
@@ -43,61 +37,85 @@ def test_extraction_finds_keywords_but_not_may() -> None:
     assert extract_candidates(text) == [("6.3", "It MUST do x."), ("6.3", "It SHOULD NOT do z.")]
 
 
-def test_requirements_are_verbatim_unique_and_well_formed() -> None:
-    ids = [r.id for r in REQUIREMENTS]
+def test_rows_are_verbatim_unique_and_bind_a_known_party() -> None:
+    ids = [row.id for row in TABLE]
     assert len(ids) == len(set(ids))
-    for requirement in REQUIREMENTS:
-        assert spec.is_verbatim(requirement.sentence), requirement.id
-        assert requirement.id.startswith(f"R-{requirement.section}-")
-        for passage in requirement.passages:
-            assert spec.normalize(passage) in spec.normalize(requirement.sentence), requirement.id
-        if requirement.binds != VERIFIER:
-            assert requirement.reason, f"{requirement.id} binds {requirement.binds} but gives no reason"
+    for row in TABLE:
+        assert spec.is_verbatim(row.quote), row.id
+        assert row.binds in ROLES, row.id
+        assert row.id.startswith("R-") == row.from_draft, f"{row.id}: R- rows are the draft's, P1- the profile's"
+        if not row.from_draft:
+            assert row.id.split("/")[0] in row.source, row.id
 
 
-def test_a_case_covers_a_requirement_by_quoting_a_passage_whitespace_insensitively() -> None:
-    requirement = Requirement("R-6.3-99", "6.3", Level.MUST, "The verifier MUST do a thing, always.",
-                              match=("MUST do a thing",))
-    cases = [_case("VER-A", "The verifier   MUST do\na thing ... other text"), _case("VER-B", "MUST do things")]
-    assert covering_cases(requirement, cases) == ("VER-A",)
+def test_profile_rows_are_never_strict_unless_they_restate_the_draft() -> None:
+    """P1-JUDGE-1: NON-STRICT is kept for what only the profile decides."""
+    strict_profile = [row.id for row in TABLE if not row.from_draft and row.level.strict]
+    assert strict_profile == ["P1-CTL-3/RETRY"], strict_profile  # §6.3 idempotency, restated by the profile
 
 
-def test_profile_rows_count_citations_and_quotes() -> None:
-    catalogue = Catalogue()
-    catalogue.add(_case("VER-A", "x", profile=("P1-LOG-2",)))
-    catalogue.add(_case("VER-B", "answers 409 to a `PUT` whose new record's epoch is below the highest fence epoch"))
-    rows = {row.item: row.cases for row in profile_rows(catalogue)}
-    assert rows["P1-LOG-2"] == ("VER-A", "VER-B")
-    assert set(rows) == set(profile_items())
+@pytest.mark.parametrize("catalogue", CATALOGUES, ids=lambda catalogue: catalogue.role)
+def test_each_cases_declared_level_is_that_of_its_own_sentence(catalogue: Catalogue) -> None:
+    """A case's level is the level of the row it is about (its first), so what it reports matches its claim."""
+    wrong = {case.id: (case.level.value, TABLE[case.rows[0]].level.value)
+             for case in catalogue.cases.values() if not case.rows or TABLE[case.rows[0]].level is not case.level}
+    assert not wrong, f"cases whose level is not their first row's (case, row): {wrong}"
+
+
+@pytest.mark.parametrize("catalogue", CATALOGUES, ids=lambda catalogue: catalogue.role)
+def test_cases_declare_only_rows_of_their_role_and_never_ambient_ones(catalogue: Catalogue) -> None:
+    for case in catalogue.cases.values():
+        for row_id in case.rows:
+            row = TABLE[row_id]
+            assert not row.ambient, f"{case.id} declares the ambient row {row_id} (judged everywhere anyway)"
+            assert row.binds in (catalogue.role, "any"), f"{case.id} declares {row_id}, which binds {row.binds}"
+
+
+@pytest.mark.parametrize("catalogue", CATALOGUES, ids=lambda catalogue: catalogue.role)
+def test_every_row_of_a_role_is_judged_by_a_case_or_says_why_not(catalogue: Catalogue) -> None:
+    rows = coverage_rows(catalogue)
+    unjustified = [item.row.id for item in rows if not item.row.ambient and not item.justified]
+    assert not unjustified, f"{catalogue.role} rows with neither a case nor a reason: {unjustified}"
+    excused = [item.row.id for item in rows if item.judged and item.row.not_judged]
+    assert not excused, f"rows judged by a case that still carry an excuse: {excused}"
+
+
+def test_the_verifier_judges_every_verifier_row() -> None:
+    verifier = next(catalogue for catalogue in CATALOGUES if catalogue.role == "verifier")
+    unjudged = [item.row.id for item in coverage_rows(verifier)
+                if item.row.binds == "verifier" and not item.row.ambient and not item.judged]
+    assert not unjudged
+
+
+def test_role_rows_include_rows_binding_every_party() -> None:
+    ids = {row.id for row in role_rows("verifier")}
+    assert "R-5.1-MTLS" in ids and "R-6.3-FENCING" in ids and "R-6.2-ONE-OUTSTANDING" not in ids
 
 
 def test_coverage_json_carries_the_verdicts_of_cases_that_ran() -> None:
-    catalogue = Catalogue()
-    case = catalogue.add(_case("VER-A", "If the append fails because the log has been fenced, the verifier MUST "
-                                        "discard the round, release no output, and stop serving the session."))
-    from sdcp_conformance.harness.case import Verdict
-    from sdcp_conformance.harness.runner import CaseResult
-
-    records = {r["id"]: r for r in coverage_json(requirement_rows(catalogue), [CaseResult(case, Verdict.PASSED)])}
-    assert records["R-6.3-03"]["cases"] == ["VER-A"]
-    assert records["R-6.3-03"]["verdicts"] == {"VER-A": "PASSED"}
-    assert records["R-6.1-02"]["reason"]
+    verifier = next(catalogue for catalogue in CATALOGUES if catalogue.role == "verifier")
+    case = verifier.cases["VER-6.3-FENCING-001"]
+    records = {r["id"]: r for r in coverage_json(coverage_rows(verifier), [CaseResult(case, Verdict.PASSED)])}
+    assert "VER-6.3-FENCING-001" in records["R-6.3-FENCING"]["cases"]
+    assert records["R-6.3-FENCING"]["verdicts"] == {"VER-6.3-FENCING-001": "PASSED"}
+    assert records["R-6.3-FENCING"]["refusal"] == "409 sdcp-stale-epoch"
 
 
-def test_every_requirement_has_a_case_or_a_reason() -> None:
-    unjustified = [row.requirement.id for row in requirement_rows(default_catalogue()) if not row.justified]
-    assert not unjustified, f"requirements with neither a case nor a reason: {unjustified}"
-
-
-def test_committed_coverage_table_is_current() -> None:
-    committed = ROOT / COVERAGE_FILE
+@pytest.mark.parametrize("catalogue", CATALOGUES, ids=lambda catalogue: catalogue.role)
+def test_committed_coverage_table_is_current(catalogue: Catalogue) -> None:
+    committed = ROOT / coverage_file(catalogue.role)
     assert committed.is_file(), "run python -m sdcp_conformance.report.coverage"
-    assert committed.read_text(encoding="utf-8") == generate(), "run python -m sdcp_conformance.report.coverage"
+    assert committed.read_text(encoding="utf-8") == generate(catalogue), \
+        "run python -m sdcp_conformance.report.coverage"
 
 
 def test_generator_check_mode(tmp_path: Path) -> None:
-    output = tmp_path / "COVERAGE.md"
-    assert main(["--output", str(output), "--check"]) == 1
-    assert main(["--output", str(output)]) == 0
-    assert main(["--output", str(output), "--check"]) == 0
-    assert "| R-6.3-03 | 6.3 | MUST | verifier |" in output.read_text(encoding="utf-8")
+    assert main(["--root", str(tmp_path), "--check"]) == 1
+    assert main(["--root", str(tmp_path)]) == 0
+    assert main(["--root", str(tmp_path), "--check"]) == 0
+    text = (tmp_path / coverage_file("verifier")).read_text(encoding="utf-8")
+    assert "| R-6.3-FENCING | 6.3, 6.9 | MUST | 409 sdcp-stale-epoch |" in text
+
+
+def test_levels_order_strict_above_profile_above_informational() -> None:
+    assert Level.MUST.rank > Level.PROFILE.rank > Level.MAY.rank

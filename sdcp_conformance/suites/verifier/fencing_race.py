@@ -53,7 +53,7 @@ async def _race(ctx: CaseContext, *, splice: bool) -> None:
 
 @CATALOGUE.case("VER-6.8-FENCING-101", area="fencing", section="6.8", level=Level.MUST,
                 quote=f"{FENCED_APPEND} ... {RE_READ}", profile=("P1-LOG-1",),
-                rows=(*FENCED_ROWS, "R-6.3-RECORD-FIRST"))
+                rows=(*FENCED_ROWS, "R-6.3-RECORD-FIRST", "P1-LOG-1/RE-READ"))
 async def fence_wins_the_append_race(ctx: CaseContext) -> None:
     """A fence lands between the IUT's read and write of the log: its If-Match PUT fails, it re-reads and stops."""
     await _race(ctx, splice=False)

@@ -1,4 +1,4 @@
-"""The part-B verifier cases: declarations are well formed and their oracle helpers behave."""
+"""The verifier cases: declarations are well formed and the harness-as-drafter helpers behave."""
 
 from __future__ import annotations
 
@@ -10,28 +10,29 @@ import pytest
 from sdcp_conformance.harness.case import Case
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier._cases_b_support import (
-    as_published,
-    avoiding_q,
-    distinct_greedy_prompt,
-    draft_q,
-    p_row,
-)
+from sdcp_conformance.suites.verifier.conversation import distinct_greedy_prompt
+from sdcp_conformance.suites.verifier.seeded_rule2 import as_published, avoiding_q, draft_q, p_row
 
-AREAS_B = {"q-preconditions", "rule-1", "rule-2", "commit-log", "output", "truncation", "escalation", "policy",
-           "closed", "recovery"}
-CASES_B = [case for case in CATALOGUE.cases.values() if case.area in AREAS_B]
+AREAS = {"transport", "contract", "session", "authorization", "fencing", "idempotency", "stale-base", "limits",
+         "q-preconditions", "rule-1", "rule-2", "commit-log", "output", "truncation", "escalation", "policy",
+         "closed", "recovery", "sanity"}
+CASES = list(CATALOGUE.cases.values())
 
 
 def test_every_area_has_cases() -> None:
-    assert {case.area for case in CASES_B} == AREAS_B
+    assert {case.area for case in CASES} == AREAS
 
 
-@pytest.mark.parametrize("case", CASES_B, ids=lambda case: case.id)
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_case_declaration(case: Case) -> None:
-    assert re.fullmatch(r"VER-\d+(\.\d+)*-[A-Z0-9]+(-[A-Z0-9]+)*-\d{3}", case.id)
+    assert re.fullmatch(r"VER-(\d+(\.\d+)*-)?[A-Z0-9]+(-[A-Z0-9]+)*-\d{3}", case.id)
     assert case.title, "every case says what it checks in one line"
     assert all(item.startswith("P1-") for item in case.profile)
+    assert case.rows, "every case declares the requirement rows it judges"
+
+
+def test_only_transport_cases_run_without_a_working_sanity_case() -> None:
+    assert {case.area for case in CASES if case.standalone} == {"transport"}
 
 
 def test_distinct_greedy_prompt_has_distinct_path() -> None:
