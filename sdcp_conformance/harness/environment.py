@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from sdcp_conformance.cache.app import CacheApp
@@ -27,6 +27,10 @@ from sdcp_conformance.reference.verifier.service import PartyTls, VerifierServic
 from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 from sdcp_conformance.transport.types import Handler, Request, Response
+
+if TYPE_CHECKING:
+    from sdcp_conformance.harness.case import Case
+    from sdcp_conformance.harness.context import CaseContext
 
 AppFactory = Callable[..., VerifierApp]
 """Builds the embedded IUT's app: ``factory(config, models, cache, router)`` (a mutant's, say)."""
@@ -104,7 +108,9 @@ class Environment:
         self.servers: list[H2Server] = []
         self.embedded: RunningRole | None = None
         self.embedded_app: VerifierApp | None = None
-        self.iut = IutLink(config.base_uri, config.ca, self._identities(), lambda: self.current)
+        self.iut = IutLink(config.base_uri, config.ca, self._identities(), lambda: self.current,
+                           request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
+                           max_response_bytes=config.max_response_bytes)
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
 
     # ------------------------------------------------------------------ identities
@@ -125,12 +131,31 @@ class Environment:
         return identities
 
     def capabilities(self) -> set[str]:
+        """What the target offers beyond the protocol: its models, and how its load is known."""
         found = {f"model:{model}" for model in self.config.models}
-        if self.embedded_app is not None or self.config.pinned_load is not None:
-            found.add("load:known")
+        if self.config.pinned_load is not None:
+            found.add("load:pinned")
         if self.embedded_app is not None:
             found.add("load:control")
         return found
+
+    # ------------------------------------------------------------------ cases
+
+    def new_context(self, case: Case, seed: int, run: str) -> CaseContext:
+        """The context a verifier case runs in; its transcript is where every exchange is recorded."""
+        from sdcp_conformance.harness.context import CaseContext
+
+        context = CaseContext(self, case, seed, run)
+        self.current = context.transcript
+        return context
+
+    def reset(self) -> None:
+        """Undo what a case may have switched in the harness: faults (held requests let go), fences, pinned load."""
+        self.current = None
+        self.cache.faults.disarm()
+        self.cache.enforce_fences = True
+        if self.embedded_app is not None:
+            self.embedded_app.pinned_load = None
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -1,12 +1,24 @@
 """Talking to the implementation under test as one of the harness's identities, with a transcript.
 
-Every call has a timeout; a timeout, a refused handshake or a dropped
-connection comes back as an :class:`Answer` with ``failure`` set, never as an
-exception, so a case can judge it.
+Every call has a deadline by resource: ``GET …/output`` gets P1-OUT-1's long
+poll plus a margin (``output_timeout_s``), every other request the target's
+``request_timeout_s``; responses are read up to ``max_response_bytes`` and no
+further. A timeout, a refused handshake or a dropped connection comes back as
+an :class:`Answer` with ``failure`` set, never as an exception, so a case can
+judge it — with the :class:`~sdcp_conformance.transport.failures.Stage` the
+conversation broke at and the evidence seen there. The transport is the
+project's own HTTP/2 client (:class:`~sdcp_conformance.transport.h2client.H2Client`),
+one per identity, the same client the reference roles use.
+
+Every exchange lands in the current case's transcript with the answer's
+content type; the note carries the stage and evidence of a failure, the TLS
+version and ALPN of every new connection, and body sizes where they matter.
+A request still in flight when its case is cancelled is recorded too.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,25 +28,51 @@ from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.messages import Message
-from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE, ProblemType
-from sdcp_conformance.transport.client import FailureKind, SdcpClient, Timeouts, TransportFailure
+from sdcp_conformance.protocol.problems import (
+    PROBLEM_CBOR_MEDIA_TYPE,
+    PROBLEM_MEDIA_TYPE,
+    SDCP_MEDIA_TYPE,
+    ProblemType,
+)
+from sdcp_conformance.transport.exchange import MAX_RESPONSE_BYTES, Timeouts, media_type
+from sdcp_conformance.transport.failures import ConnectionInfo, Evidence, FailureKind, Stage, TransportFailure
+from sdcp_conformance.transport.h2client import H2Client
 from sdcp_conformance.transport.problem import Problem, parse_problem
 
 M = TypeVar("M", bound=Message)
 
-DEFAULT_TIMEOUTS = Timeouts(connect=5.0, read=35.0, write=10.0, total=40.0)
-"""Read covers the 30 s output long-poll the harness allows (P1-OUT-1)."""
+REQUEST_TIMEOUT_S = 5.0
+"""Deadline of every request but the output long poll (the target's ``request_timeout_s``)."""
+OUTPUT_TIMEOUT_S = 35.0
+"""Deadline of ``GET …/output``: the 30 s the harness allows the long poll (P1-OUT-1) plus a margin."""
+DEFAULT_TIMEOUTS = Timeouts(connect=REQUEST_TIMEOUT_S, read=OUTPUT_TIMEOUT_S, write=10.0, total=OUTPUT_TIMEOUT_S)
+"""Kept for callers that build clients like the harness's (the connect part bounds TCP, TLS and SETTINGS)."""
+PROBLEM_MEDIA_TYPES = (PROBLEM_MEDIA_TYPE, PROBLEM_CBOR_MEDIA_TYPE)
+
+
+def is_output_poll(method: str, path: str) -> bool:
+    """``GET sessions/{id}/output?from=n``: the one resource that may wait (P1-OUT-1)."""
+    return method == "GET" and path.split("?", 1)[0].rstrip("/").endswith("/output")
 
 
 @dataclass(frozen=True)
 class Answer:
-    """What the IUT answered (or how the exchange failed)."""
+    """What the IUT answered (or how the exchange failed, at which stage, with what evidence)."""
 
     status: int | None
     body: bytes
     content_type: str | None
     failure: FailureKind | None = None
     failure_detail: str = ""
+    stage: Stage | None = None
+    """Where the exchange broke (``None`` when it did not)."""
+    evidence: Evidence | None = None
+    """What was observed at the failing stage: alert, error code, last_stream_id, status, sizes, deadline."""
+    connection: ConnectionInfo | None = None
+    """The connection the exchange used (or failed on): its number, TLS version and ALPN."""
+    headers: tuple[tuple[str, str], ...] = ()
+    deadline_s: float | None = None
+    """The deadline the request had (by resource)."""
 
     @property
     def ok(self) -> bool:
@@ -54,21 +92,108 @@ class Answer:
         problem = self.problem
         return problem.problem_type if problem is not None else None
 
+    # -- media types (§5.1, P1-MSG-1, P1-ERR-1): data for the judge ------------------------------
+
+    @property
+    def media_type(self) -> str:
+        """The body's media type, lower-cased, without parameters ("" when unlabelled)."""
+        return media_type(self.content_type)
+
+    @property
+    def media_type_ok(self) -> bool | None:
+        """For a 2xx answer: whether its body is labelled ``application/sdcp+cbor`` (§5.1; an empty body needs
+        no label). ``None`` for anything that is not a success."""
+        if not self.ok:
+            return None
+        return not self.body or self.media_type == SDCP_MEDIA_TYPE
+
+    @property
+    def problem_media_type_ok(self) -> bool | None:
+        """For a 4xx/5xx answer with a body: whether it is labelled ``application/problem+json`` or ``+cbor``
+        (P1-ERR-1). ``None`` for anything else."""
+        if self.status is None or self.status < 400 or not self.body:
+            return None
+        return self.media_type in PROBLEM_MEDIA_TYPES
+
+    # -- sizes and the connection ----------------------------------------------------------------
+
+    @property
+    def content_length(self) -> int | None:
+        """The declared content-length of the answer (or of the half-received one a failure cut short)."""
+        value = next((v for k, v in self.headers if k == "content-length"), None)
+        if value is not None and value.isdigit():
+            return int(value)
+        return self.evidence.content_length if self.evidence is not None else None
+
+    @property
+    def received(self) -> int:
+        """Body bytes received (for a failure: before it broke)."""
+        if self.status is not None:
+            return len(self.body)
+        return (self.evidence.received or 0) if self.evidence is not None else 0
+
+    @property
+    def tls_version(self) -> str | None:
+        if self.connection is not None and self.connection.tls_version:
+            return self.connection.tls_version
+        return self.evidence.tls_version if self.evidence is not None else None
+
+    @property
+    def alpn(self) -> str | None:
+        if self.connection is not None and self.connection.alpn:
+            return self.connection.alpn
+        return self.evidence.alpn if self.evidence is not None else None
+
+    # -- bodies ----------------------------------------------------------------------------------
+
     def decoded(self) -> Any:
         return decode(self.body)
 
     def message(self, kind: type[M]) -> M:
-        """The body as a typed message; raises :class:`MalformedMessage` if it is not one."""
+        """The body as a typed message; raises :class:`MalformedMessage` if it is not one.
+
+        D-IUT-1: the media type is part of being a message. How strictly a wrong label is judged elsewhere
+        (a problem body's, P1-ERR-1, NON-STRICT) is the judge's, from :attr:`media_type_ok` and
+        :attr:`problem_media_type_ok`.
+
+        A body not labelled ``application/sdcp+cbor`` is not an SDCP message, whatever its bytes
+        (§5.1: "Message bodies use the media type application/sdcp+cbor").
+        """
+        if self.media_type != SDCP_MEDIA_TYPE:
+            raise MalformedMessage(f"the body is labelled {self.content_type!r}, not {SDCP_MEDIA_TYPE} (§5.1)")
         return kind.from_cbor(self.body)
 
     def describe(self) -> str:
         if self.status is None:
-            return f"no answer ({self.failure.value if self.failure else 'failure'}: {self.failure_detail})"
+            label = self.stage.label if self.stage is not None else (self.failure.value if self.failure else "failure")
+            return f"no answer ({label}: {self.failure_detail})"
         problem = self.problem
         if problem is not None:
             kind = problem.problem_type.suffix if problem.problem_type else problem.type_uri
             return f"{self.status} {kind}"
+        if self.media_type_ok is False or (self.status >= 400 and self.body and not self.problem_media_type_ok):
+            return f"{self.status} labelled {self.content_type!r}"
         return str(self.status)
+
+    def note(self, *, new_connection: bool) -> str:
+        """The transcript note: stage and evidence of a failure, the connection when new, sizes that matter."""
+        parts: list[str] = []
+        if self.status is None:
+            parts.append(self.describe())
+            if self.stage is not None:
+                parts.append(f"stage={self.stage.value}")
+            if self.evidence is not None:
+                parts.extend(f"{name}={value}" for name, value in self.evidence.items().items())
+            if self.deadline_s is not None and (self.evidence is None or self.evidence.deadline_s is None):
+                parts.append(f"deadline_s={self.deadline_s:g}")
+        else:
+            # The transcript's Entry has no content-type member: the note carries it for every answer.
+            parts.append(f"content-type {self.content_type or 'none'}")
+            if self.content_length is not None and self.content_length != len(self.body):
+                parts.append(f"content-length {self.content_length}, {len(self.body)} bytes received")
+        if self.connection is not None and (new_connection or self.status is None):
+            parts.append(self.connection.describe())
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -84,22 +209,38 @@ class IutLink:
     """One HTTP/2 client per identity towards the IUT's base URI; records into the current transcript."""
 
     def __init__(self, base_uri: str, ca: Path, identities: dict[str, Identity],
-                 transcript: Callable[[], CaseTranscript | None]) -> None:
+                 transcript: Callable[[], CaseTranscript | None], *,
+                 request_timeout_s: float = REQUEST_TIMEOUT_S, output_timeout_s: float = OUTPUT_TIMEOUT_S,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
         self.base_uri = base_uri
         self._ca = ca
         self._identities = identities
-        self._clients: dict[str, SdcpClient] = {}
+        self._clients: dict[str, H2Client] = {}
         self._transcript = transcript
+        self.request_timeout_s = request_timeout_s
+        self.output_timeout_s = output_timeout_s
+        self.max_response_bytes = max_response_bytes
+        self._timeouts = Timeouts(connect=request_timeout_s, read=output_timeout_s, write=request_timeout_s,
+                                  total=max(request_timeout_s, output_timeout_s))
 
     def identity_names(self) -> list[str]:
         return sorted(self._identities)
 
-    def _client(self, party: str) -> SdcpClient:
-        if party not in self._clients:
+    def deadline_for(self, method: str, path: str) -> float:
+        """The request's deadline by resource (P1-OUT-1: only the output long poll may take its 30 s).
+
+        D-IUT-2: the deadline covers the whole exchange — connecting included — so a verifier that stalls its
+        handshake is reported within ``request_timeout_s`` like one that stalls its answer."""
+        return self.output_timeout_s if is_output_poll(method, path) else self.request_timeout_s
+
+    def _client(self, party: str) -> H2Client:
+        client = self._clients.get(party)
+        if client is None:
             identity = self._identities[party]
-            self._clients[party] = SdcpClient(self.base_uri, identity.cert, identity.key, self._ca,
-                                              timeouts=DEFAULT_TIMEOUTS, max_attempts=1)
-        return self._clients[party]
+            client = self._clients[party] = H2Client(
+                self.base_uri, identity.cert, identity.key, self._ca, timeouts=self._timeouts, max_attempts=1,
+                max_response_bytes=self.max_response_bytes)
+        return client
 
     async def reset(self, party: str) -> None:
         """Drop a party's connection, so the next call makes a fresh one."""
@@ -111,19 +252,37 @@ class IutLink:
                    *, content_type: str = SDCP_MEDIA_TYPE) -> Answer:
         raw = _raw(body)
         headers = {"content-type": content_type, "accept": SDCP_MEDIA_TYPE} if raw is not None else None
+        deadline = self.deadline_for(method, path)
+        client = self._client(party)
+        opened = client.connections_opened
         try:
-            response = await self._client(party).request(method, path, raw, headers=headers, retry=False)
+            response = await client.request(method, path, raw, headers=headers, retry=False, timeout=deadline)
         except TransportFailure as failure:
-            answer = Answer(None, b"", None, failure.kind, str(failure))
+            answer = Answer(None, b"", None, failure.kind, failure.detail, stage=failure.stage,
+                            evidence=failure.evidence, connection=failure.connection, deadline_s=deadline)
             await self.reset(party)
+        except asyncio.CancelledError:
+            # The case ended (its own deadline) with this request in flight: the evidence must still show it.
+            self._record(party, method, path, raw, None, note=f"in flight when the case was cancelled "
+                         f"(the request's own deadline was {deadline:g} s)")
+            raise
         else:
-            answer = Answer(response.status, response.body, response.content_type)
-        transcript = self._transcript()
-        if transcript is not None:
-            note = answer.describe() if answer.status is None else ""
-            transcript.record("to-iut", party, method, path, raw or b"", answer.status, answer.body,
-                              content_type=answer.content_type, note=note)
+            answer = Answer(response.status, response.body, response.content_type, connection=response.connection,
+                            headers=response.headers, deadline_s=deadline)
+        new_connection = client.connections_opened != opened
+        self._record(party, method, path, raw, answer, note=answer.note(new_connection=new_connection))
         return answer
+
+    def _record(self, party: str, method: str, path: str, raw: bytes | None, answer: Answer | None, *,
+                note: str) -> None:
+        transcript = self._transcript()
+        if transcript is None:
+            return
+        if answer is None:
+            transcript.record("to-iut", party, method, path, raw or b"", None, b"", note=note)
+            return
+        transcript.record("to-iut", party, method, path, raw or b"", answer.status, answer.body,
+                          content_type=answer.content_type, note=note)
 
     async def aclose(self) -> None:
         for party in list(self._clients):
@@ -138,4 +297,13 @@ def _raw(body: bytes | Message | dict[str, Any] | None) -> bytes | None:
     return encode(body)
 
 
-__all__ = ["DEFAULT_TIMEOUTS", "Answer", "Identity", "IutLink"]
+__all__ = [
+    "DEFAULT_TIMEOUTS",
+    "OUTPUT_TIMEOUT_S",
+    "PROBLEM_MEDIA_TYPES",
+    "REQUEST_TIMEOUT_S",
+    "Answer",
+    "Identity",
+    "IutLink",
+    "is_output_poll",
+]

@@ -141,9 +141,14 @@ def _problem_from_members(status: int, members: dict[str, Any]) -> Problem:
         raise MalformedMessage("problem member 'title' is not a string")
     if detail is not None and not isinstance(detail, str):
         raise MalformedMessage("problem member 'detail' is not a string")
-    if state is not None and not isinstance(state, dict):
-        raise MalformedMessage("problem member 'state' is not a map")
-    parsed_state = state_from_json(state) if state is not None else None
+    # A state that is not a map of P1-ERR-2's encoding does not hide the problem type: ``state`` is then
+    # None and the member as sent stays in ``members`` for whoever judges its encoding.
+    parsed_state = None
+    if isinstance(state, dict):
+        try:
+            parsed_state = state_from_json(state)
+        except MalformedMessage:
+            parsed_state = None
     return Problem(status, type_uri, title, detail, parsed_state, members)
 
 

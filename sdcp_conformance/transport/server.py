@@ -10,9 +10,18 @@ Why h2 and not an ASGI server (measured with hypercorn 0.18, uvicorn 0.54, h2 4.
 * uvicorn speaks HTTP/2 only through the pre-1.0 ``zttp``.
 * h2 is sans-I/O: this module owns the socket, so the peer certificate's URI
   SAN reaches the handler (P1-ID-1), TLS 1.2 and HTTP/1.1 are refused
-  (P1-TLS-1), a body over the limit is answered 413 and the stream reset
-  while at most one flow-control window of it was ever accepted, and the
-  faults the harness plays (RST_STREAM, GOAWAY, abrupt close) are one call each.
+  (P1-TLS-1), a body over the limit is answered 413 and the stream reset at
+  once, and the faults the harness plays (RST_STREAM, GOAWAY, abrupt close)
+  are one call each.
+
+One client must not hold the server open, fill its memory or slow the others
+(issue 12): every limit is in :class:`~.limits.ServerLimits` — idle, preface,
+header, body and send timeouts, a stream limit, buffering budgets per
+connection and server-wide (enforced by withholding flow-control credit),
+frames checked at their header (:mod:`.h2state`), and rate limits on
+RST_STREAM, SETTINGS, PING, empty DATA and stream errors that end the
+connection with GOAWAY(ENHANCE_YOUR_CALM). ``max_requests`` sends a graceful
+GOAWAY every N requests, as hypercorn and nginx do.
 
 The handler interface is :mod:`sdcp_conformance.transport.types`; a handler
 raising :class:`~sdcp_conformance.errors.ProtocolError` gets its problem
@@ -33,47 +42,27 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from urllib.parse import unquote
 
-import h2.config
-import h2.connection
-import h2.events
-import h2.exceptions
-import h2.settings
-from h2.errors import ErrorCodes
-
-from sdcp_conformance.errors import InvalidArgument, ProtocolError
-from sdcp_conformance.protocol.codec import MAX_MESSAGE_SIZE
-from sdcp_conformance.transport.problem import problem_response, status_problem_response
-from sdcp_conformance.transport.tls import ALPN_H2, peer_uri_san, server_ssl_context
-from sdcp_conformance.transport.types import Handler, Request, Response, TransportFault
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.transport.limits import ServerLimits
+from sdcp_conformance.transport.server_connection import ServerConnection
+from sdcp_conformance.transport.tls import serve_tls, server_ssl_context
+from sdcp_conformance.transport.types import Handler
 
 log = logging.getLogger(__name__)
 
-H2_PREFACE = b"PRI * HTTP/2.0"
+
+DEFAULT_LIMITS = ServerLimits()
+"""The limits of a :class:`ServerConfig` that names none (a test may swap this for the whole process)."""
 
 
-# D-SRV-1: a TLS connection that did not negotiate ALPN "h2" is not HTTP/2 in
-# the sense of RFC 9113 §3.2, even if it then sends the HTTP/2 preface. If its
-# first bytes look like an HTTP/1.x request it gets this 505 (P1-TLS-1: "refused
-# with 505 or the connection is closed"); anything else is closed silently.
-def _http1_refusal() -> bytes:
-    problem = status_problem_response(505, "SDCP requires HTTP/2 over TLS 1.3 (P1-TLS-1)")
-    head = (
-        "HTTP/1.1 505 HTTP Version Not Supported\r\n"
-        "content-type: application/problem+json\r\n"
-        "connection: close\r\n"
-        f"content-length: {len(problem.body)}\r\n\r\n"
-    )
-    return head.encode("ascii") + problem.body
-
-
-HTTP1_REFUSAL = _http1_refusal()
+def default_limits() -> ServerLimits:
+    return DEFAULT_LIMITS
 
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """Where and how to serve; certificate paths come from :mod:`.pki`."""
+    """Where and how to serve; certificate paths come from :mod:`.pki`, every limit from ``limits``."""
 
     cert: Path
     key: Path
@@ -81,15 +70,7 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 0
     require_client_cert: bool = True
-    max_body: int = MAX_MESSAGE_SIZE
-    """P1-MSG-2: "Bodies over 16 MiB may be refused with 413"."""
-    max_concurrent_streams: int = 1024
-    drain_limit: int = 256 << 20
-    """After a 413, at most this many more upload bytes are read and discarded (D-SRV-3)."""
-    initial_window: int = 1 << 20
-    """Per-stream receive window; also the most of an oversized body ever accepted."""
-    connection_window: int = 16 << 20
-    handshake_timeout: float = 10.0
+    limits: ServerLimits = field(default_factory=default_limits)
     shutdown_grace: float = 2.0
     """Seconds :meth:`H2Server.stop` waits for TLS close_notify before aborting sockets."""
 
@@ -105,8 +86,23 @@ class ServerStats:
     requests: int = 0
     http1_refused: int = 0
     bodies_refused: int = 0
+    """Requests answered 413 (over ``max_body``) or 503 (over the server-wide budget)."""
+    bodies_timed_out: int = 0
+    """Requests answered 408: the body did not complete within ``body_timeout_s``."""
     largest_body_buffered: int = 0
+    buffered_peak: int = 0
+    """Most request-body bytes buffered at once, across all connections."""
     handler_errors: int = 0
+    streams_refused: int = 0
+    """Streams above a graceful GOAWAY's last_stream_id, refused unprocessed (REFUSED_STREAM)."""
+    graceful_goaways: int = 0
+    enhance_your_calm: int = 0
+    """Connections closed with GOAWAY(ENHANCE_YOUR_CALM) for exceeding a rate limit."""
+    calm_reasons: dict[str, int] = field(default_factory=dict)
+    timed_out: dict[str, int] = field(default_factory=dict)
+    """Connections closed by a timeout, by which (``preface``, ``idle``, ``header``, ``drain``)."""
+    sends_timed_out: int = 0
+    frame_size_refused: int = 0
 
 
 class H2Server:
@@ -115,21 +111,21 @@ class H2Server:
     def __init__(self, handler: Handler, config: ServerConfig) -> None:
         self.handler = handler
         self.config = config
+        self.limits = config.limits
         self.stats = ServerStats()
+        self.buffered = 0
+        """Request-body bytes buffered across all connections (for ``server_buffer_budget``)."""
         self._ssl = config.ssl_context()
         self._server: asyncio.Server | None = None
-        self._connections: set[_Connection] = set()
+        self._connections: set[ServerConnection] = set()
+        self._starved: set[ServerConnection] = set()
+        self._per_identity: dict[str | None, int] = {}
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: _Connection(self),
-            self.config.host,
-            self.config.port,
-            ssl=self._ssl,
-            ssl_handshake_timeout=self.config.handshake_timeout,
-            ssl_shutdown_timeout=self.config.shutdown_grace,
-        )
+        # The TLS layer sends the alert of a refused handshake (asyncio's own would just close).
+        self._server = await serve_tls(lambda: ServerConnection(self), self._ssl, self.config.host, self.config.port,
+                                       handshake_timeout=self.limits.handshake_timeout_s,
+                                       shutdown_timeout=self.config.shutdown_grace)
 
     async def stop(self) -> None:
         """Stop listening, send GOAWAY on every connection, cancel handlers, close sockets."""
@@ -160,332 +156,47 @@ class H2Server:
         host = f"[{host}]" if ":" in host else host
         return f"https://{host}:{self.port}/"
 
+    # -- what connections share -------------------------------------------------------------
 
-class _Connection(asyncio.Protocol):
-    """One TLS connection: h2 state, request streams and handler tasks."""
+    def attach(self, connection: ServerConnection) -> None:
+        self._connections.add(connection)
+        self.stats.connections += 1
 
-    def __init__(self, server: H2Server) -> None:
-        self._server = server
-        self._config = server.config
-        self._transport: asyncio.Transport | None = None
-        self._h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding=None))
-        self._identity: str | None = None
-        self._http1 = False
-        self._bodies: dict[int, bytearray] = {}
-        self._draining: dict[int, int] = {}
-        self._headers: dict[int, list[tuple[bytes, bytes]]] = {}
-        self._tasks: dict[int, asyncio.Task[None]] = {}
-        self._window_waiters: dict[int, asyncio.Future[None]] = {}
-        self._writable = asyncio.Event()
-        self._writable.set()
-        self._closed = asyncio.get_running_loop().create_future()
-        self._flush_pending = False
+    def admit(self, identity: str | None) -> bool:
+        """Count a connection of ``identity``; ``False`` if it already holds its share (then it is not counted)."""
+        if not self.config.require_client_cert:
+            return True
+        held = self._per_identity.get(identity, 0)
+        if held >= self.limits.max_connections_per_identity:
+            return False
+        self._per_identity[identity] = held + 1
+        return True
 
-    # -- asyncio.Protocol -------------------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
-        self._server._connections.add(self)
-        self._server.stats.connections += 1
-        ssl_object = transport.get_extra_info("ssl_object")
-        if ssl_object is None or ssl_object.selected_alpn_protocol() != ALPN_H2:
-            self._http1 = True
-            return
-        self._identity = peer_uri_san(transport.get_extra_info("peercert"))
-        codes = h2.settings.SettingCodes
-        self._h2.local_settings = h2.settings.Settings(
-            client=False,
-            initial_values={
-                codes.MAX_CONCURRENT_STREAMS: self._config.max_concurrent_streams,
-                codes.INITIAL_WINDOW_SIZE: self._config.initial_window,
-            },
-        )
-        self._h2.initiate_connection()
-        self._h2.increment_flow_control_window(self._config.connection_window - 65535)
-        self._flush()
-
-    def data_received(self, data: bytes) -> None:
-        if self._http1:
-            self._refuse_http1(data)
-            return
-        try:
-            events = self._h2.receive_data(data)
-        except h2.exceptions.ProtocolError:
-            self._flush()  # h2 queued a GOAWAY naming the error
-            self._close()
-            return
-        for event in events:
-            self._dispatch(event)
-        self._flush()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._server._connections.discard(self)
-        for task in self._tasks.values():
-            task.cancel()
-        for waiter in self._window_waiters.values():
-            if not waiter.done():
-                waiter.cancel()
-        self._writable.set()
-        if not self._closed.done():
-            self._closed.set_result(None)
-
-    def pause_writing(self) -> None:
-        self._writable.clear()
-
-    def resume_writing(self) -> None:
-        self._writable.set()
-
-    # -- lifecycle ----------------------------------------------------------------------
-
-    def shutdown(self) -> None:
-        """Graceful stop: GOAWAY, cancel handlers, close the socket."""
-        if self._transport is None or self._transport.is_closing():
-            return
-        if not self._http1:
-            self._h2.close_connection()
-            self._flush()
-        for task in self._tasks.values():
-            task.cancel()
-        self._close()
-
-    def abort(self) -> None:
-        if self._transport is not None and not self._closed.done():
-            self._transport.abort()
-
-    async def closed(self) -> None:
-        await asyncio.shield(self._closed)
-
-    def _close(self) -> None:
-        if self._transport is not None and not self._transport.is_closing():
-            self._transport.close()
-
-    def _refuse_http1(self, data: bytes) -> None:
-        assert self._transport is not None
-        self._server.stats.http1_refused += 1
-        if not data.startswith(H2_PREFACE[: len(data)]):
-            self._transport.write(HTTP1_REFUSAL)
-        self._http1 = True
-        self._close()
-
-    # -- h2 events ----------------------------------------------------------------------
-
-    def _dispatch(self, event: h2.events.Event) -> None:
-        if isinstance(event, h2.events.RequestReceived):
-            self._on_request(event)
-        elif isinstance(event, h2.events.DataReceived):
-            self._on_data(event)
-        elif isinstance(event, h2.events.StreamEnded):
-            self._on_stream_ended(event.stream_id)
-        elif isinstance(event, h2.events.StreamReset):
-            self._forget(event.stream_id, cancel=True)
-            self._wake(event.stream_id)
-        elif isinstance(event, h2.events.WindowUpdated):
-            self._wake(event.stream_id)
-        elif isinstance(event, h2.events.ConnectionTerminated):
-            self._close()
-
-    def _on_request(self, event: h2.events.RequestReceived) -> None:
-        stream_id = event.stream_id
-        headers = list(event.headers or ())
-        declared = _content_length(headers)
-        if declared is not None and declared > self._config.max_body:
-            self._refuse_body(stream_id, f"declared body of {declared} bytes")
-            return
-        self._headers[stream_id] = headers
-        self._bodies[stream_id] = bytearray()
-        if event.stream_ended is not None:
-            self._on_stream_ended(stream_id)
-
-    def _on_data(self, event: h2.events.DataReceived) -> None:
-        stream_id = event.stream_id
-        body = self._bodies.get(stream_id)
-        if body is None:
-            self._drain(stream_id, event.flow_controlled_length)
-            return
-        body += event.data or b""
-        if len(body) > self._config.max_body:
-            self._refuse_body(stream_id, f"body exceeds {self._config.max_body} bytes")
-            return
-        stats = self._server.stats
-        stats.largest_body_buffered = max(stats.largest_body_buffered, len(body))
-        self._h2.acknowledge_received_data(event.flow_controlled_length, stream_id)
-
-    def _on_stream_ended(self, stream_id: int) -> None:
-        self._draining.pop(stream_id, None)
-        headers = self._headers.pop(stream_id, None)
-        body = self._bodies.pop(stream_id, None)
-        if headers is None or body is None:
-            return
-        request = _make_request(headers, bytes(body), self._identity)
-        self._server.stats.requests += 1
-        self._tasks[stream_id] = asyncio.ensure_future(self._respond(stream_id, request))
-
-    def _refuse_body(self, stream_id: int, why: str) -> None:
-        """Answer 413 at once, drop what was buffered, and discard the rest of the upload."""
-        self._server.stats.bodies_refused += 1
-        self._forget(stream_id, cancel=False)
-        self._draining[stream_id] = 0
-        response = status_problem_response(413, f"{why}; the limit is {self._config.max_body}")
-        try:
-            self._send_headers(stream_id, response, end_stream=False)
-            self._h2.send_data(stream_id, response.body, end_stream=True)
-        except h2.exceptions.FlowControlError:
-            self._reset(stream_id, ErrorCodes.REFUSED_STREAM)
-
-    def _drain(self, stream_id: int, length: int) -> None:
-        """Discard DATA of a refused (or unknown) stream, keeping the windows open.
-
-        D-SRV-3: RFC 9113 §8.1 lets a server reset a stream with NO_ERROR after a
-        complete early response, but httpx/httpcore 1.0 then waits for flow-control
-        credit until its read timeout and never sees the 413. So the upload is
-        read and thrown away (memory stays bounded) up to ``drain_limit`` bytes,
-        and only a longer one is reset (CANCEL).
-        """
-        self._h2.acknowledge_received_data(length, stream_id)
-        if stream_id not in self._draining:
-            return
-        self._draining[stream_id] += length
-        if self._draining[stream_id] > self._config.drain_limit:
-            self._draining.pop(stream_id)
-            self._reset(stream_id, ErrorCodes.CANCEL)
-
-    def _forget(self, stream_id: int, *, cancel: bool) -> None:
-        self._draining.pop(stream_id, None)
-        self._headers.pop(stream_id, None)
-        self._bodies.pop(stream_id, None)
-        task = self._tasks.pop(stream_id, None)
-        if cancel and task is not None:
-            task.cancel()
-
-    # -- responding ---------------------------------------------------------------------
-
-    async def _respond(self, stream_id: int, request: Request) -> None:
-        try:
-            response = await self._call_handler(request)
-            if response.fault is not None:
-                self._commit_fault(stream_id, response.fault)
-                return
-            await self._send_response(stream_id, response)
-        except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
-            pass  # the peer reset the stream or the connection is going away
-        except Exception:  # never let one response kill the connection
-            log.exception("sending the response on stream %d failed", stream_id)
-            self._reset(stream_id, ErrorCodes.INTERNAL_ERROR)
-        finally:
-            self._tasks.pop(stream_id, None)
-
-    async def _call_handler(self, request: Request) -> Response:
-        try:
-            return await self._server.handler(request)
-        except ProtocolError as error:
-            return problem_response(error)
-        except Exception as exc:
-            self._server.stats.handler_errors += 1
-            log.exception("handler failed on %s %s", request.method, request.path)
-            return status_problem_response(500, f"handler raised {type(exc).__name__}")
-
-    def _commit_fault(self, stream_id: int, fault: TransportFault) -> None:
-        assert self._transport is not None
-        if fault is TransportFault.RESET_STREAM:
-            self._reset(stream_id, ErrorCodes.INTERNAL_ERROR)
-        elif fault is TransportFault.GOAWAY:
-            # D-SRV-2: last_stream_id is the highest stream h2 received, this one
-            # included: the request was seen but never answered.
-            self._h2.close_connection(ErrorCodes.NO_ERROR)
-            self._flush()
-            self._close()
+    def leave(self, identity: str | None) -> None:
+        held = self._per_identity.get(identity, 0) - 1
+        if held > 0:
+            self._per_identity[identity] = held
         else:
-            self._transport.abort()
+            self._per_identity.pop(identity, None)
 
-    async def _send_response(self, stream_id: int, response: Response) -> None:
-        body = response.body
-        self._send_headers(stream_id, response, end_stream=not body)
-        view = memoryview(body)
-        while view:
-            window = min(self._h2.local_flow_control_window(stream_id), self._h2.max_outbound_frame_size)
-            if window <= 0 or not self._writable.is_set():
-                await self._wait_to_send(stream_id)
-                continue
-            chunk, view = view[:window], view[window:]
-            self._h2.send_data(stream_id, bytes(chunk), end_stream=not view)
-            self._flush_soon()
-        self._flush_soon()
+    def detach(self, connection: ServerConnection) -> None:
+        self._connections.discard(connection)
+        self._starved.discard(connection)
 
-    def _send_headers(self, stream_id: int, response: Response, *, end_stream: bool) -> None:
-        headers = [(":status", str(response.status)), ("content-length", str(len(response.body)))]
-        headers += [(name.lower(), value) for name, value in response.headers if name.lower() != "content-length"]
-        self._h2.send_headers(stream_id, headers, end_stream=end_stream)
+    def charge(self, amount: int) -> None:
+        self.buffered += amount
+        self.stats.buffered_peak = max(self.stats.buffered_peak, self.buffered)
 
-    async def _wait_to_send(self, stream_id: int) -> None:
-        if not self._writable.is_set():
-            await self._writable.wait()
-            return
-        waiter = asyncio.get_running_loop().create_future()
-        self._window_waiters[stream_id] = waiter
-        try:
-            await waiter
-        finally:
-            self._window_waiters.pop(stream_id, None)
+    def release(self, amount: int) -> None:
+        """Bytes left the server-wide budget: connections held back by it may be acknowledged again."""
+        self.buffered -= amount
+        if self._starved and self.buffered <= self.limits.server_buffer_budget:
+            starved, self._starved = self._starved, set()
+            for connection in starved:
+                connection.acknowledge_held()
 
-    def _wake(self, stream_id: int) -> None:
-        """A window opened (stream 0: the whole connection): let waiting senders retry."""
-        targets = (
-            self._window_waiters.values()
-            if stream_id == 0
-            else ([self._window_waiters[stream_id]] if stream_id in self._window_waiters else [])
-        )
-        for waiter in list(targets):
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def _reset(self, stream_id: int, code: ErrorCodes) -> None:
-        with contextlib.suppress(h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
-            self._h2.reset_stream(stream_id, code)
-        self._flush_soon()
-
-    # -- writing ------------------------------------------------------------------------
-
-    def _flush_soon(self) -> None:
-        """Coalesce the frames of every stream answered in this loop iteration into one write."""
-        if not self._flush_pending:
-            self._flush_pending = True
-            asyncio.get_running_loop().call_soon(self._flush)
-
-    def _flush(self) -> None:
-        self._flush_pending = False
-        data = self._h2.data_to_send()
-        if data and self._transport is not None and not self._transport.is_closing():
-            self._transport.write(data)
-
-
-def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
-    for name, value in headers:
-        if name == b"content-length":
-            with contextlib.suppress(ValueError):
-                return int(value)
-    return None
-
-
-def _make_request(raw_headers: list[tuple[bytes, bytes]], body: bytes, identity: str | None) -> Request:
-    pseudo: dict[str, str] = {}
-    headers: list[tuple[str, str]] = []
-    for raw_name, raw_value in raw_headers:
-        name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
-        if name.startswith(":"):
-            pseudo[name] = value
-        else:
-            headers.append((name, value))
-    target = pseudo.get(":path", "/")
-    path, _, query = target.partition("?")
-    return Request(
-        method=pseudo.get(":method", ""),
-        path=unquote(path),
-        query=query,
-        headers=tuple(headers),
-        body=body,
-        peer_identity=identity,
-    )
+    def starve(self, connection: ServerConnection) -> None:
+        self._starved.add(connection)
 
 
 # --------------------------------------------------------------------------- in a thread
@@ -565,9 +276,12 @@ def run_server_in_thread(
 
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "H2Server",
     "RunningServer",
     "ServerConfig",
+    "ServerLimits",
     "ServerStats",
+    "default_limits",
     "run_server_in_thread",
 ]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sdcp_conformance.transport.limits import ServerLimits
 from sdcp_conformance.transport.pki import Pki, init_pki
 from sdcp_conformance.transport.server import RunningServer, ServerConfig, run_server_in_thread
 from sdcp_conformance.transport.types import Handler, Request, Response
@@ -37,11 +39,16 @@ StartServer = Callable[..., RunningServer]
 
 @pytest.fixture
 def start_server(pki: Pki) -> Iterator[StartServer]:
-    """Start servers as the verifier; every one is stopped when the test ends."""
+    """Start servers as the verifier; every one is stopped when the test ends.
+
+    Keywords naming a :class:`ServerLimits` member set that limit; the others go to :class:`ServerConfig`.
+    """
     with contextlib.ExitStack() as stack:
 
         def start(handler: Handler = echo_identity, **options: Any) -> RunningServer:
-            config = ServerConfig(pki.cert("verifier"), pki.key("verifier"), pki.ca_cert, **options)
+            names = {member.name for member in dataclasses.fields(ServerLimits)}
+            limits = ServerLimits(**{name: options.pop(name) for name in list(options) if name in names})
+            config = ServerConfig(pki.cert("verifier"), pki.key("verifier"), pki.ca_cert, limits=limits, **options)
             return stack.enter_context(run_server_in_thread(handler, config))
 
         yield start

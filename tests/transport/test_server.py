@@ -7,13 +7,13 @@ import hashlib
 import json
 import socket
 import threading
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.protocol.problems import PROBLEM_MEDIA_TYPE, ProblemType
+from sdcp_conformance.testing.raw_h2 import RawH2
 from sdcp_conformance.transport.pki import Pki
 from sdcp_conformance.transport.types import Request, Response, TransportFault
 
@@ -124,13 +124,16 @@ def test_httpx_http1_client_is_refused(pki: Pki, start_server: StartServer) -> N
 MIB = 1 << 20
 
 
-def _chunks(count: int, sent: list[int]) -> Iterator[bytes]:
-    for _ in range(count):
-        sent.append(MIB)
-        yield b"\x00" * MIB
+def _raw_context(pki: Pki) -> object:
+    return client_context(pki.ca_cert, pki.cert("drafter-1"), pki.key("drafter-1"), alpn=["h2"])
 
 
-def test_declared_64_mib_body_gets_413_before_any_byte_is_buffered(pki: Pki, start_server: StartServer) -> None:
+def _answered(raw: RawH2, stream_id: int) -> object:
+    return lambda received: bool(received.statuses(stream_id)) and bool(received.resets(stream_id))
+
+
+def test_declared_64_mib_body_gets_413_and_a_reset_before_any_byte_is_buffered(
+        pki: Pki, start_server: StartServer) -> None:
     calls: list[Request] = []
 
     async def handler(request: Request) -> Response:
@@ -138,26 +141,47 @@ def test_declared_64_mib_body_gets_413_before_any_byte_is_buffered(pki: Pki, sta
         return Response(200)
 
     server = start_server(handler)
-    sent: list[int] = []
-    headers = {"content-length": str(64 * MIB)}
-    with _client(pki) as client:
-        response = client.post(server.base_uri, content=_chunks(64, sent), headers=headers)
-        assert client.get(server.base_uri).status_code == 200  # the connection survives
-    assert response.status_code == 413
-    assert response.headers["content-type"] == PROBLEM_MEDIA_TYPE
-    assert response.json()["status"] == 413
+
+    async def go() -> tuple[list[int], list[str], list[int]]:
+        raw = await RawH2.open("127.0.0.1", server.port, _raw_context(pki))  # type: ignore[arg-type]
+        try:
+            await raw.send([raw.request(1, "POST", "/proposals", content_length=64 * MIB)])
+            received = await raw.read_until(_answered(raw, 1), timeout_s=10)
+            # Whatever the client sends on now is not read into a buffer.
+            await raw.send([raw.data(1, bytes(16_000)) for _ in range(32)])
+            await raw.send([raw.request(3, "GET", "/after", end_stream=True)])
+            received = await raw.read_until(lambda r: bool(r.statuses(3)), timeout_s=10)
+            return received.statuses(1), received.resets(1), received.statuses(3)
+        finally:
+            await raw.close()
+
+    statuses, resets, after = asyncio.run(go())
+    assert statuses == [413]
+    assert resets[0] == "NO_ERROR"  # RFC 9113 §8.1: stop sending the request, without error
+    assert after == [200]  # the connection survives
     assert server.stats.largest_body_buffered == 0
     assert server.stats.bodies_refused == 1
     assert [c.method for c in calls] == ["GET"]  # the POST never reached the handler
 
 
-def test_streamed_64_mib_body_is_refused_at_the_limit(pki: Pki, start_server: StartServer) -> None:
-    limit = 4 * MIB
-    server = start_server(max_body=limit)
-    sent: list[int] = []
-    with _client(pki) as client:
-        response = client.post(server.base_uri, content=_chunks(64, sent))
-    assert response.status_code == 413
+def test_streamed_body_is_refused_at_the_limit_and_not_read_on(pki: Pki, start_server: StartServer) -> None:
+    limit = MIB
+    server = start_server(max_body=limit, initial_window=4 * MIB)
+
+    async def go() -> tuple[list[int], list[str]]:
+        raw = await RawH2.open("127.0.0.1", server.port, _raw_context(pki))  # type: ignore[arg-type]
+        try:
+            chunk = bytes(16_000)
+            frames = [raw.request(1, "PUT", "/objects/big")]  # no content-length: the limit is met while streaming
+            frames += [raw.data(1, chunk) for _ in range(2 * MIB // len(chunk))]
+            await raw.send(frames)
+            received = await raw.read_until(_answered(raw, 1), timeout_s=10)
+            return received.statuses(1), received.resets(1)
+        finally:
+            await raw.close()
+
+    statuses, resets = asyncio.run(go())
+    assert statuses == [413] and resets[0] == "NO_ERROR"
     assert server.stats.bodies_refused == 1
     assert server.stats.requests == 0
     assert 0 < server.stats.largest_body_buffered <= limit

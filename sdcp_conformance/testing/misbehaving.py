@@ -1,0 +1,447 @@
+"""A deliberately misbehaving SDCP server: one :class:`Mode` per way a new implementation breaks.
+
+The harness must end every conversation with such a server in bounded time,
+with a FAILED verdict that names the stage where it broke (issue 12) — never
+a PASS, a crash or a hang. Modes that need correct SDCP answers around their
+misbehaviour (a wrong label on a valid body, valid answers then a hang, a
+graceful GOAWAY) take them from an inner :data:`~sdcp_conformance.transport.types.Handler`,
+normally the reference verifier's app. :attr:`Mode.GRACEFUL_GOAWAY` is the
+one conformant mode: it ends connections gracefully after every few streams
+(GOAWAY(NO_ERROR) sent *before* the answers it still owes) and must PASS.
+
+The server is built on h2 like the project's own (:mod:`.h2state` keeps h2
+open through GOAWAY) but shares none of its limits: it misbehaves only as
+told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+import h2.config
+import h2.events
+import h2.exceptions
+from h2.errors import ErrorCodes
+
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
+from sdcp_conformance.transport.h2state import GoawayAwareConnection
+from sdcp_conformance.transport.problem import status_problem_response
+from sdcp_conformance.transport.server_connection import make_request
+from sdcp_conformance.transport.tls import peer_uri_san, serve_tls
+from sdcp_conformance.transport.types import Handler, Request, Response
+
+
+class Mode(enum.Enum):
+    """How the server misbehaves (issue 12's list, plus the conformant graceful GOAWAY)."""
+
+    HANG = "hang"
+    """TLS and HTTP/2 SETTINGS, then no answer to anything."""
+    STALLED_HANDSHAKE = "stalled-handshake"
+    """Accepts TCP and never speaks TLS."""
+    DRIP_BODY = "drip-body"
+    """Answers 200 with content-length 1000, then one body byte per ``drip_interval_s``."""
+    STREAM_RESET = "stream-reset"
+    """RST_STREAM(INTERNAL_ERROR) on every request."""
+    GOAWAY_ERROR = "goaway-error"
+    """GOAWAY(INTERNAL_ERROR) naming the request's stream as processed, then closes."""
+    CLOSE_AFTER_HANDSHAKE = "close-after-handshake"
+    """Completes TLS, then closes before any HTTP/2 frame."""
+    GARBAGE_CBOR = "garbage-cbor"
+    """200 ``application/sdcp+cbor`` whose bytes are not CBOR."""
+    WRONG_SHAPE = "wrong-cbor-shape"
+    """200 ``application/sdcp+cbor``: well-formed CBOR, not the message the resource returns."""
+    WRONG_MEDIA_TYPE = "wrong-media-type"
+    """The inner handler's valid answers, labelled ``application/json``."""
+    STATUS_500_WITH_BODY = "500-with-body"
+    STATUS_500_WITHOUT_BODY = "500-without-body"
+    HUGE_BODY = "2gib-body"
+    """200 declaring a 2 GiB body, then zeros as fast as flow control allows."""
+    HUGE_BODY_UNDECLARED = "2gib-body-undeclared"
+    """The same without a content-length: the reader finds out while streaming."""
+    TLS12_ONLY = "tls12-only"
+    NO_CLIENT_CERT_REQUEST = "no-client-cert-request"
+    """Never asks for a client certificate (§5.1 requires mutual authentication); answers validly."""
+    HTTP11_ONLY = "http11-only"
+    """ALPN ``http/1.1`` only (no ``h2``); answers HTTP/1.1 requests."""
+    LATE_HEADERS = "late-headers"
+    """The inner handler's answers, each sent ``late_s`` after its request."""
+    VALID_THEN_HANG = "valid-then-hang"
+    """The first ``valid_requests`` requests answered by the inner handler, then no answer."""
+    CBOR_AS_HTML = "cbor-as-html"
+    """The inner handler's valid answers, labelled ``text/html``."""
+    TRUNCATED_BODY = "truncated-body"
+    """Declares the inner answer's length, sends half the body, closes the connection."""
+    OTHER_CA = "other-ca"
+    """Presents a server certificate from a CA the harness does not trust."""
+    GRACEFUL_GOAWAY = "graceful-goaway"
+    """Conformant: GOAWAY(NO_ERROR) every ``goaway_every`` streams, then answers every stream it named."""
+
+    @property
+    def needs_inner(self) -> bool:
+        return self in _INNER_MODES
+
+
+_INNER_MODES = frozenset({Mode.WRONG_MEDIA_TYPE, Mode.NO_CLIENT_CERT_REQUEST, Mode.LATE_HEADERS,
+                          Mode.VALID_THEN_HANG, Mode.CBOR_AS_HTML, Mode.TRUNCATED_BODY, Mode.GRACEFUL_GOAWAY})
+
+GARBAGE = b"\xff\xfe<html>not CBOR</html>"
+"""0xff is a CBOR "break" with nothing to end: not well-formed (RFC 8949 §3.2.1)."""
+CHUNK = bytes(16_384)
+
+
+@dataclass(frozen=True)
+class MisbehavingConfig:
+    mode: Mode
+    cert: Path
+    key: Path
+    ca: Path
+    """The CA client certificates are checked against (unless the mode asks for none)."""
+    other_cert: Path | None = None
+    other_key: Path | None = None
+    """The certificate of :attr:`Mode.OTHER_CA` (e.g. ``pki.wrong_ca``)."""
+    inner: Handler | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    drip_interval_s: float = 1.0
+    late_s: float = 10.0
+    valid_requests: int = 2
+    goaway_every: int = 2
+    huge_length: int = 2 << 30
+
+    def __post_init__(self) -> None:
+        if self.mode.needs_inner and self.inner is None:
+            raise InvalidArgument(f"mode {self.mode.value} answers with an inner handler; none was given")
+        if self.mode is Mode.OTHER_CA and (self.other_cert is None or self.other_key is None):
+            raise InvalidArgument("mode other-ca needs other_cert and other_key")
+
+
+@dataclass
+class MisbehavingStats:
+    connections: int = 0
+    requests: int = 0
+    goaways: int = 0
+    answered: int = 0
+
+
+def _ssl_context(config: MisbehavingConfig) -> ssl.SSLContext | None:
+    if config.mode is Mode.STALLED_HANDSHAKE:
+        return None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    version = ssl.TLSVersion.TLSv1_2 if config.mode is Mode.TLS12_ONLY else ssl.TLSVersion.TLSv1_3
+    ctx.minimum_version = ctx.maximum_version = version
+    ctx.set_alpn_protocols(["http/1.1"] if config.mode is Mode.HTTP11_ONLY else ["h2"])
+    if config.mode is Mode.OTHER_CA:
+        assert config.other_cert is not None and config.other_key is not None
+        ctx.load_cert_chain(config.other_cert, config.other_key)
+    else:
+        ctx.load_cert_chain(config.cert, config.key)
+    ctx.load_verify_locations(cafile=config.ca)
+    ctx.verify_mode = ssl.CERT_NONE if config.mode is Mode.NO_CLIENT_CERT_REQUEST else ssl.CERT_REQUIRED
+    return ctx
+
+
+class MisbehavingServer:
+    """``server = MisbehavingServer(config); await server.start(); …; await server.stop()``."""
+
+    def __init__(self, config: MisbehavingConfig) -> None:
+        self.config = config
+        self.stats = MisbehavingStats()
+        self._server: asyncio.Server | None = None
+        self.connections: set[_Connection] = set()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        context = _ssl_context(self.config)
+        if context is None:
+            self._server = await loop.create_server(lambda: _Connection(self), self.config.host, self.config.port)
+        else:  # the TLS layer sends the alert of a failed handshake, as a real TLS 1.2-only server does
+            self._server = await serve_tls(lambda: _Connection(self), context, self.config.host, self.config.port,
+                                           handshake_timeout=60.0, shutdown_timeout=2.0)
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for connection in list(self.connections):
+            connection.abort()
+        await self._server.wait_closed()
+        self._server = None
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise InvalidArgument("the server is not started")
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def __aenter__(self) -> MisbehavingServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, server: MisbehavingServer) -> None:
+        self.server = server
+        self.mode = server.config.mode
+        self.h2 = GoawayAwareConnection(h2.config.H2Configuration(client_side=False, header_encoding=None))
+        self.transport: asyncio.Transport | None = None
+        self.http1 = False
+        self.identity: str | None = None
+        self.headers: dict[int, list[tuple[bytes, bytes]]] = {}
+        self.bodies: dict[int, bytearray] = {}
+        self.tasks: dict[int, asyncio.Task[None]] = {}
+        self.windows: dict[int, asyncio.Event] = {}
+        self.streams_seen = 0
+        self.goaway_last: int | None = None
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.server.connections.add(self)
+        self.server.stats.connections += 1
+        if self.mode is Mode.STALLED_HANDSHAKE:
+            return  # TCP only: the client's ClientHello is never answered
+        if self.mode is Mode.CLOSE_AFTER_HANDSHAKE:
+            transport.close()
+            return
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is None or ssl_object.selected_alpn_protocol() != "h2":
+            self.http1 = True
+            return
+        self.identity = peer_uri_san(transport.get_extra_info("peercert"))
+        self.h2.initiate_connection()
+        self.flush()
+
+    def data_received(self, data: bytes) -> None:
+        if self.mode is Mode.STALLED_HANDSHAKE:
+            return
+        if self.http1:
+            self._answer_http1()
+            return
+        try:
+            events = self.h2.receive_data(data)
+        except h2.exceptions.ProtocolError:
+            self.flush()
+            self.close()
+            return
+        for event in events:
+            self._dispatch(event)
+        self.flush()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections.discard(self)
+        for task in self.tasks.values():
+            task.cancel()
+        for event in self.windows.values():
+            event.set()
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    def close(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def flush(self) -> None:
+        data = self.h2.data_to_send()
+        if data and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+
+    def _answer_http1(self) -> None:
+        assert self.transport is not None
+        body = encode({"http": "1.1"})
+        self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + SDCP_MEDIA_TYPE.encode() +
+                             b"\r\nconnection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" +
+                             body)
+        self.close()
+
+    # -- h2 events ----------------------------------------------------------------------
+
+    def _dispatch(self, event: h2.events.Event) -> None:
+        if isinstance(event, h2.events.RequestReceived):
+            self.headers[event.stream_id] = list(event.headers or ())
+            self.bodies[event.stream_id] = bytearray()
+        elif isinstance(event, h2.events.DataReceived):
+            self.bodies.setdefault(event.stream_id, bytearray()).extend(event.data or b"")
+            self.h2.acknowledge_received_data(event.flow_controlled_length or 0, event.stream_id)
+        elif isinstance(event, h2.events.StreamEnded):
+            self._on_request(event.stream_id)
+        elif isinstance(event, h2.events.StreamReset):
+            task = self.tasks.pop(event.stream_id, None)
+            if task is not None:
+                task.cancel()
+        elif isinstance(event, h2.events.WindowUpdated):
+            for stream_id, window in self.windows.items():
+                if event.stream_id in (0, stream_id):
+                    window.set()
+        elif isinstance(event, h2.events.ConnectionTerminated):
+            self.close()
+
+    def _on_request(self, stream_id: int) -> None:
+        headers = self.headers.pop(stream_id, None)
+        body = self.bodies.pop(stream_id, bytearray())
+        if headers is None:
+            return
+        if self.goaway_last is not None and stream_id > self.goaway_last:
+            with contextlib.suppress(h2.exceptions.ProtocolError):
+                self.h2.reset_stream(stream_id, ErrorCodes.REFUSED_STREAM)
+            return
+        self.server.stats.requests += 1
+        self.streams_seen += 1
+        if (self.mode is Mode.GRACEFUL_GOAWAY and self.goaway_last is None
+                and self.streams_seen >= self.server.config.goaway_every):
+            # GOAWAY(NO_ERROR) naming this stream goes out before any answer it still owes; streams above it
+            # (already received or not) are refused unprocessed, which RFC 9113 §8.7 lets the client resend.
+            self.goaway_last = stream_id
+            self.h2.close_connection(ErrorCodes.NO_ERROR, last_stream_id=stream_id)
+            self.server.stats.goaways += 1
+            self.flush()
+        request = make_request(headers, bytes(body), self.identity)
+        self.tasks[stream_id] = asyncio.ensure_future(self._serve(stream_id, request))
+
+    # -- misbehaving ----------------------------------------------------------------------
+
+    async def _serve(self, stream_id: int, request: Request) -> None:
+        try:
+            await self._misbehave(stream_id, request)
+        except (h2.exceptions.ProtocolError, ConnectionError):
+            pass  # the client reset the stream or went away: that is its right
+        finally:
+            self.tasks.pop(stream_id, None)
+            self.flush()
+            if self.goaway_last is not None and not self.tasks:
+                self.close()
+
+    async def _misbehave(self, stream_id: int, request: Request) -> None:
+        mode, config = self.mode, self.server.config
+        if mode is Mode.HANG or (mode is Mode.VALID_THEN_HANG and self.server.stats.requests > config.valid_requests):
+            await asyncio.Event().wait()  # until the client resets the stream or the connection closes
+        elif mode is Mode.STREAM_RESET:
+            self.h2.reset_stream(stream_id, ErrorCodes.INTERNAL_ERROR)
+        elif mode is Mode.GOAWAY_ERROR:
+            self.h2.close_connection(ErrorCodes.INTERNAL_ERROR, last_stream_id=stream_id)
+            self.flush()
+            self.close()
+        elif mode is Mode.DRIP_BODY:
+            await self._drip(stream_id)
+        elif mode is Mode.GARBAGE_CBOR:
+            await self._send(stream_id, Response(200, GARBAGE, [("content-type", SDCP_MEDIA_TYPE)]))
+        elif mode is Mode.WRONG_SHAPE:
+            await self._send(stream_id, Response(200, encode({"hello": "world", "n": [1, 2]}),
+                                                 [("content-type", SDCP_MEDIA_TYPE)]))
+        elif mode is Mode.STATUS_500_WITH_BODY:
+            await self._send(stream_id, status_problem_response(500, "the misbehaving server fails on purpose"))
+        elif mode is Mode.STATUS_500_WITHOUT_BODY:
+            await self._send(stream_id, Response(500))
+        elif mode in (Mode.HUGE_BODY, Mode.HUGE_BODY_UNDECLARED):
+            await self._huge(stream_id, declared=mode is Mode.HUGE_BODY)
+        elif mode is Mode.TRUNCATED_BODY:
+            await self._truncated(stream_id, await self._inner(request))
+        elif mode is Mode.GRACEFUL_GOAWAY:
+            await self._graceful(stream_id, request)
+        else:
+            await self._relabelled(stream_id, request)
+
+    async def _inner(self, request: Request) -> Response:
+        inner = self.server.config.inner
+        assert inner is not None
+        return await inner(request)
+
+    async def _relabelled(self, stream_id: int, request: Request) -> Response:
+        mode, config = self.mode, self.server.config
+        if mode is Mode.LATE_HEADERS:
+            await asyncio.sleep(config.late_s)  # the misbehaviour itself: the answer comes late
+        response = await self._inner(request)
+        label = {Mode.WRONG_MEDIA_TYPE: "application/json", Mode.CBOR_AS_HTML: "text/html"}.get(mode)
+        if label is not None and response.body and 200 <= response.status < 300:
+            response.headers = [(k, v) for k, v in response.headers if k.lower() != "content-type"]
+            response.headers.append(("content-type", label))
+        await self._send(stream_id, response)
+        return response
+
+    async def _graceful(self, stream_id: int, request: Request) -> None:
+        if self.goaway_last is not None and stream_id > self.goaway_last:
+            self.h2.reset_stream(stream_id, ErrorCodes.REFUSED_STREAM)  # received before the GOAWAY, not processed
+            self.server.stats.requests -= 1
+            return
+        await self._send(stream_id, await self._inner(request))
+
+    async def _drip(self, stream_id: int) -> None:
+        headers = [(":status", "200"), ("content-type", SDCP_MEDIA_TYPE), ("content-length", "1000")]
+        self.h2.send_headers(stream_id, headers)
+        self.flush()
+        for _ in range(1000):
+            await asyncio.sleep(self.server.config.drip_interval_s)  # the misbehaviour: a byte at a time
+            self.h2.send_data(stream_id, b"\xa0")
+            self.flush()
+
+    async def _huge(self, stream_id: int, *, declared: bool) -> None:
+        length = self.server.config.huge_length
+        headers = [(":status", "200"), ("content-type", SDCP_MEDIA_TYPE)]
+        if declared:
+            headers.append(("content-length", str(length)))
+        self.h2.send_headers(stream_id, headers)
+        sent = 0
+        while sent < length:
+            window = min(self.h2.local_flow_control_window(stream_id), self.h2.max_outbound_frame_size,
+                         length - sent)
+            if window <= 0:
+                await self._wait_window(stream_id)
+                continue
+            self.h2.send_data(stream_id, CHUNK[:window], end_stream=sent + window == length)
+            sent += window
+            self.flush()
+            await asyncio.sleep(0)  # let the client's frames (its RST_STREAM) in between
+
+    async def _truncated(self, stream_id: int, response: Response) -> None:
+        body = response.body or encode({"truncated": True})
+        headers = [(":status", str(response.status)), ("content-length", str(len(body))),
+                   *((k.lower(), v) for k, v in response.headers if k.lower() != "content-length")]
+        self.h2.send_headers(stream_id, headers)
+        self.h2.send_data(stream_id, body[: len(body) // 2])
+        self.flush()
+        if self.transport is not None:
+            self.transport.close()  # after the half body is written: the stream never ends
+
+    async def _send(self, stream_id: int, response: Response) -> None:
+        body = response.body
+        headers = [(":status", str(response.status)), ("content-length", str(len(body))),
+                   *((k.lower(), v) for k, v in response.headers if k.lower() != "content-length")]
+        self.h2.send_headers(stream_id, headers, end_stream=not body)
+        view = memoryview(body)
+        while view:
+            window = min(self.h2.local_flow_control_window(stream_id), self.h2.max_outbound_frame_size)
+            if window <= 0:
+                self.flush()
+                await self._wait_window(stream_id)
+                continue
+            chunk, view = view[:window], view[window:]
+            self.h2.send_data(stream_id, bytes(chunk), end_stream=not view)
+        self.flush()
+        self.server.stats.answered += 1
+
+    async def _wait_window(self, stream_id: int) -> None:
+        window = self.windows.setdefault(stream_id, asyncio.Event())
+        window.clear()
+        self.flush()
+        try:
+            await window.wait()
+        finally:
+            self.windows.pop(stream_id, None)
+        if self.transport is None or self.transport.is_closing():
+            raise ConnectionError("the connection closed while waiting for the client's window")
+
+
+__all__ = ["GARBAGE", "MisbehavingConfig", "MisbehavingServer", "MisbehavingStats", "Mode"]

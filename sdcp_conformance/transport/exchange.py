@@ -1,0 +1,162 @@
+"""What one HTTP/2 exchange returns, its deadlines, and the retry policy (D-CLI-1/2, P1-DRF-5).
+
+Shared by :class:`~.h2client.H2Client` and :class:`~.client.SdcpClient` (which
+runs on it), so both clients answer, time out and retry alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.protocol import codec
+from sdcp_conformance.protocol.problems import PROBLEM_CBOR_MEDIA_TYPE, PROBLEM_MEDIA_TYPE, SDCP_MEDIA_TYPE
+from sdcp_conformance.transport.failures import ConnectionInfo, FailureKind, TransportFailure
+from sdcp_conformance.transport.problem import Problem, parse_problem
+
+if TYPE_CHECKING:
+    import httpx
+
+MAX_RESPONSE_BYTES = codec.MAX_MESSAGE_SIZE
+"""Largest response body a client reads by default: the codec's 16 MiB (P1-MSG-2's limit)."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds; ``read`` covers the 30 s long-poll of ``GET output`` (P1-OUT-1) with margin.
+
+    One attempt's deadline is ``min(total, connect + read)``; a request may
+    override it (deadlines by resource, :mod:`sdcp_conformance.harness.iut`).
+    """
+
+    connect: float = 5.0
+    read: float = 35.0
+    write: float = 10.0
+    total: float = 60.0
+    """Deadline of one attempt, whatever the phase."""
+
+    @property
+    def attempt(self) -> float:
+        return min(self.total, self.connect + self.read)
+
+    def httpx(self) -> httpx.Timeout:
+        import httpx  # only for callers that still build httpx clients; the clients here do not
+
+        return httpx.Timeout(connect=self.connect, read=self.read, write=self.write, pool=self.connect)
+
+
+def media_type(content_type: str | None) -> str:
+    """The media type of a Content-Type value, lower-cased, without parameters (RFC 9110 §8.3.1)."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+@dataclass(frozen=True)
+class ClientResponse:
+    """A response with its body read whole (within the reader's limit)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    attempts: int = 1
+    connection: ConnectionInfo | None = None
+    """The connection that answered: its number, TLS version and ALPN."""
+
+    @property
+    def ok(self) -> bool:
+        """RFC 9110 classes: any 2xx is success (P1-MSG-4)."""
+        return 200 <= self.status < 300
+
+    @property
+    def content_type(self) -> str | None:
+        return self.header("content-type")
+
+    @property
+    def media_type(self) -> str:
+        return media_type(self.content_type)
+
+    @property
+    def content_length(self) -> int | None:
+        """The declared content-length, if the response carried a valid one."""
+        value = self.header("content-length")
+        return int(value) if value is not None and value.isdigit() else None
+
+    def header(self, name: str) -> str | None:
+        wanted = name.lower()
+        return next((value for key, value in self.headers if key == wanted), None)
+
+    @property
+    def problem(self) -> Problem | None:
+        """The problem document, if the body is one (raises MalformedMessage if it is a bad one)."""
+        return parse_problem(self.status, self.content_type, self.body)
+
+    @property
+    def problem_media_type(self) -> bool:
+        """Whether the body is labelled as a Problem Details document (P1-ERR-1: JSON or CBOR)."""
+        return self.media_type in (PROBLEM_MEDIA_TYPE, PROBLEM_CBOR_MEDIA_TYPE)
+
+    def message(self) -> Any:
+        """The decoded ``application/sdcp+cbor`` body; MalformedMessage if it is not one."""
+        if self.media_type != SDCP_MEDIA_TYPE:
+            raise MalformedMessage(f"expected {SDCP_MEDIA_TYPE}, got {self.content_type!r}")
+        return codec.decode(self.body)
+
+
+def is_retry_safe(method: str, path: str) -> bool:
+    """Whether the draft makes a request safe to repeat.
+
+    §6.9: "proposals and their verdicts are idempotent per round, so a drafter
+    retries a proposal whose verdict it did not receive". D-CLI-1: GET is
+    safe by RFC 9110 §9.2.1, so output reads are retried too; nothing else is
+    (PUT …/drafter and POST sessions change state the harness wants to observe once).
+
+    Requests the peer never processed (above a GOAWAY's ``last_stream_id``, or
+    refused with REFUSED_STREAM) are another matter: RFC 9113 §8.7 lets any of
+    them be resent, and :class:`~.h2client.H2Client` does so whatever this says.
+    """
+    return method == "GET" or (method == "POST" and path.split("?", 1)[0].rstrip("/").endswith("proposals"))
+
+
+MAX_ATTEMPTS = 3
+"""D-CLI-2: a retry-safe request is sent at most three times, immediately, on a fresh stream."""
+
+FINAL_KINDS = frozenset({FailureKind.REFUSED, FailureKind.TOO_LARGE})
+"""Failures a retry cannot mend: a refused handshake, a body over the reader's limit."""
+
+
+def is_retryable_status(status: int) -> bool:
+    """P1-DRF-5: a lost verdict (transport error, timeout, 5xx, 429) is retried; a 4xx is final."""
+    return status >= 500 or status == 429
+
+
+async def send_with_retries(attempt: Callable[[], Awaitable[ClientResponse]], *, attempts: int) -> ClientResponse:
+    """Call ``attempt`` up to ``attempts`` times while it fails retryably (P1-DRF-5).
+
+    A refused handshake and an oversized body are final: retrying cannot succeed.
+    """
+    for number in range(1, attempts + 1):
+        try:
+            response = await attempt()
+        except TransportFailure as failure:
+            if number == attempts or failure.kind in FINAL_KINDS:
+                failure.attempts = number
+                raise
+            continue
+        if number == attempts or not is_retryable_status(response.status):
+            return dataclasses.replace(response, attempts=number)
+    raise InvalidArgument(f"attempts must be at least 1, not {attempts}")
+
+
+__all__ = [
+    "FINAL_KINDS",
+    "MAX_ATTEMPTS",
+    "MAX_RESPONSE_BYTES",
+    "ClientResponse",
+    "Timeouts",
+    "is_retry_safe",
+    "is_retryable_status",
+    "media_type",
+    "send_with_retries",
+]

@@ -1,0 +1,52 @@
+"""A whole certification of the embedded reference behind servers that end every connection gracefully after
+100 requests, as hypercorn (``max_requests``) and nginx (``keepalive_requests``) do: 0 failures.
+
+Every server in the process gets the limit: the reference verifier's (so the harness's client towards the IUT
+crosses a GOAWAY every 100 requests) and the harness's own cache and router listeners (so the reference
+verifier's client crosses them too). RFC 9113 §6.8: the streams a GOAWAY names are still answered; the
+harness must neither drop those answers nor call the verifier broken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import sdcp_conformance.transport.server as server_module
+from sdcp_conformance.harness.case import Verdict
+from sdcp_conformance.harness.certify import certify
+from sdcp_conformance.harness.environment import Recorder
+from sdcp_conformance.reference.verifier.app import VerifierApp
+from sdcp_conformance.transport.limits import ServerLimits
+from sdcp_conformance.transport.server import H2Server
+
+EVERY = 100
+
+
+@pytest.mark.slow
+def test_certification_behind_a_graceful_goaway_every_100_requests_has_no_failure(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(server_module, "DEFAULT_LIMITS", ServerLimits(max_requests=EVERY))
+    servers: list[H2Server] = []
+    start = H2Server.start
+
+    async def recording_start(self: H2Server) -> None:
+        servers.append(self)
+        await start(self)
+
+    monkeypatch.setattr(H2Server, "start", recording_start)
+    report = asyncio.run(certify(seed=100, workdir=tmp_path))
+
+    bad = [(r.case.id, r.run, r.verdict.value, r.message) for r in report.results
+           if r.verdict not in (Verdict.PASSED, Verdict.SKIPPED)]
+    assert not bad
+    assert sum(r.verdict is Verdict.PASSED for r in report.results) > 100
+    iut = [s for s in servers if isinstance(s.handler, VerifierApp)]
+    cache = [s for s in servers if isinstance(s.handler, Recorder) and s.handler.party == "cache"]
+    assert iut and cache
+    # Both clients crossed GOAWAYs: the harness's towards the IUT, the reference verifier's towards the cache.
+    assert iut[0].stats.graceful_goaways >= 5 and cache[0].stats.graceful_goaways >= 1
+    print(f"\nGOAWAY certification: {report.counts()}, GOAWAYs by the IUT's server "
+          f"{iut[0].stats.graceful_goaways}, by the harness's cache {cache[0].stats.graceful_goaways}")

@@ -1,0 +1,109 @@
+"""The harness against a misbehaving server, one mode at a time (issue 12's matrix).
+
+Every mode must end in bounded time with a run that did not pass and a
+FAILED case whose message names the stage where the conversation broke,
+with the evidence (stage, TLS version and ALPN, content type, sizes) in its
+transcript — never a PASS, never a harness ERROR or a hang. The graceful
+GOAWAY mode is conformant and must pass. Each run prints one line of the
+matrix (``-s`` shows it): mode, stage, seconds to the verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from sdcp_conformance.harness.case import Verdict
+from sdcp_conformance.harness.certify import certify
+from sdcp_conformance.harness.runner import CaseResult, RunReport
+from sdcp_conformance.testing.misbehaving import MisbehavingServer, Mode
+from sdcp_conformance.testing.targets import local_target, misbehaving_config, reference_app
+
+REQUEST_TIMEOUT_S = 1.0
+RUN_DEADLINE_S = 120.0
+"""Bounded time: a run that takes longer is a hang, whatever it would have said."""
+
+# mode → (words the FAILED message must contain, words some transcript note must contain)
+EXPECTED: dict[Mode, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    Mode.HANG: (("headers timeout",), ("stage=headers-timeout", "deadline_s=1", "TLSv1.3, ALPN h2")),
+    Mode.STALLED_HANDSHAKE: (("TLS handshake stalled after TCP connect",), ("stage=tls-stalled",)),
+    Mode.DRIP_BODY: (("body stalled", "content-length 1000"), ("stage=body-stalled", "status=200",
+                                                                "content_length=1000", "received=")),
+    Mode.STREAM_RESET: (("stream reset", "INTERNAL_ERROR"), ("stage=stream-reset", "error_code=INTERNAL_ERROR")),
+    Mode.GOAWAY_ERROR: (("GOAWAY", "INTERNAL_ERROR", "last_stream_id=1"),
+                        ("stage=goaway", "error_code=INTERNAL_ERROR", "last_stream_id=1")),
+    Mode.CLOSE_AFTER_HANDSHAKE: (("HTTP/2 preface/SETTINGS",), ("stage=h2-preface", "tls_version=TLSv1.3",
+                                                                 "alpn=h2")),
+    Mode.GARBAGE_CBOR: (("not a well-formed SessionState",), ("content-type application/sdcp+cbor",)),
+    Mode.WRONG_SHAPE: (("not a well-formed SessionState",), ("content-type application/sdcp+cbor",)),
+    Mode.WRONG_MEDIA_TYPE: (("application/json", "§5.1"), ("content-type application/json",)),
+    Mode.STATUS_500_WITH_BODY: (("got 500",), ("content-type application/problem+json",)),
+    Mode.STATUS_500_WITHOUT_BODY: (("got 500",), ("content-type none",)),
+    Mode.HUGE_BODY: (("body over limit", "2147483648"), ("stage=body-over-limit", "content_length=2147483648",
+                                                         "received=0")),
+    Mode.HUGE_BODY_UNDECLARED: (("body over limit",), ("stage=body-over-limit", "limit=16777216")),
+    Mode.TLS12_ONLY: (("TLS alert", "protocol_version"), ("stage=tls-alert", "alert=protocol_version")),
+    Mode.NO_CLIENT_CERT_REQUEST: (("did not require a client certificate",), ("content-type",)),
+    Mode.HTTP11_ONLY: (("ALPN/HTTP version",), ("stage=alpn", "tls_version=TLSv1.3")),
+    Mode.LATE_HEADERS: (("headers timeout",), ("stage=headers-timeout",)),
+    Mode.VALID_THEN_HANG: (("headers timeout",), ("stage=headers-timeout",)),
+    Mode.CBOR_AS_HTML: (("text/html", "§5.1"), ("content-type text/html",)),
+    Mode.TRUNCATED_BODY: (("body truncated",), ("stage=body-truncated", "status=201", "content_length=",
+                                                "received=")),
+    Mode.OTHER_CA: (("certificate verification failed", "unable to get local issuer certificate"),
+                    ("stage=tls-certificate",)),
+}
+EXTRA_CASES = {Mode.NO_CLIENT_CERT_REQUEST: ("VER-5.1-TRANSPORT-001",)}
+"""The sanity case runs against every mode; a server that answers validly but never asks for a client
+certificate is found by the transport case (which runs whatever the sanity case says)."""
+
+
+def test_every_misbehaviour_in_issue_12_has_a_mode() -> None:
+    assert set(EXPECTED) | {Mode.GRACEFUL_GOAWAY} == set(Mode)
+
+
+async def _certify(mode: Mode, folder: Path) -> tuple[RunReport, float, MisbehavingServer]:
+    target = local_target(folder, request_timeout_s=REQUEST_TIMEOUT_S, output_timeout_s=3.0)
+    async with reference_app(target) as app:
+        config = misbehaving_config(target, mode, app, drip_interval_s=0.25, late_s=REQUEST_TIMEOUT_S * 3,
+                                    valid_requests=2, goaway_every=2)
+        async with MisbehavingServer(config) as server:
+            started = time.monotonic()
+            report = await asyncio.wait_for(
+                certify(target, selectors=["VER-SANITY-001", *EXTRA_CASES.get(mode, ())], seed=12),
+                RUN_DEADLINE_S)
+            return report, time.monotonic() - started, server
+
+
+def _failure_naming(report: RunReport, words: tuple[str, ...]) -> CaseResult | None:
+    """The first FAILED case whose message has all of ``words`` (another case may fail first, for another
+    reason: a server that asks for no certificate cannot tell the harness's router from anyone)."""
+    return next((result for result in report.results if result.verdict is Verdict.FAILED
+                 and all(word.lower() in result.message.lower() for word in words)), None)
+
+
+@pytest.mark.parametrize("mode", list(EXPECTED), ids=lambda mode: mode.value)
+def test_misbehaving_server_ends_failed_with_its_stage_named(mode: Mode, tmp_path: Path) -> None:
+    report, elapsed, _ = asyncio.run(_certify(mode, tmp_path))
+    verdicts = [result.verdict for result in report.results]
+    assert Verdict.ERROR not in verdicts, [result.message for result in report.results]
+    assert report.failed, "a misbehaving server must never pass"
+    message_words, note_words = EXPECTED[mode]
+    failed = _failure_naming(report, message_words)
+    assert failed is not None, [(result.case.id, result.verdict, result.message) for result in report.results]
+    notes = " | ".join(entry.note for entry in failed.transcript)
+    for words in note_words:
+        assert words in notes, notes
+    assert all(entry.note for entry in failed.transcript if entry.direction == "to-iut"), "evidence on every entry"
+    stage = next((part.split("=", 1)[1] for part in notes.split("; ") if part.startswith("stage=")), "message")
+    print(f"\nMATRIX {mode.value:24} {stage:18} {elapsed:6.2f} s  {failed.case.id}: {failed.message[:110]}")
+
+
+def test_graceful_goaway_server_passes(tmp_path: Path) -> None:
+    report, elapsed, server = asyncio.run(_certify(Mode.GRACEFUL_GOAWAY, tmp_path))
+    assert [result.verdict for result in report.results] == [Verdict.PASSED, Verdict.PASSED]
+    assert server.stats.goaways >= 2  # sanity first and last each cross a GOAWAY after their 2nd stream
+    print(f"\nMATRIX {Mode.GRACEFUL_GOAWAY.value:24} {'(passes)':18} {elapsed:6.2f} s")
