@@ -1,4 +1,4 @@
-"""Two implementations of :class:`~.append.ObjectClient`: in-process and over httpx."""
+"""Implementations of :class:`~.append.ObjectClient`: in-process, over the lean HTTP/2 client, over httpx."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import httpx
 
 from sdcp_conformance.cache.app import LEASE_HEADER
 from sdcp_conformance.cache.append import CacheReply, CacheTransportError
+from sdcp_conformance.transport.failures import TransportFailure
+from sdcp_conformance.transport.origins import H2Origins
 from sdcp_conformance.transport.types import Handler, Request, Response
 
 DEFAULT_TIMEOUT = 10.0
@@ -94,4 +96,23 @@ class HttpxObjectClient(_ObjectVerbs):
         return CacheReply(response.status_code, response.content, response.headers.get("etag"))
 
 
-__all__ = ["DEFAULT_TIMEOUT", "HandlerObjectClient", "HttpxObjectClient"]
+class H2ObjectClient(_ObjectVerbs):
+    """Talks to MLCs through :class:`~sdcp_conformance.transport.origins.H2Origins` (no httpx layer: a
+    verifier appends to a commit log and reads draft rows every round, so the client's cost is per round).
+
+    Every request has a timeout; any transport failure becomes :class:`CacheTransportError`.
+    """
+
+    def __init__(self, origins: H2Origins, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._origins = origins
+        self._timeout = timeout
+
+    async def _send(self, method: str, uri: str, body: bytes | None, headers: list[tuple[str, str]]) -> CacheReply:
+        try:
+            response = await self._origins.request(method, uri, body, headers=dict(headers), timeout=self._timeout)
+        except TransportFailure as exc:
+            raise CacheTransportError(f"{method} {uri}: {exc.describe()}") from exc
+        return CacheReply(response.status, response.body, response.header("etag"))
+
+
+__all__ = ["DEFAULT_TIMEOUT", "H2ObjectClient", "HandlerObjectClient", "HttpxObjectClient"]

@@ -61,7 +61,7 @@ HOLD_LIMIT_S = 60.0
 """A held request is released after this long even if the gate was never opened (a case that forgot, or died)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class Gate:
     """What a HOLD fault waits on: ``arrived`` is set when a held request comes in, ``opened`` lets it go on.
 
@@ -146,6 +146,7 @@ class FaultPlan:
         self._fired: list[FaultFiring] = []
         self._ids = itertools.count(1)
         self._gates: list[Gate] = []
+        self._gate_paths: dict[Gate, str | None] = {}
 
     # ------------------------------------------------------------------ arming
 
@@ -191,6 +192,7 @@ class FaultPlan:
         fault_id = self._arm(FaultKind.HOLD, path, frozenset(methods), count)
         with self._lock:
             self._gates.append(gate)
+            self._gate_paths[gate] = path
             for fault in self._armed:
                 if fault.fault_id == fault_id:
                     fault.gate = gate
@@ -277,12 +279,23 @@ class FaultPlan:
         with self._lock:
             return list(self._armed)
 
+    def disarm_under(self, prefix: str) -> None:
+        """Remove the armed faults on paths under ``prefix`` (one case's objects) and let their held requests go."""
+        with self._lock:
+            mine = [fault for fault in self._armed if fault.path is not None and fault.path.startswith(prefix)]
+            self._armed = [fault for fault in self._armed if fault not in mine]
+            gates = [gate for gate, path in self._gate_paths.items() if path is not None and path.startswith(prefix)]
+            for gate in gates:
+                del self._gate_paths[gate]
+                gate.open()
+
     def disarm(self, fault_id: int | None = None) -> None:
         """Remove one armed fault, or all of them (and then let every held request go on)."""
         with self._lock:
             self._armed = [fault for fault in self._armed if fault_id is not None and fault.fault_id != fault_id]
             if fault_id is None:
                 gates, self._gates = self._gates, []
+                self._gate_paths.clear()
                 for gate in gates:
                     gate.open()
 

@@ -69,6 +69,8 @@ class Case:
     standalone: bool = False
     """Runs even when the sanity case failed (transport checks need no working SDCP conversation)."""
     role: str = "verifier"
+    exclusive: bool = False
+    """Changes state every case shares (the cache's fence enforcement, the IUT's pinned load): runs alone."""
 
     @property
     def primary_row(self) -> str:
@@ -79,7 +81,7 @@ class Case:
             "id": self.id, "area": self.area, "section": self.section, "quote": self.quote,
             "level": self.level.value, "title": self.title, "requires": list(self.requires),
             "profile": list(self.profile), "black_box_note": self.black_box_note, "rows": list(self.rows),
-            "role": self.role, "standalone": self.standalone,
+            "role": self.role, "standalone": self.standalone, "exclusive": self.exclusive,
         }
 
 
@@ -92,6 +94,8 @@ class Catalogue:
     sanity_id: str | None = None
     base_models: tuple[str, ...] = ("bigram",)
     """Mock models every case may use without declaring ``requires=("model:…",)``."""
+    exclusive_areas: frozenset[str] = frozenset()
+    """Areas whose every case changes shared state and so runs alone."""
 
     def add(self, case: Case) -> Case:
         if case.id in self.cases:
@@ -118,28 +122,56 @@ class Catalogue:
         sanity: bool = False,
         rows: Sequence[str] = (),
         standalone: bool = False,
+        exclusive: bool = False,
     ) -> Callable[[CaseFunction], CaseFunction]:
         """Decorator declaring a case."""
 
         def register(run: CaseFunction) -> CaseFunction:
             self.add(Case(id, area, section, quote, level, run, title or (run.__doc__ or "").strip().split("\n")[0],
                           tuple(requires), timeout_s, tuple(profile), black_box_note, tuple(rows), standalone,
-                          self.role))
+                          self.role, exclusive or area in self.exclusive_areas))
             if sanity:
                 self.sanity_id = id
             return run
 
         return register
 
-    def select(self, selectors: Sequence[str] = ()) -> list[Case]:
-        """Cases whose ID or area matches any selector (an ID, an ID prefix, or an area); all if none."""
-        if not selectors:
-            return list(self.cases.values())
+    def select(self, selectors: Sequence[str] = (), exclude: Sequence[str] = ()) -> list[Case]:
+        """Cases matching any selector (all if none), minus those matching any ``exclude`` selector.
+
+        A selector is a case ID, an ID prefix or an area, compared without regard to case
+        (``--only fencing``, ``--only ver-6.3-fence``). Every selector must match some case: one that
+        matches none is a usage error naming the closest IDs or areas (a typo never silently selects less).
+        """
+        for selector in (*selectors, *exclude):
+            if not self.matching(selector):
+                raise InvalidArgument(f"no case matches {selector!r}{self.suggestion(selector)}")
         chosen = [case for case in self.cases.values()
-                  if any(case.id == s or case.id.startswith(s) or case.area == s for s in selectors)]
+                  if not selectors or any(_matches(case, s) for s in selectors)]
+        chosen = [case for case in chosen if not any(_matches(case, s) for s in exclude)]
         if not chosen:
-            raise InvalidArgument(f"no case matches {list(selectors)}")
+            raise InvalidArgument(f"no case left: --only {list(selectors)} minus --exclude {list(exclude)}")
         return chosen
+
+    def matching(self, selector: str) -> list[Case]:
+        return [case for case in self.cases.values() if _matches(case, selector)]
+
+    def suggestion(self, selector: str) -> str:
+        """`` (did you mean …?)`` with the closest areas or case IDs, or nothing."""
+        import difflib
+
+        names = sorted({case.area for case in self.cases.values()} | set(self.cases))
+        lowered = {name.lower(): name for name in names}
+        close = difflib.get_close_matches(selector.lower(), list(lowered), n=3, cutoff=0.6)
+        if not close:
+            close = [name for name in lowered if name.startswith(selector.lower()[:7])][:3]
+        return f" (did you mean {', '.join(lowered[name] for name in close)}?)" if close else ""
+
+
+def _matches(case: Case, selector: str) -> bool:
+    wanted = selector.lower()
+    ident = case.id.lower()
+    return ident == wanted or ident.startswith(wanted) or case.area.lower() == wanted
 
 
 __all__ = [

@@ -10,7 +10,8 @@ from typing import Any
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case, Catalogue
 from sdcp_conformance.harness.expected import ExpectedFailures
-from sdcp_conformance.harness.runner import Progress, RunReport, run_catalogue
+from sdcp_conformance.harness.runner import DEFAULT_JOBS, Progress, RunReport, run_catalogue
+from sdcp_conformance.harness.shards import recorded_durations, shard_cases
 from sdcp_conformance.harness.suites import catalogue_of, load_object, role_suite
 from sdcp_conformance.harness.target import TargetConfig, require_models
 
@@ -39,6 +40,8 @@ async def certify(
     workdir: Path | None = None,
     strict: bool = False,
     role: str | None = None,
+    jobs: int = DEFAULT_JOBS,
+    shard: tuple[int, int] | None = None,
 ) -> RunReport:
     """Certify ``target``, or the embedded reference of ``role`` (default verifier) when None.
 
@@ -52,15 +55,19 @@ async def certify(
     role = target.role if target is not None else role or "verifier"
     catalogue = default_catalogue(role)
     selected = catalogue.select(selectors)
+    if shard is not None:
+        selected = shard_cases(selected, *shard, recorded_durations(catalogue), catalogue.sanity_id)
     if target is not None:
         require_models(target, needed_models(catalogue, selected))
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
     environment_class = load_object(role_suite(role).environment)
     environment = await environment_class.start(target, app_factory=app_factory, workdir=workdir)
     try:
-        return await run_catalogue(environment, catalogue, selected, seed=run_seed,
-                                   expected_failures=expected_failures, progress=progress, strict=strict,
-                                   selectors=selectors)
+        report = await run_catalogue(environment, catalogue, selected, seed=run_seed,
+                                     expected_failures=expected_failures, progress=progress, strict=strict,
+                                     selectors=selectors, jobs=jobs)
+        report.shard = shard
+        return report
     finally:
         await environment.stop()
 

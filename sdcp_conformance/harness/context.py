@@ -77,6 +77,10 @@ class CaseContext(JudgedContext):
         if not answer.ok:
             self.fail(f"{label}: expected success, got {answer.describe()}", row=row, expected=["2xx"],
                       actual=answer.describe())
+        if answer.media_type_ok is False:
+            self.fail(f"{label}: the success body is labelled {answer.content_type!r}, not application/sdcp+cbor "
+                      "(§5.1)", row="R-5.1-MEDIA-TYPE", expected=["application/sdcp+cbor"],
+                      actual=str(answer.content_type))
         try:
             return answer.message(kind)
         except MalformedMessage as exc:
@@ -134,6 +138,7 @@ class CaseContext(JudgedContext):
         session = TrackedSession(session_id, epoch, dict(contract or self.contract(model)), model, list(prompt),
                                  self.cache_uri(f"log-{session_id.hex()}"))
         self.sessions.append(session)
+        self.env.owns(self, session_id)
         return session
 
     async def open(self, session: TrackedSession, *, party: str = "router", **overrides: Any) -> Answer:

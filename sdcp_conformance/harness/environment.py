@@ -8,6 +8,7 @@ IUT (the embedded default), optionally as a named mutant.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from sdcp_conformance.cache.app import CacheApp
+from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.iut import Identity, IutLink
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.messages import Event, Status
 from sdcp_conformance.reference.roles import RunningRole, port_of
 from sdcp_conformance.reference.stack import free_port, load_model
@@ -39,21 +42,29 @@ HARNESS_PARTIES = ("router", "cache", "drafter-1", "drafter-2")
 
 
 class Recorder:
-    """Wraps a handler so that every request the IUT sends it lands in the current case's transcript."""
+    """Wraps a handler so that every request the IUT sends it lands in the transcript of the case it serves.
 
-    def __init__(self, party: str, inner: Handler, transcript: Callable[[], CaseTranscript | None]) -> None:
+    ``transcript(request)`` finds that case: by the object's path for the
+    cache (each case names its objects under its own prefix), by the session
+    for the router (an event names it), so cases running at the same time
+    keep their evidence apart.
+    """
+
+    def __init__(self, party: str, inner: Handler,
+                 transcript: Callable[[Request], list[CaseTranscript]]) -> None:
         self.party = party
         self._inner = inner
         self._transcript = transcript
 
     async def __call__(self, request: Request) -> Response:
         response = await self._inner(request)
-        transcript = self._transcript()
-        if transcript is not None:
+        transcripts = self._transcript(request)
+        if transcripts:
             target = request.path + (f"?{request.query}" if request.query else "")
             note = f"fault: {response.fault.value}" if response.fault is not None else ""
-            transcript.record("from-iut", self.party, request.method, target, request.body, response.status,
-                              response.body, content_type=response.header("content-type"), note=note)
+            for transcript in transcripts:
+                transcript.record("from-iut", self.party, request.method, target, request.body, response.status,
+                                  response.body, content_type=response.header("content-type"), note=note)
         return response
 
 
@@ -99,16 +110,24 @@ class RouterInbox:
 class Environment:
     """Everything the cases talk to and through; start with :meth:`start`, end with :meth:`stop`."""
 
+    supports_concurrency = True
+    """Cases that declare no global state may run at the same time (:func:`~.runner.run_catalogue`)."""
+
     def __init__(self, config: TargetConfig, pki: Pki) -> None:
         self.config = config
         self.pki = pki
-        self.current: CaseTranscript | None = None
+        self._current: contextvars.ContextVar[CaseTranscript | None] = contextvars.ContextVar("sdcp_transcript",
+                                                                                               default=None)
+        self._active: dict[str, CaseContext] = {}
+        """Running cases by their cache prefix (the path under which they name their objects)."""
+        self._owners: dict[bytes, CaseContext] = {}
+        """Which running case opened a session: the router's events are recorded there."""
         self.cache = CacheApp()
         self.inbox = RouterInbox()
         self.servers: list[H2Server] = []
         self.embedded: RunningRole | None = None
         self.embedded_app: VerifierApp | None = None
-        self.iut = IutLink(config.base_uri, config.ca, self._identities(), lambda: self.current,
+        self.iut = IutLink(config.base_uri, config.ca, self._identities(), lambda: self._current.get(),
                            request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
                            max_response_bytes=config.max_response_bytes)
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
@@ -141,13 +160,36 @@ class Environment:
 
     # ------------------------------------------------------------------ cases
 
+    @property
+    def current(self) -> CaseTranscript | None:
+        """The transcript the code running now records into (each case's task has its own)."""
+        return self._current.get()
+
+    @current.setter
+    def current(self, transcript: CaseTranscript | None) -> None:
+        self._current.set(transcript)
+
     def new_context(self, case: Case, seed: int, run: str) -> CaseContext:
         """The context a verifier case runs in; its transcript is where every exchange is recorded."""
         from sdcp_conformance.harness.context import CaseContext
 
         context = CaseContext(self, case, seed, run)
         self.current = context.transcript
+        self._active[_path_of(context.cache_uri(""))] = context
         return context
+
+    def owns(self, context: CaseContext, session_id: bytes) -> None:
+        """``context`` opened this session: events about it belong to its evidence."""
+        self._owners[session_id] = context
+
+    def release(self, context: CaseContext) -> None:
+        """A case ended: its faults are disarmed (held requests let go), its evidence no longer collected."""
+        prefix = _path_of(context.cache_uri(""))
+        self._active.pop(prefix, None)
+        for session in context.sessions:
+            self._owners.pop(session.id, None)
+        self.cache.faults.disarm_under(prefix)
+        self.current = None
 
     def reset(self) -> None:
         """Undo what a case may have switched in the harness: faults (held requests let go), fences, pinned load."""
@@ -156,6 +198,26 @@ class Environment:
         self.cache.enforce_fences = True
         if self.embedded_app is not None:
             self.embedded_app.pinned_load = None
+
+    def _cache_transcripts(self, request: Request) -> list[CaseTranscript]:
+        for prefix, context in list(self._active.items()):
+            if request.path.startswith(prefix):
+                return [context.transcript]
+        current = self.current
+        return [current] if current is not None else []
+
+    def _router_transcripts(self, request: Request) -> list[CaseTranscript]:
+        try:
+            session = decode(request.body).get("session") if request.path.endswith("/events") else None
+        except (MalformedMessage, AttributeError):
+            session = None
+        owner = self._owners.get(session) if isinstance(session, bytes) else None
+        if owner is not None:
+            return [owner.transcript]
+        if len(self._active) == 1:  # a status report, say: the one case running sees it
+            return [next(iter(self._active.values())).transcript]
+        current = self.current
+        return [current] if current is not None else []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -187,8 +249,8 @@ class Environment:
                                                   ca=self.pki.ca_cert, host=urlsplit(uri).hostname or "127.0.0.1",
                                                   port=port_of(uri)))
 
-        for name, handler in (("cache", Recorder("cache", self.cache, lambda: self.current)),
-                              ("router", Recorder("router", self.inbox, lambda: self.current))):
+        for name, handler in (("cache", Recorder("cache", self.cache, self._cache_transcripts)),
+                              ("router", Recorder("router", self.inbox, self._router_transcripts))):
             started = server(name, handler)
             await started.start()
             self.servers.append(started)
@@ -230,6 +292,10 @@ class Environment:
             "embedded": self.config.embedded, "harness_router": self.config.router,
             "harness_cache": self.config.cache, "drafters": list(self.config.drafters),
         }
+
+
+def _path_of(uri: str) -> str:
+    return urlsplit(uri).path
 
 
 def embedded_target(folder: Path) -> TargetConfig:

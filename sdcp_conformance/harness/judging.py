@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case, CaseSkipped, CaseStopped
@@ -34,6 +34,8 @@ class JudgedContext:
         self.rng = random.Random(f"{seed}:{case.id}:{run}")
         self.notes: list[str] = []
         self.findings: list[Finding] = []
+        self.attachments: dict[str, Any] = {}
+        """Structured evidence by name (JSON-ready), copied into the result: the HTML report plots it."""
 
     # ------------------------------------------------------------------ judgements (P1-JUDGE-1..2)
 
@@ -82,12 +84,20 @@ class JudgedContext:
     def note(self, text: str) -> None:
         self.notes.append(text)
 
+    def attach(self, name: str, data: Any) -> None:
+        """Keep JSON-ready structured evidence under ``name`` (the rule-2 e-process trace, say) for the reports."""
+        self.attachments[name] = data
+
     def expect_refusal(self, answer: Answered, *rows: str, what: str = "") -> bool:
         """The request had to be refused as ``rows`` say (P1-JUDGE-1); record any deviation and go on.
 
         Returns whether the answer was exactly one of the refusals the rows allow.
         """
         finding = judge_refusal(answer, [TABLE[row] for row in rows], what or "the request")
+        if getattr(answer, "problem_media_type_ok", None) is False:
+            self.deviate("P1-ERR-1", f"{what or 'the request'}: the problem body is labelled "
+                         f"{getattr(answer, 'content_type', None)!r}, not application/problem+json or +cbor",
+                         expected=["application/problem+json"])
         if finding is None:
             return True
         self.record(finding)

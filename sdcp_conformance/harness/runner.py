@@ -53,6 +53,8 @@ class CaseResult:
     """``"sanity-first"``, ``"main"`` or ``"sanity-last"``."""
     findings: list[Finding] = field(default_factory=list)
     """Every deviation the case recorded, in order (P1-JUDGE-2: the report lists all of them)."""
+    attachments: dict[str, Any] = field(default_factory=dict)
+    """Structured evidence the case attached (``ctx.attach``), JSON-ready; the HTML report plots it."""
 
     @property
     def counts_as_failure(self) -> bool:
@@ -69,6 +71,7 @@ class CaseResult:
             "notes": self.notes, "expected_failure": self.expected_failure, "run": self.run,
             "findings": [finding.to_json() for finding in self.findings],
             "evidence": [entry.to_json() for entry in self.transcript],
+            **({"attachments": self.attachments} if self.attachments else {}),
         }
 
 
@@ -87,6 +90,8 @@ class RunReport:
     strict: bool = False
     """``--strict``: a NON-STRICT case fails the run too."""
     selectors: tuple[str, ...] = ()
+    shard: tuple[int, int] | None = None
+    """``(K, N)`` when this run is shard K of N (``certify --shard``); the merged report joins them."""
 
     @property
     def failed(self) -> bool:
@@ -99,7 +104,7 @@ class RunReport:
         reasons: list[str] = []
         sanity = [result for result in self.results if result.run.startswith("sanity")]
         for result in sanity:
-            if result.verdict is not Verdict.PASSED:
+            if result.verdict not in (Verdict.PASSED, Verdict.XPASS):  # an XPASS passed: its listing is stale
                 reasons.append(f"the sanity case {result.case.id} ({result.run}) is {result.verdict.value}"
                                + (f": {result.message.splitlines()[0]}" if result.message else ""))
         ran = {result.case.area for result in self.results if result.ran and not result.run.startswith("sanity")}
@@ -131,12 +136,19 @@ class RunReport:
         return tally
 
 
-async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "main") -> CaseResult:
-    """Run one case with its timeout; its verdict is the worst of its findings (P1-JUDGE-2)."""
+async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "main", *,
+                   shared: bool = False) -> CaseResult:
+    """Run one case with its timeout; its verdict is the worst of its findings (P1-JUDGE-2).
+
+    ``shared``: other cases run at the same time, so only this case's own
+    faults are undone afterwards (the environment's ``release``), never the
+    shared state a case running alone may change (``reset``).
+    """
     missing = [need for need in case.requires if need not in env.capabilities()]
     if missing:
         return CaseResult(case, Verdict.SKIPPED, f"the target lacks {', '.join(missing)}", run=run)
-    env.reset()
+    if not shared:
+        env.reset()
     context = env.new_context(case, seed, run)
     started = time.perf_counter()
     result = CaseResult(case, Verdict.PASSED, run=run)
@@ -153,11 +165,16 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
         result.verdict = Verdict.ERROR
         result.message = f"harness error: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
     finally:
-        env.reset()
+        release = getattr(env, "release", None)
+        if release is not None:
+            release(context)
+        if not shared:
+            env.reset()
     result.duration_s = time.perf_counter() - started
     result.transcript = context.transcript.entries()
     result.notes = context.notes
     result.findings = list(context.findings)
+    result.attachments = dict(getattr(context, "attachments", {}))
     if result.verdict is Verdict.PASSED:
         _conclude(result)
     return result
@@ -193,31 +210,78 @@ def order_cases(catalogue: Catalogue, selected: Sequence[Case], seed: int) -> li
     return [(sanity, "sanity-first"), *[(case, "main") for case in rest], (sanity, "sanity-last")]
 
 
+DEFAULT_JOBS = 4
+"""Cases run at the same time against one IUT, when its environment allows (sessions are the cases' own)."""
+
+
 async def run_catalogue(env: HarnessEnvironment, catalogue: Catalogue, selected: Sequence[Case], *, seed: int,
                         expected_failures: ExpectedFailures | None = None,
                         progress: Progress | None = None, strict: bool = False,
-                        selectors: Sequence[str] = ()) -> RunReport:
+                        selectors: Sequence[str] = (), jobs: int = DEFAULT_JOBS) -> RunReport:
+    """Run the sanity case, then the others (``jobs`` at a time where allowed), then the sanity case again.
+
+    Cases that change shared state (``exclusive``) run alone; the others
+    share the IUT, each with its own sessions, cache objects and transcript.
+    Results are listed in the seeded order whatever the order they finished
+    in, so a report does not depend on timing.
+    """
     started = time.time()
-    results: list[CaseResult] = []
-    dead = ""
-    for case, run in order_cases(catalogue, selected, seed):
-        if dead and run == "main" and not case.standalone:
-            result = CaseResult(case, Verdict.SKIPPED, f"not run: the sanity case failed first ({dead})", run=run)
-        else:
-            result = await run_case(env, case, seed, run)
-            if run == "sanity-first" and result.verdict is not Verdict.PASSED:
-                dead = (result.message or result.verdict.value).splitlines()[0]
-        if expected_failures is not None:
-            expected_failures.apply(result)
-        results.append(result)
-        if progress is not None:
-            progress(result)
+    plan = order_cases(catalogue, selected, seed)
+    results: list[CaseResult | None] = [None] * len(plan)
+    concurrent = jobs > 1 and getattr(env, "supports_concurrency", False)
+    state = _Schedule(env, seed, expected_failures, progress, results)
+    running: set[asyncio.Task[None]] = set()
+    slots = asyncio.Semaphore(max(1, jobs))
+    for index, (case, run) in enumerate(plan):
+        if state.dead and run == "main" and not case.standalone:
+            state.finish(index, CaseResult(case, Verdict.SKIPPED, f"not run: the sanity case failed first "
+                                                                  f"({state.dead})", run=run))
+            continue
+        if not concurrent or run != "main" or case.exclusive:
+            await _drain(running)
+            await state.run(index, case, run, shared=False)
+            continue
+        await slots.acquire()
+        task = asyncio.ensure_future(state.run(index, case, run, shared=True))
+        task.add_done_callback(lambda _done: slots.release())
+        running.add(task)
+        task.add_done_callback(running.discard)
+    await _drain(running)
     areas = tuple(dict.fromkeys(case.area for case in selected))
-    return RunReport(seed, results, started, time.time(), env.describe(), areas=areas, strict=strict,
+    done = [result for result in results if result is not None]
+    return RunReport(seed, done, started, time.time(), env.describe(), areas=areas, strict=strict,
                      selectors=tuple(selectors))
 
 
+class _Schedule:
+    """What the cases of one run share: where results go, the sanity verdict, the callbacks."""
+
+    def __init__(self, env: HarnessEnvironment, seed: int, expected: ExpectedFailures | None,
+                 progress: Progress | None, results: list[CaseResult | None]) -> None:
+        self.env, self.seed, self.expected, self.progress, self.results = env, seed, expected, progress, results
+        self.dead = ""
+
+    async def run(self, index: int, case: Case, run: str, *, shared: bool) -> None:
+        result = await run_case(self.env, case, self.seed, run, shared=shared)
+        if run == "sanity-first" and result.verdict is not Verdict.PASSED:
+            self.dead = (result.message or result.verdict.value).splitlines()[0]
+        self.finish(index, result)
+
+    def finish(self, index: int, result: CaseResult) -> None:
+        if self.expected is not None:
+            self.expected.apply(result)
+        self.results[index] = result
+        if self.progress is not None:
+            self.progress(result)
+
+
+async def _drain(running: set[asyncio.Task[None]]) -> None:
+    if running:
+        await asyncio.gather(*list(running))
+
+
 __all__ = [
+    "DEFAULT_JOBS",
     "EXIT_CODES",
     "RUN_FAILED",
     "RUN_INCOMPLETE",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from sdcp_conformance.cache.transcript import render_body
@@ -25,25 +24,53 @@ def next_sequence() -> int:
         return next(_SEQUENCE)
 
 
-@dataclass(frozen=True)
 class Entry:
-    """One request/response pair, from the harness's point of view."""
+    """One request/response pair, from the harness's point of view.
 
-    sequence: int
-    direction: str
-    """``"to-iut"`` (the harness called the IUT) or ``"from-iut"`` (the IUT called the harness)."""
-    party: str
-    """The harness party that sent or received it: router, drafter-1, drafter-2, cache, …"""
-    method: str
-    target: str
-    request_body: str
-    status: int | None
-    response_body: str
-    note: str = ""
-    """A transport failure, a timeout, an injected fault."""
+    Bodies may be given as text already rendered, or as the raw bytes: then
+    they are rendered (CBOR diagnostic notation, :func:`render_body`) the
+    first time someone reads them, so an exchange nobody looks at costs
+    nothing but keeping its bytes — the harness records every message of a
+    certification and most are never shown.
+    """
+
+    __slots__ = ("_request", "_request_type", "_response", "_response_type", "direction", "method", "note",
+                 "party", "sequence", "status", "target")
+
+    def __init__(self, sequence: int, direction: str, party: str, method: str, target: str,
+                 request_body: str | bytes, status: int | None, response_body: str | bytes, note: str = "", *,
+                 request_type: str | None = None, response_type: str | None = None) -> None:
+        self.sequence = sequence
+        self.direction = direction
+        """``"to-iut"`` (the harness called the IUT) or ``"from-iut"`` (the IUT called the harness)."""
+        self.party = party
+        """The harness party that sent or received it: router, drafter-1, drafter-2, cache, …"""
+        self.method = method
+        self.target = target
+        self.status = status
+        self.note = note
+        """A transport failure, a timeout, an injected fault, the answer's content type."""
+        self._request: str | bytes = request_body
+        self._request_type = request_type
+        self._response: str | bytes = response_body
+        self._response_type = response_type
+
+    @property
+    def request_body(self) -> str:
+        if isinstance(self._request, bytes):
+            self._request = render_body(self._request, self._request_type)
+        return self._request
+
+    @property
+    def response_body(self) -> str:
+        if isinstance(self._response, bytes):
+            self._response = render_body(self._response, self._response_type)
+        return self._response
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"sequence": self.sequence, "direction": self.direction, "party": self.party, "method": self.method,
+                "target": self.target, "request_body": self.request_body, "status": self.status,
+                "response_body": self.response_body, "note": self.note}
 
     def render(self) -> str:
         arrow = "→" if self.direction == "to-iut" else "←"
@@ -55,6 +82,9 @@ class Entry:
         if self.note:
             lines.append(f"    note: {self.note}")
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"Entry(#{self.sequence} {self.party} {self.method} {self.target} -> {self.status})"
 
 
 class CaseTranscript:
@@ -70,8 +100,8 @@ class CaseTranscript:
 
     def record(self, direction: str, party: str, method: str, target: str, request: bytes, status: int | None,
                response: bytes, *, content_type: str | None = None, note: str = "") -> Entry:
-        entry = Entry(next_sequence(), direction, party, method, target, render_body(request), status,
-                      render_body(response, content_type), note)
+        entry = Entry(next_sequence(), direction, party, method, target, bytes(request), status, bytes(response),
+                      note, response_type=content_type)
         self.add(entry)
         return entry
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
-from sdcp_conformance.cache.append import AppendStatus, ConditionalAppendError, append_record
-from sdcp_conformance.cache.clients import HttpxObjectClient
+from sdcp_conformance.cache.append import AppendStatus, ConditionalAppendError, ObjectClient, append_record
+from sdcp_conformance.cache.clients import H2ObjectClient, HttpxObjectClient
 from sdcp_conformance.cache.commit_log import record_from_item
 from sdcp_conformance.errors import SdcpConformanceError
 from sdcp_conformance.protocol.codec import encode
@@ -24,6 +24,7 @@ from sdcp_conformance.protocol.messages import Event
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.reference.verifier.ports import AppendOutcome, CacheUnavailable
 from sdcp_conformance.transport.httpx_transport import H2Transport
+from sdcp_conformance.transport.origins import H2Origins
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -45,8 +46,9 @@ def instance_id(base_uri: str) -> str:
 class MlcCache:
     """The verifier's :class:`~sdcp_conformance.reference.verifier.ports.Cache` over a real MLC."""
 
-    def __init__(self, http: httpx.AsyncClient, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self._objects = HttpxObjectClient(http, timeout=timeout_s)
+    def __init__(self, http: httpx.AsyncClient | H2Origins, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self._objects: ObjectClient = (H2ObjectClient(http, timeout=timeout_s) if isinstance(http, H2Origins)
+                                       else HttpxObjectClient(http, timeout=timeout_s))
 
     async def get(self, uri: str) -> bytes:
         try:

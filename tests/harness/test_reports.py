@@ -24,7 +24,7 @@ async def _noop(ctx: object) -> None:
 
 
 def _case(case_id: str, area: str = "idempotency") -> Case:
-    return Case(case_id, area, "6.3", QUOTE, Level.MUST, _noop)
+    return Case(case_id, area, "6.3", QUOTE, Level.MUST, _noop, rows=("R-6.3-ATOMIC",))
 
 
 def _entry() -> Entry:
@@ -57,7 +57,7 @@ def test_report_json_has_metadata_counts_records_and_coverage() -> None:
     assert document["areas"]["sanity"] == {"PASSED": 2}
     record = document["results"][2]
     assert record["verdict"] == "FAILED" and record["quote"] == QUOTE and record["evidence"][0]["status"] == 409
-    covered = {row["id"]: row for row in document["coverage"]}["R-6.3-04"]
+    covered = {row["id"]: row for row in document["coverage"]}["R-6.3-ATOMIC"]
     assert "VER-6.3-IDEM-002" in covered["cases"] and covered["verdicts"]["VER-6.3-IDEM-002"] == "FAILED"
 
 
@@ -89,9 +89,9 @@ def test_junit_maps_verdicts_to_failure_error_skipped_and_notes() -> None:
 def test_write_reports_writes_parseable_files(tmp_path: Path) -> None:
     report, catalogue = synthetic_report()
     paths = write_reports(report, tmp_path / "out", catalogue=catalogue)
-    assert [p.name for p in paths] == [JSON_NAME, JUNIT_NAME]
+    assert [p.name for p in paths] == [JSON_NAME, "evidence.json.gz", JUNIT_NAME, "report.html"]
     assert json.loads(paths[0].read_text(encoding="utf-8"))["run"]["seed"] == 42
-    assert ET.parse(paths[1]).getroot().tag == "testsuites"  # control characters were replaced
+    assert ET.parse(paths[2]).getroot().tag == "testsuites"  # control characters were replaced
 
 
 def test_console_summary_shows_counts_failures_seed_and_replay() -> None:

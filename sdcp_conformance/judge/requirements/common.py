@@ -43,12 +43,12 @@ ROWS: tuple[Row, ...] = (
     Row("R-5.1-MEDIA-TYPE", "5.1",
         'Message bodies use the media type "application/sdcp+cbor". ... Request and success bodies are '
         "`application/sdcp+cbor`.",
-        Level.MUST, "any"),
+        Level.MUST, "any", ambient=True),
     Row("R-5.1-PROBLEM-DETAILS", "5.1", "Errors use Problem Details [RFC9457]", Level.MUST, "any"),
     Row("P1-ERR-1", "P1-ERR-1",
         "Errors are RFC 9457 `application/problem+json`. `type` is `urn:ietf:params:sdcp:problem:<suffix>` with "
         "the suffix from Table 2",
-        Level.PROFILE, "any"),
+        Level.PROFILE, "any", ambient=True),
     # ------------------------------------------------------------------ messages
     Row("R-5.2-UNKNOWN-KEYS", "5.2", "Unknown map keys MUST be ignored, except in the contract (Section 4.1).",
         Level.MUST, "any"),

@@ -13,6 +13,7 @@ import httpx
 from sdcp_conformance.reference.links import HttpRouterLink, MlcCache, party_http_client
 from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.ports import TargetModel
+from sdcp_conformance.transport.origins import H2Origins
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 
 
@@ -28,10 +29,11 @@ class PartyTls:
 class VerifierService:
     """Serves a :class:`VerifierApp` and reports its status to the router until stopped."""
 
-    def __init__(self, app: VerifierApp, server: H2Server, http: httpx.AsyncClient) -> None:
+    def __init__(self, app: VerifierApp, server: H2Server, http: httpx.AsyncClient, origins: H2Origins) -> None:
         self.app = app
         self.server = server
         self._http = http
+        self._origins = origins
         self._status: asyncio.Task[None] | None = None
 
     @classmethod
@@ -49,11 +51,12 @@ class VerifierService:
     ) -> VerifierService:
         """``app_factory(config, model, cache, router)`` builds the app (a mutant's, for the harness)."""
         http = party_http_client(tls.cert, tls.key, tls.ca)
+        origins = H2Origins(tls.cert, tls.key, tls.ca)  # the MLC is called every round: no httpx layer there
         factory = app_factory or VerifierApp
-        app = factory(config, model, MlcCache(http), HttpRouterLink(http, router_uri, config.base_uri))
+        app = factory(config, model, MlcCache(origins), HttpRouterLink(http, router_uri, config.base_uri))
         server = H2Server(app, ServerConfig(cert=tls.cert, key=tls.key, ca=tls.ca, host=host, port=port))
         await server.start()
-        service = cls(app, server, http)
+        service = cls(app, server, http, origins)
         if report_status:
             service._status = asyncio.create_task(app.report_status_forever())
         return service
@@ -66,6 +69,7 @@ class VerifierService:
         await self.server.stop()
         await self.app.close()
         await self._http.aclose()
+        await self._origins.aclose()
 
 
 __all__ = ["PartyTls", "VerifierService"]

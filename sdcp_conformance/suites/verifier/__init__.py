@@ -10,7 +10,8 @@ import pkgutil
 
 from sdcp_conformance.harness.case import Catalogue
 
-CATALOGUE = Catalogue()
+CATALOGUE = Catalogue(exclusive_areas=frozenset({"escalation"}))
+"""Escalation cases pin the embedded IUT's load (which every session sees): they run alone."""
 
 _NOT_CASES = frozenset({"conversation", "seeded_rule2"})
 for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):

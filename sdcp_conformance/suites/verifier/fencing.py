@@ -131,14 +131,14 @@ async def _fenced_round(ctx: CaseContext, *, enforcing: bool, rounds_before: int
 
 @CATALOGUE.case("VER-6.3-FENCING-004", area="fencing", section="6.3, 6.8, 6.9",
                 quote=f"{FENCED_APPEND} ... {FENCE_RULE}", level=Level.MUST, profile=("P1-LOG-1", "P1-LOG-2"),
-                rows=FENCED_ROWS)
+                rows=FENCED_ROWS, exclusive=True)
 async def fenced_by_enforcing_cache(ctx: CaseContext) -> None:
     """After a fence {epoch: 2} in the log (enforcing cache), the next round gets no verdict and releases no output."""
     await _fenced_round(ctx, enforcing=True, rounds_before=1)
 
 
 @CATALOGUE.case("VER-6.8-FENCING-005", area="fencing", section="6.3, 6.8", quote=f"{READ_BACK} ... {FENCED_APPEND}",
-                level=Level.MUST, profile=("P1-LOG-2",), rows=READ_BACK_ROWS)
+                level=Level.MUST, profile=("P1-LOG-2",), rows=READ_BACK_ROWS, exclusive=True)
 async def fenced_by_read_back(ctx: CaseContext) -> None:
     """With a cache that does not enforce fences, the IUT reads back, sees the fence, and releases nothing."""
     await _fenced_round(ctx, enforcing=False, rounds_before=1)
@@ -146,7 +146,7 @@ async def fenced_by_read_back(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-FENCING-006", area="fencing", section="6.3, 6.8",
                 quote=f"{FENCED_APPEND} ... {FENCE_RULE}", level=Level.MUST, profile=("P1-LOG-1", "P1-LOG-3"),
-                rows=FENCED_ROWS)
+                rows=FENCED_ROWS, exclusive=True)
 async def fence_before_first_commit(ctx: CaseContext) -> None:
     """A fence that is the log's first record (enforcing cache) stops round 1: no verdict, no output."""
     await _fenced_round(ctx, enforcing=True, rounds_before=0)
@@ -154,7 +154,7 @@ async def fence_before_first_commit(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.8-FENCING-007", area="fencing", section="6.8", quote=f"{READ_BACK} ... {FENCED_APPEND}",
                 level=Level.MUST, profile=("P1-LOG-2", "P1-LOG-3"),
-                rows=READ_BACK_ROWS)
+                rows=READ_BACK_ROWS, exclusive=True)
 async def fence_before_first_commit_read_back(ctx: CaseContext) -> None:
     """A fence that is the log's first record (non-enforcing cache) stops round 1: no verdict, no output."""
     await _fenced_round(ctx, enforcing=False, rounds_before=0)

@@ -53,7 +53,7 @@ async def _race(ctx: CaseContext, *, splice: bool) -> None:
 
 @CATALOGUE.case("VER-6.8-FENCING-101", area="fencing", section="6.8", level=Level.MUST,
                 quote=f"{FENCED_APPEND} ... {RE_READ}", profile=("P1-LOG-1",),
-                rows=(*FENCED_ROWS, "R-6.3-RECORD-FIRST", "P1-LOG-1/RE-READ"))
+                rows=(*FENCED_ROWS, "R-6.3-RECORD-FIRST", "P1-LOG-1/RE-READ"), exclusive=True)
 async def fence_wins_the_append_race(ctx: CaseContext) -> None:
     """A fence lands between the IUT's read and write of the log: its If-Match PUT fails, it re-reads and stops."""
     await _race(ctx, splice=False)
@@ -61,7 +61,7 @@ async def fence_wins_the_append_race(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.8-FENCING-102", area="fencing", section="6.8", level=Level.MUST,
                 quote=f"{READ_BACK} ... {FENCED_APPEND}", profile=("P1-LOG-2",),
-                rows=(*READ_BACK_ROWS, "R-6.3-RECORD-FIRST"))
+                rows=(*READ_BACK_ROWS, "R-6.3-RECORD-FIRST"), exclusive=True)
 async def fence_spliced_into_the_append(ctx: CaseContext) -> None:
     """A cache that neither fences nor appends atomically stores a fence before the IUT's record and says
     success: only the read-back of §6.8 reveals it, and the IUT must then release nothing."""
