@@ -1,41 +1,88 @@
-"""The ``sdcp-conformance`` command line."""
+"""The ``sdcp-conformance`` command line.
+
+Commands are imported when they run (:class:`LazyGroup`): ``--version``,
+``--help``, ``pki``, ``report``, ``bundle`` and ``check`` answer without
+importing torch, the suites or schemathesis (``benchmarks/bench_cli_startup.py``
+measures it). Their one-line help is kept here, beside the import path; a
+test holds it equal to each command's own.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import click
-from rich.console import Console
-from rich.table import Table
 
 from sdcp_conformance import __version__
-from sdcp_conformance.cache.cli import serve_cache
-from sdcp_conformance.fuzz.cli import fuzz
-from sdcp_conformance.harness.cli import certify
-from sdcp_conformance.harness.pki_cli import pki
-from sdcp_conformance.mutants.cli import selftest
-from sdcp_conformance.reference.cli import generate, serve
 
-CONFORMANCE_AREAS: tuple[tuple[str, str], ...] = (
-    ("transport", "§5.1 HTTP/2 or HTTP/3 over TLS 1.3 with mutual certificates"),
-    ("contract", "§4.1 session contract validation and contract digest"),
-    ("session", "§6.1 session creation, d[0] and drafter assignment"),
-    ("authorization", "§6.3 step 1: only the latest assigned drafter"),
-    ("fencing", "§6.3 step 2, §6.8, §6.9: epochs and fenced commit logs"),
-    ("idempotency", "§6.3 step 3: retried and concurrent identical proposals"),
-    ("stale-base", "§4.2, §6.3 step 4: digest chain, base and round checks"),
-    ("limits", "§6.2, §6.5.1: M within m_max and m_cap"),
-    ("q-preconditions", "§6.3 step 5: draft rows fetched and checked before any draw"),
-    ("rule-1", "§6.4 rule 1: greedy exactness"),
-    ("rule-2", "§6.4 rule 2: speculative sampling, seeded exactness and distribution"),
-    ("commit-log", "§6.3 commit, §6.8: records before verdicts and output"),
-    ("output", "§6.7: stable indices, long-poll, epochs, final message"),
-    ("truncation", "§6.3: stop tokens and max_new"),
-    ("escalation", "§6.5: low rounds, reduce, switch, self_decode, fail"),
-    ("policy", "§6.6: sampling policy updates from from_round"),
-    ("recovery", "§6.9: failover resume at a new epoch"),
-)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bundle": ("sdcp_conformance.report.cli:bundle",
+               "Signed certification bundles (`certify --bundle FILE` writes them)."),
+    "certify": ("sdcp_conformance.harness.cli:certify",
+                "Certify an SDCP verifier, drafter or router against the draft and the interop profile."),
+    "check": ("sdcp_conformance.harness.check_cli:check",
+              "Preflight: is the IUT of a target file ready to be certified? One line per check."),
+    "fuzz": ("sdcp_conformance.fuzz.cli:fuzz",
+             "Fuzz a verifier IUT: Hypothesis-generated sessions (or --messages), shrunk failures saved for replay."),
+    "generate": ("sdcp_conformance.reference.cli:generate",
+                 "Generate through the reference stack; prints committed tokens as they arrive."),
+    "info": ("sdcp_conformance.cli:info",
+             "Print the version and, per role, the conformance areas certify reports (with their case counts)."),
+    "pki": ("sdcp_conformance.harness.pki_cli:pki",
+            "Test PKI: a CA and URI-SAN certificates for SDCP parties (P1-ID-1)."),
+    "report": ("sdcp_conformance.report.cli:report",
+               "Look at past runs: the console view, a comparison of two runs, the HTML page."),
+    "selftest": ("sdcp_conformance.mutants.cli:selftest",
+                 "Certify a role's reference and every mutant; exit non-zero if the reference fails or a mutant "
+                 "survives."),
+    "serve": ("sdcp_conformance.reference.cli:serve",
+              "Run the whole reference stack on loopback (cache, router, verifiers, drafters) until Ctrl-C."),
+}
+"""Command → (``module:attribute``, its short help as ``--help`` lists it)."""
 
 
-@click.group(invoke_without_command=True)
+def load_command(name: str) -> click.Command:
+    module, _, attribute = COMMANDS[name][0].partition(":")
+    command: click.Command = getattr(importlib.import_module(module), attribute)
+    if name == "serve" and isinstance(command, click.Group) and "cache" not in command.commands:
+        from sdcp_conformance.cache.cli import serve_cache
+
+        command.add_command(serve_cache)
+    return command
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported only when invoked (click's documented lazy-loading pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        if cmd_name not in COMMANDS:
+            return None
+        return load_command(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                             list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS and name not in self.commands:
+            from difflib import get_close_matches
+
+            close = get_close_matches(name, list(COMMANDS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            ctx.fail(f"no such command {name!r}{hint}; `sdcp-conformance --help` lists them")
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True)
 @click.version_option(__version__, prog_name="sdcp-conformance")
 @click.pass_context
 def main(ctx: click.Context) -> None:
@@ -44,27 +91,75 @@ def main(ctx: click.Context) -> None:
         ctx.invoke(info)
 
 
+VERIFIER_AREAS: dict[str, str] = {
+    "sanity": "§6.1–6.3: open a session, one valid round (runs first and last)",
+    "transport": "§5.1 HTTP/2 or HTTP/3 over TLS 1.3 with mutual certificates",
+    "contract": "§4.1 session contract validation and contract digest",
+    "session": "§6.1 session creation, d[0] and drafter assignment",
+    "authorization": "§6.3 step 1: only the latest assigned drafter",
+    "fencing": "§6.3 step 2, §6.8, §6.9: epochs and fenced commit logs",
+    "idempotency": "§6.3 step 3: retried and concurrent identical proposals",
+    "stale-base": "§4.2, §6.3 step 4: digest chain, base and round checks",
+    "limits": "§6.2, §6.5.1: M within m_max and m_cap",
+    "q-preconditions": "§6.3 step 5: draft rows fetched and checked before any draw",
+    "rule-1": "§6.4 rule 1: greedy exactness",
+    "rule-2": "§6.4 rule 2: speculative sampling, seeded exactness and distribution",
+    "commit-log": "§6.3 commit, §6.8: records before verdicts and output",
+    "output": "§6.7: stable indices, long-poll, epochs, final message",
+    "truncation": "§6.3: stop tokens and max_new",
+    "escalation": "§6.5: low rounds, reduce, switch, self_decode, fail",
+    "policy": "§6.6: sampling policy updates from from_round",
+    "recovery": "§6.9: failover resume at a new epoch",
+    "closed": "§6.5.2, §6.7, P1-CTL-3: a finished or failed session takes no more work; output stays readable",
+}
+"""What the verifier suite's areas check, in words; any area without an entry is described by its sections."""
+
+
+def role_areas(role: str) -> list[tuple[str, int, str]]:
+    """(area, number of cases, description) of a role's suite: exactly the areas ``certify`` reports."""
+    from sdcp_conformance.harness.certify import default_catalogue
+
+    cases = list(default_catalogue(role).cases.values())
+    found: dict[str, list[Any]] = {}
+    for case in cases:
+        found.setdefault(case.area, []).append(case)
+    rows = []
+    for area, members in found.items():
+        sections = sorted({case.section for case in members}, key=_section_key)
+        described = VERIFIER_AREAS.get(area) if role == "verifier" else None
+        rows.append((area, len(members), described or "§" + ", §".join(sections)))
+    return rows
+
+
+def _section_key(section: str) -> tuple[str, ...]:
+    return tuple(part.zfill(4) for part in section.replace("-", ".").replace(",", ".").split("."))
+
+
 @main.command()
-def info() -> None:
-    """Print the version and the conformance areas the harness covers."""
+@click.option("--role", "roles", multiple=True, help="Only this role's areas (repeatable; default: every role).")
+def info(roles: tuple[str, ...]) -> None:
+    """Print the version and, per role, the conformance areas certify reports (with their case counts)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from sdcp_conformance.harness.suites import SUITES
+
     console = Console()
-    console.print(f"sdcp-conformance {__version__}")
-    table = Table(title="Conformance areas")
-    table.add_column("area")
-    table.add_column("what the draft requires")
-    for area, text in CONFORMANCE_AREAS:
-        table.add_row(area, text)
-    console.print(table)
+    console.print(f"sdcp-conformance {__version__}", highlight=False)
+    for role in roles or tuple(SUITES):
+        if role not in SUITES:
+            raise click.BadParameter(f"no role {role!r} (known: {', '.join(SUITES)})", param_hint="--role")
+        rows = role_areas(role)
+        table = Table(title=f"{role}: {sum(count for _, count, _ in rows)} cases in {len(rows)} areas")
+        table.add_column("area", no_wrap=True)
+        table.add_column("cases", justify="right")
+        table.add_column("what the draft requires")
+        for area, count, text in rows:
+            table.add_row(area, str(count), text)
+        console.print(table)
 
 
-serve.add_command(serve_cache)
-main.add_command(serve)
-main.add_command(generate)
-main.add_command(selftest)
-main.add_command(pki)
-main.add_command(certify)
-main.add_command(fuzz)
-
+__all__ = ["COMMANDS", "VERIFIER_AREAS", "LazyGroup", "load_command", "main", "role_areas"]
 
 if __name__ == "__main__":
     main()

@@ -6,8 +6,12 @@ in the runner's order (sanity first and last, the rest shuffled by
 ``--sdcp-seed``), and runs them in one harness environment started at the
 first item and stopped when the session ends. FAILED, ERROR and XPASS fail
 the item with the message and the transcript; SKIPPED skips; XFAIL is an
-xfail; NON-STRICT and INFORMATIONAL pass with a warning and user properties
-(which ``--junitxml`` records).
+xfail; NON-STRICT and INFORMATIONAL pass with a warning. Under ``--junitxml``
+each case's testcase has ``classname`` ``role.area`` and its verdict,
+message and findings in ``<system-out>``, and the testsuite's properties list
+the NON-STRICT (and INFORMATIONAL, XFAIL) cases by ID (D-RPT-6): the file
+validates against the JUnit schema Jenkins' xUnit plugin uses, which allows
+no properties on a testcase, so none are recorded there.
 
 Registered as a ``pytest11`` entry point, so it is loaded by every pytest run
 of every project where this package is installed: without its options it
@@ -81,10 +85,7 @@ class SdcpItem(pytest.Item):
 
         result = self.suite.run(self)
         self.result = result
-        self.user_properties += [("sdcp_verdict", result.verdict.value), ("sdcp_seed", self.suite.seed),
-                                 ("sdcp_section", result.case.section), ("sdcp_level", result.case.level.value)]
-        if result.message:
-            self.user_properties.append(("sdcp_message", result.message))
+        self.suite.record_junit(self, result)
         if result.counts_as_failure:
             raise SdcpCaseFailure(describe_result(result))
         if result.verdict is Verdict.SKIPPED:
@@ -129,9 +130,11 @@ class SdcpSuite:
         from sdcp_conformance.harness.certify import default_catalogue
 
         self.config = config
-        self.seed: int = config.getoption("sdcp_seed")
-        if self.seed is None:
-            self.seed = secrets.randbelow(2**32)
+        given: int | None = config.getoption("sdcp_seed")
+        worker = getattr(config, "workerinput", None)  # pytest-xdist: the controller chose the seed
+        if given is None and worker is not None and "sdcp_seed" in worker:
+            given = int(worker["sdcp_seed"])
+        self.seed: int = secrets.randbelow(2**32) if given is None else given
         try:
             self.target = _target(config.getoption("sdcp_target"))
             self.role = self.target.role if self.target else config.getoption("sdcp_role") or "verifier"
@@ -145,6 +148,13 @@ class SdcpSuite:
         self.start_error = ""
         self.dead = ""
         self.verdicts: dict[str, int] = {}
+        self.junit_seeded = False
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """pytest-xdist: every worker collects the cases in the same seeded order (else xdist refuses to run),
+        and each starts its own harness environment (its own embedded IUT, or the target's)."""
+        node.workerinput["sdcp_seed"] = self.seed
 
     # ------------------------------------------------------------------ collection
 
@@ -189,8 +199,39 @@ class SdcpSuite:
                 self.dead = (result.message or result.verdict.value).splitlines()[0]
         if self.expected is not None:
             self.expected.apply(result)
-        self.verdicts[result.verdict.value] = self.verdicts.get(result.verdict.value, 0) + 1
         return result
+
+    def record_junit(self, item: SdcpItem, result: CaseResult) -> None:
+        """Under ``--junitxml``: classname ``role.area``, the verdict in system-out, flagged verdicts as suite
+        properties (pytest's junit writer has no public hook for these, so its node reporter is used)."""
+        import xml.etree.ElementTree as ET
+
+        from sdcp_conformance.report.junit import FLAGGED, classname
+
+        try:
+            from _pytest.junitxml import xml_key
+
+            junit = self.config.stash.get(xml_key, None)
+            if junit is None:
+                return
+            reporter = junit.node_reporter(item.nodeid)
+            reporter.add_attribute("classname", classname(result.case.role, result.case.area))
+            lines = [f"verdict: {result.verdict.value}", f"seed: {self.seed}",
+                     f"§{result.case.section} ({result.case.level.value}): {result.case.quote}"]
+            if result.message:
+                lines.append(result.message)
+            lines += [f"finding: {f.severity.value} [{f.row}] {f.message}" for f in result.findings]
+            out = ET.Element("system-out")
+            out.text = "\n".join(lines)
+            reporter.append(out)
+            if not self.junit_seeded:
+                junit.add_global_property("sdcp.seed", str(self.seed))
+                self.junit_seeded = True
+            for verdict, key in FLAGGED:
+                if result.verdict is verdict:
+                    junit.add_global_property(key, item.nodeid)
+        except (ImportError, AttributeError):  # another pytest's junit writer: the report stays plain
+            return
 
     def pytest_sessionfinish(self) -> None:
         if self.loop is None:
@@ -201,6 +242,20 @@ class SdcpSuite:
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         self.loop.close()
         self.loop = None
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """The verdict rides on the call report (an attribute pytest-xdist serialises to the controller)."""
+        outcome = yield
+        result = getattr(item, "result", None)
+        if call.when == "call" and isinstance(item, SdcpItem) and result is not None:
+            outcome.get_result().sdcp_verdict = result.verdict.value
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Verdicts counted from the reports, so the controller of pytest-xdist workers counts theirs too."""
+        verdict = getattr(report, "sdcp_verdict", None)
+        if report.when == "call" and verdict is not None:
+            self.verdicts[str(verdict)] = self.verdicts.get(str(verdict), 0) + 1
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         counts = ", ".join(f"{verdict} {count}" for verdict, count in sorted(self.verdicts.items()))

@@ -1,11 +1,17 @@
 """``sdcp-conformance fuzz``: stateful or message fuzzing of a verifier, with a live display and replay files.
 
 Hypothesis is imported when the command runs, not when the command line
-loads, so the other commands work without it.
+loads, so the other commands work without it. The live table and the
+closing summary read the same final counts; failures show values in CBOR
+diagnostic notation (``h'…'`` for bytes, as transcripts do); the replay
+command is printed on a line of its own, never folded; Ctrl-C prints what ran
+and exits 130.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +25,20 @@ from sdcp_conformance.errors import InvalidArgument
 
 DEFAULT_OUT = Path(".sdcp-fuzz") / "failures"
 DEFAULT_DATABASE = str(Path(".sdcp-fuzz") / "examples")
+EXIT_INTERRUPTED = 130
+_BYTES_REPR = re.compile(r"""\bb(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def cbor_text(text: str) -> str:
+    """``text`` with every Python bytes literal (``b'\\x01…'``) rewritten as CBOR diagnostic ``h'01…'``."""
+    def hexed(match: re.Match[str]) -> str:
+        try:
+            value = ast.literal_eval(match.group(0))
+        except (ValueError, SyntaxError):
+            return match.group(0)
+        return f"h'{value.hex()}'" if isinstance(value, bytes) else match.group(0)
+
+    return _BYTES_REPR.sub(hexed, text)
 
 
 @click.command("fuzz")
@@ -39,16 +59,33 @@ DEFAULT_DATABASE = str(Path(".sdcp-fuzz") / "examples")
               help="Where failures are saved as replay files.")
 @click.option("--strict", is_flag=True, default=False,
               help="NON-STRICT findings (profile-only or SHOULD deviations) are failures too.")
+@click.option("--role", type=click.Choice(["verifier", "drafter", "router"]), default=None,
+              help="Whom to fuzz (default: the target file's role, else verifier); drafter: the harness plays "
+              "the drafter's verifier and router and answers with generated sequences.")
 def fuzz(target_file: Path | None, budget: str | None, examples: int | None, seed: int, database: str,
          replay_path: Path | None, messages: bool, api: bool, mutant: str | None, step_count: int,
-         out: Path, strict: bool) -> None:
+         out: Path, strict: bool, role: str | None) -> None:
     """Fuzz a verifier IUT: Hypothesis-generated sessions (or --messages), shrunk failures saved for replay."""
-    console = Console()
+    from sdcp_conformance.report.console import log_console
+
+    console = log_console()
     try:
         from sdcp_conformance.fuzz import campaign
         from sdcp_conformance.harness.target import load_target
 
         target = load_target(target_file) if target_file is not None else None
+        if (role or (target.role if target is not None else "verifier")) == "drafter":
+            from sdcp_conformance.fuzz.drafter_cli import fuzz_drafter
+
+            sys.exit(fuzz_drafter(console, target=target, replay_path=replay_path, budget=budget, examples=examples,
+                                  seed=seed, database=_database(database), mutant=mutant, out=out, strict=strict,
+                                  step_count=step_count, single_messages=messages or api))
+        if (role or (target.role if target is not None else "verifier")) == "router":
+            from sdcp_conformance.fuzz.failover_cli import fuzz_router  # the failover campaign
+
+            sys.exit(fuzz_router(console, target=target, replay_path=replay_path, budget=budget, examples=examples,
+                                 seed=seed, database=_database(database), mutant=mutant, out=out, strict=strict,
+                                 step_count=step_count))
         if replay_path is not None:
             _replay(console, campaign.replay_file(replay_path, target=target, mutant=mutant), replay_path)
             return
@@ -63,10 +100,21 @@ def fuzz(target_file: Path | None, budget: str | None, examples: int | None, see
             target=target, mutant=mutant, examples=examples, seed=seed, messages=messages, step_count=step_count,
             budget_s=campaign.parse_budget(budget) if budget is not None else None, out=out,
             database=_database(database), strict=strict)
+        subject = target.base_uri if target is not None else "the embedded reference verifier" + (
+            f" with the planted bug {mutant!r}" if mutant else "")
+        console.print(f"fuzzing {subject}: {'messages' if messages else 'protocol sequences'}, seed {seed}",
+                      highlight=False, soft_wrap=True)
         result = _run_live(console, campaign, config)
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from exc
-    _summary(console, result)
+    except KeyboardInterrupt:
+        console.print("interrupted (Ctrl-C): no failure was saved; the counts so far:", highlight=False)
+        if _LAST["stats"] is not None:
+            _counts(console, _LAST["stats"], requested=examples)
+        else:
+            console.print("nothing ran yet", highlight=False)
+        sys.exit(EXIT_INTERRUPTED)
+    _summary(console, result, requested=examples)
     if result.failure is not None or getattr(result.stats, "flaky", False):
         sys.exit(1)
 
@@ -77,12 +125,26 @@ def _database(spec: str) -> Any:
     return open_database(spec)
 
 
+_LAST: dict[str, Any] = {"stats": None}
+"""The latest stats the campaign reported (what an interrupted run prints)."""
+
+
 def _run_live(console: Console, campaign: Any, config: Any) -> Any:
-    with Live(_table(None), console=console, refresh_per_second=4, transient=False) as live:
-        return campaign.run_campaign(config, progress=lambda stats: live.update(_table(stats)))
+    def show(stats: Any) -> None:
+        _LAST["stats"] = stats
+        if console.is_terminal:
+            live.update(_table(stats))
+
+    with Live(_table(None), console=console, refresh_per_second=4, transient=False,
+              auto_refresh=console.is_terminal) as live:
+        result = campaign.run_campaign(config, progress=show)
+        live.update(_table(result.stats, finished=True, failure=result.failure))  # ends on the summary's counts
+    if not console.is_terminal:
+        console.print()  # a log's last render of the table ends without a newline
+    return result
 
 
-def _table(stats: Any) -> Table:
+def _table(stats: Any, *, finished: bool = False, failure: Any = None) -> Table:
     table = Table(title="sdcp-conformance fuzz", show_header=False)
     if stats is None:
         table.add_row("starting", "the environment")
@@ -98,18 +160,32 @@ def _table(stats: Any) -> Table:
         table.add_row("steps", f"{stats.steps} ({stats.steps / elapsed:.0f}/s)")
         table.add_row("NON-STRICT findings", str(len(stats.judge.deviations)))
     table.add_row("elapsed", f"{elapsed:.0f} s")
-    table.add_row("failure", "none yet" if stats.failure is None else stats.failure.message[:100])
+    failure = failure if finished else stats.failure
+    if failure is None:
+        table.add_row("failure", "none" if finished else "none yet")
+    else:
+        table.add_row("failure", cbor_text(failure.message.splitlines()[0])[:100] + " (details below)")
     return table
 
 
-def _summary(console: Console, result: Any) -> None:
-    stats = result.stats
+def _counts(console: Console, stats: Any, *, requested: int | None) -> None:
+    """The campaign's counts, worded as the live table words them."""
     if hasattr(stats, "messages"):
         console.print(f"{stats.messages} messages in {stats.elapsed:.0f} s ({stats.rate:.0f}/s): "
                       f"{stats.server_errors} 5xx, {stats.dropped} dropped, {stats.canary_rounds} canary rounds, "
-                      f"status counts {dict(sorted(stats.by_status.items()))}")
-    else:
-        console.print(f"{stats.examples} examples, {stats.steps} steps in {stats.elapsed:.0f} s")
+                      f"status counts {dict(sorted(stats.by_status.items()))}", highlight=False, soft_wrap=True)
+        return
+    asked = ""
+    if requested is not None and stats.examples != requested:
+        asked = (f" ({requested} asked for; Hypothesis also ran the example database's saved examples and, "
+                 "after a failure, its shrinking attempts)")
+    console.print(f"{stats.examples} examples run{asked}, {stats.steps} steps in {stats.elapsed:.0f} s",
+                  highlight=False, soft_wrap=True)
+
+
+def _summary(console: Console, result: Any, *, requested: int | None = None) -> None:
+    stats = result.stats
+    _counts(console, stats, requested=requested)
     _deviations(console, stats.judge)
     if getattr(stats, "flaky", False):
         console.print("[red]FLAKY[/red]: a failure was seen but did not happen again on the same steps (a "
@@ -121,13 +197,14 @@ def _summary(console: Console, result: Any) -> None:
     flaky = " [red]flaky: it did not fail again on replay[/red]" if failure.flaky else ""
     console.print(f"[red]FAILURE[/red] ({failure.level} {failure.row}, {len(failure.steps)} steps after "
                   f"shrinking){flaky}:")
-    console.print(failure.message, markup=False)
+    console.print(cbor_text(failure.message), markup=False, soft_wrap=True)
     for step in failure.steps:
-        console.print(f"  {step.describe()}", markup=False)
+        console.print(f"  {cbor_text(step.describe())}", markup=False, soft_wrap=True)
     if result.saved is not None:
         from sdcp_conformance.fuzz.replay import replay_command
 
-        console.print(f"saved: {result.saved}\nreplay: {replay_command(result.saved)}", markup=False)
+        console.print(f"saved: {result.saved}", markup=False, soft_wrap=True)
+        console.print(f"replay: {replay_command(result.saved)}", markup=False, soft_wrap=True)
 
 
 def _deviations(console: Console, judge: Any) -> None:
@@ -137,7 +214,7 @@ def _deviations(console: Console, judge: Any) -> None:
         examples.setdefault(finding.row, finding)
     for row, count in judge.summary().items():
         finding = examples[row]
-        console.print(f"{finding.severity.value} {row} x{count}: {finding.message[:160]}", markup=False,
+        console.print(f"{finding.severity.value} {row} x{count}: {cbor_text(finding.message)[:160]}", markup=False,
                       soft_wrap=True)
 
 
@@ -147,10 +224,10 @@ def _replay(console: Console, result: Any, path: Path) -> None:
         return
     failure = result.failure
     console.print(f"[red]still fails[/red] ({failure.level}) after {len(failure.steps)} steps:", )
-    console.print(failure.message, markup=False)
+    console.print(cbor_text(failure.message), markup=False, soft_wrap=True)
     if failure.transcript:
-        console.print(failure.transcript, markup=False)
+        console.print(failure.transcript, markup=False, soft_wrap=True)
     sys.exit(1)
 
 
-__all__ = ["fuzz"]
+__all__ = ["cbor_text", "fuzz"]

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 
 from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.fuzz import hostile
+from sdcp_conformance.fuzz.database import seeded
 from sdcp_conformance.fuzz.executor import FUZZ_CASE
 from sdcp_conformance.fuzz.judging import FuzzJudge
 from sdcp_conformance.fuzz.loop import LoopThread
@@ -506,7 +506,8 @@ def run_messages(fuzzer: MessageFuzzer, *, examples: int, seed: int,
 
     @settings(max_examples=examples, deadline=None, database=database, suppress_health_check=list(HealthCheck),
               verbosity=Verbosity.quiet, print_blob=False, report_multiple_bugs=False,
-              phases=[Phase.reuse, Phase.generate, Phase.shrink] if database else [Phase.generate, Phase.shrink])
+              phases=[Phase.reuse, Phase.generate, Phase.shrink] if database is not None
+              else [Phase.generate, Phase.shrink])
     @given(recipes())
     def one(recipe: Recipe) -> None:
         try:
@@ -519,7 +520,7 @@ def run_messages(fuzzer: MessageFuzzer, *, examples: int, seed: int,
                 fuzzer._progress(fuzzer.stats)
 
     with contextlib.suppress(Violation):  # the failure is in ``last``, shrunk
-        hypothesis_seed(seed)(one)()
+        seeded(one, seed, database)()
     failure: FuzzFailure | None = last.get("failure")
     fuzzer.stats.failure = failure
     return failure

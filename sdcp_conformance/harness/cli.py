@@ -1,13 +1,19 @@
 """``sdcp-conformance certify`` and the target-writing half of ``pki init --iut verifier``.
 
-``certify`` runs the verifier suite against a target (or the embedded reference
-verifier), shows live progress, prints the summary, writes ``report.json`` and
-``junit.xml``, and exits 0 when the certification PASSED, 1 on any FAILED,
+``certify`` runs a role's suite against a target (or the embedded reference),
+shows progress (a live bar on a terminal, a line per case in a log), prints
+the summary and every case that needs attention, explained
+(:mod:`sdcp_conformance.report.console`), writes ``report.json`` (+
+``evidence.json.gz``), ``junit.xml`` and ``report.html``, with ``--bundle`` a
+signed bundle, and exits 0 when the certification PASSED, 1 on any FAILED,
 ERROR or XPASS (NON-STRICT too under ``--strict``), 2 on a usage error (bad
-target file, a model the suite needs but the target lacks, unknown selector,
-unknown IDs in the expected-failures file), 3 when the run is INCOMPLETE
-(P1-JUDGE-3: the sanity case did not pass, or an area ran no case) and 4 when
-the harness could not start its listeners.
+target file, a model the suite needs but the target lacks, a selector that
+matches no case, unknown IDs in the expected-failures file), 3 when the run
+is INCOMPLETE (P1-JUDGE-3: the sanity case did not pass, or an area ran no
+case), 4 when the harness could not start its listeners and 130 when
+interrupted (Ctrl-C), after writing the partial report, marked INTERRUPTED.
+When the sanity case does not pass against a target, the preflight
+(:mod:`.check`) says what is wrong with the IUT's setup.
 """
 
 from __future__ import annotations
@@ -16,26 +22,28 @@ import asyncio
 import datetime as dt
 import secrets
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.harness.case import Catalogue
+from sdcp_conformance.harness.case import Catalogue, Verdict
 from sdcp_conformance.harness.certify import certify as run_certification
 from sdcp_conformance.harness.certify import default_catalogue, needed_models
-from sdcp_conformance.harness.environment import HARNESS_PARTIES
+from sdcp_conformance.harness.certify_console import (
+    Collecting,
+    LiveProgress,
+    case_lines,
+    interrupted_report,
+    progress_for,
+)
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.runner import CaseResult, RunReport, order_cases
 from sdcp_conformance.harness.suites import SUITES
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig, load_target, render_target, require_models
-from sdcp_conformance.reference.stack import free_port
-from sdcp_conformance.report import write_reports
-from sdcp_conformance.report.console import print_summary, replay_command
 from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
 
 TARGET_FILE = "target.toml"
@@ -43,6 +51,9 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3
 EXIT_NO_HARNESS = 4
+EXIT_INTERRUPTED = 130
+SERVER_LOG = "servers.log"
+"""In the report folder: warnings and tracebacks of the servers the run started in-process (never on screen)."""
 IUT_PARTY = "verifier"
 
 
@@ -86,46 +97,78 @@ def _default_report_dir() -> Path:
     return folder
 
 
-class LiveProgress:
-    """A rich progress bar fed by the runner's per-case callback: done/total, the case running, verdict tallies."""
-
-    def __init__(self, console: Console, order: Sequence[str]) -> None:
-        self.order = list(order)
-        self.tally: dict[str, int] = {}
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False)
-        self.task = self.progress.add_task(self._describe(0), total=len(self.order))
-
-    def _describe(self, done: int) -> str:
-        current = f"running {self.order[done]}" if done < len(self.order) else "done"
-        counts = " ".join(f"{verdict} {count}" for verdict, count in sorted(self.tally.items()))
-        return f"{current:34} {counts}"
-
-    def __call__(self, result: CaseResult) -> None:
-        self.tally[result.verdict.value] = self.tally.get(result.verdict.value, 0) + 1
-        done = int(self.progress.tasks[0].completed) + 1
-        self.progress.update(self.task, completed=done, description=self._describe(done))
-
-
-def _run(target: TargetConfig | None, role: str, selectors: Sequence[str], seed: int,
+def _run(target: TargetConfig | None, role: str, selected: Sequence[str], seed: int,
          expected: ExpectedFailures | None, progress: Callable[[CaseResult], None], strict: bool,
-         factory: Callable[..., Any] | None) -> RunReport:
+         factory: Callable[..., Any] | None, workdir: Path) -> RunReport:
     try:
-        return asyncio.run(run_certification(target, role=role, selectors=selectors, seed=seed,
+        return asyncio.run(run_certification(target, role=role, selectors=selected, seed=seed,
                                              expected_failures=expected, progress=progress, strict=strict,
-                                             app_factory=factory))
+                                             app_factory=factory, workdir=workdir))
     except OSError as exc:  # a listener of the target file's [harness] could not bind, say
         click.echo(f"Error: the harness could not start: {exc}", err=True)
         sys.exit(EXIT_NO_HARNESS)
+
+
+def _resolve_mutant(mutant: str | None, role: str | None, target: TargetConfig | None
+                    ) -> tuple[str | None, Callable[..., Any] | None]:
+    if mutant is None:
+        return role, None
+    if target is not None:
+        raise click.UsageError("--mutant plants a bug in the embedded reference; it cannot go with --target")
+    from sdcp_conformance.mutants.registry import find_mutant
+
+    try:
+        mutant_role, found = find_mutant(mutant, role)
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), param_hint="--mutant") from exc
+    return mutant_role, found.factory
+
+
+def _signing_key(given: Path | None, target: TargetConfig | None) -> Path | None:
+    """D-RPT-8: --signing-key, else the target PKI's attestation.key, else None (a one-off key)."""
+    from sdcp_conformance.report.bundle import KEY_FILE
+
+    if given is not None:
+        return given
+    if target is not None and (target.pki / KEY_FILE).is_file():
+        return target.pki / KEY_FILE
+    return None
+
+
+def _fingerprint_before(target: TargetConfig | None) -> str | None:
+    """The IUT's certificate fingerprint, from one handshake before the run (None when it cannot be had)."""
+    if target is None:
+        return None
+    from sdcp_conformance.harness.check import iut_fingerprint
+
+    return iut_fingerprint(target)
+
+
+def _print_preflight(console: Any, report: RunReport, target: TargetConfig | None) -> None:
+    """When the sanity case did not pass against a target: what is wrong with the IUT's setup, line by line."""
+    sanity = next((r for r in report.results if r.run == "sanity-first"), None)
+    if target is None or sanity is None or sanity.verdict is Verdict.PASSED:
+        return
+    from sdcp_conformance.harness.check import preflight
+
+    console.print()
+    console.print(f"the sanity case {sanity.case.id} is {sanity.verdict.value}; preflight of {target.base_uri}:",
+                  highlight=False, soft_wrap=True, markup=False)
+    for line in preflight(target).lines():
+        console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
 
 
 @click.command("certify")
 @click.option("--target", "target_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Target description (TOML). Default: the embedded reference verifier.")
 @click.option("--only", "selectors", multiple=True, metavar="ID-OR-AREA",
-              help="Run only these cases: a case ID, an ID prefix or an area (repeatable).")
+              help="Run only these cases: a case ID, an ID prefix or an area, any letter case (repeatable).")
+@click.option("--exclude", "excluded", multiple=True, metavar="ID-OR-AREA",
+              help="Leave out these cases (like --only; repeatable).")
+@click.option("--list", "list_selector", is_flag=False, flag_value="", default=None, metavar="[SELECTOR]",
+              help="List the cases (ID, role, area, level, title), or those SELECTOR matches, and exit.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where report.json and junit.xml go. Default: reports/<timestamp>/.")
+              help="Where report.json, junit.xml and report.html go. Default: reports/<timestamp>/.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None,
               help="Seed of the case order (and of the cases' own choices); printed so a run can be replayed.")
 @click.option("--expected-failures", "expected_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -138,29 +181,33 @@ def _run(target: TargetConfig | None, role: str, selectors: Sequence[str], seed:
 @click.option("--mutant", default=None, metavar="NAME",
               help="Certify a mutant of the embedded reference (one planted bug) instead: see what a failing "
               "certification looks like. `selftest` lists the mutants.")
-def certify(target_path: Path | None, selectors: tuple[str, ...], report_dir: Path | None, seed: int | None,
-            expected_path: Path | None, strict: bool, role: str | None, mutant: str | None) -> None:
+@click.option("--bundle", "bundle_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a signed certification bundle (zip + in-toto attestation) to this file.")
+@click.option("--signing-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Ed25519 private key (PEM) that signs the bundle. Default: the target PKI's attestation.key "
+              "(`pki init` mints one), else a one-off key.")
+def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tuple[str, ...],
+            list_selector: str | None, report_dir: Path | None, seed: int | None, expected_path: Path | None,
+            strict: bool, role: str | None, mutant: str | None, bundle_path: Path | None,
+            signing_key: Path | None) -> None:
     """Certify an SDCP verifier, drafter or router against the draft and the interop profile."""
     target = _load_target(target_path)
     if target is not None and role is not None and role != target.role:
         raise click.UsageError(f"--role {role} disagrees with {target_path}'s role {target.role!r}")
-    factory = None
-    if mutant is not None:
-        if target is not None:
-            raise click.UsageError("--mutant plants a bug in the embedded reference; it cannot go with --target")
-        from sdcp_conformance.mutants.registry import find_mutant
-
-        try:
-            mutant_role, found = find_mutant(mutant, role)
-        except InvalidArgument as exc:
-            raise click.BadParameter(str(exc), param_hint="--mutant") from exc
-        role, factory = mutant_role, found.factory
+    role, factory = _resolve_mutant(mutant, role, target)
     role = target.role if target is not None else role or "verifier"
     catalogue = default_catalogue(role)
     try:
-        selected = catalogue.select(selectors)
+        selected = catalogue.select(selectors, excluded)
+        listed = catalogue.select([list_selector] if list_selector else selectors, excluded) \
+            if list_selector is not None else None
     except InvalidArgument as exc:
-        raise click.UsageError(f"--only: {exc}") from exc
+        raise click.UsageError(str(exc)) from exc
+    if listed is not None:
+        for line in case_lines(listed):
+            click.echo(line)
+        click.echo(f"{len(listed)} of {len(catalogue.cases)} {role} cases")
+        return
     if target is not None:
         try:
             require_models(target, needed_models(catalogue, selected))
@@ -168,20 +215,65 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], report_dir: Pa
             raise click.UsageError(str(exc)) from exc
     expected = _load_expected(expected_path, catalogue)
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
-    console = Console()
+    _certify(target, target_path, catalogue, selected, selectors, excluded, run_seed, expected, expected_path,
+             strict, role, mutant, factory, report_dir, bundle_path, _signing_key(signing_key, target))
+
+
+def _certify(target: TargetConfig | None, target_path: Path | None, catalogue: Catalogue, selected: Sequence[Any],
+             selectors: Sequence[str], excluded: Sequence[str], run_seed: int, expected: ExpectedFailures | None,
+             expected_path: Path | None, strict: bool, role: str, mutant: str | None,
+             factory: Callable[..., Any] | None, report_dir: Path | None, bundle_path: Path | None,
+             key: Path | None) -> None:
+    from sdcp_conformance.report import write_run
+    from sdcp_conformance.report.console import log_console, print_document
+    from sdcp_conformance.report.logs import captured_logs
+    from sdcp_conformance.report.provenance import embedded_iut_fingerprint
+
+    console = log_console()
     order = [case.id for case, _ in order_cases(catalogue, selected, run_seed)]
     subject = f"the embedded reference {role}" + (f" with the planted bug {mutant!r}" if mutant else "")
-    console.print(f"certifying {target.base_uri if target else subject}: "
-                  f"{len(order)} runs, seed {run_seed}", highlight=False)
-    live = LiveProgress(console, order)
-    with live.progress:
-        report = _run(target, role, selectors, run_seed, expected, live, strict, factory)
+    console.print(f"certifying {target.base_uri if target else subject}: {len(order)} runs, seed {run_seed}",
+                  highlight=False, soft_wrap=True)
+    fingerprint = _fingerprint_before(target)
+    display = progress_for(console, order)
+    collected = Collecting(display)
+    interrupted = False
+    ids = [case.id for case in selected]
     folder = report_dir or _default_report_dir()
-    written = write_reports(report, folder, command=sys.argv, selectors=selectors, catalogue=catalogue,
-                            target=str(target_path) if target_path else None)
-    print_summary(console, report, reports=written,
-                  replay=replay_command(run_seed, target=target_path, selectors=selectors,
-                                        expected_failures=expected_path, role=role, strict=strict))
+    with tempfile.TemporaryDirectory(prefix="sdcp-certify-") as workdir, \
+            captured_logs(folder / SERVER_LOG) as logs:
+        try:
+            with display:
+                report = _run(target, role, ids if (selectors or excluded) else (), run_seed, expected, collected,
+                              strict, factory, Path(workdir))
+        except KeyboardInterrupt:
+            interrupted = True
+            environment = {"iut": target.base_uri if target else None, "role": role, "embedded": target is None}
+            report = interrupted_report(collected, seed=run_seed, selected=selected, strict=strict,
+                                        selectors=selectors, environment=environment)
+            console.print("interrupted: writing the partial report of the cases that finished", highlight=False)
+        if target is None and not interrupted:
+            fingerprint = embedded_iut_fingerprint(Path(workdir), str(report.environment.get("iut", "")))
+    report.selectors = tuple(selectors)
+    document, written = write_run(
+        report, folder, command=sys.argv, target=str(target_path) if target_path else None, selectors=selectors,
+        catalogue=catalogue, excluded=excluded, role=role, mutant=mutant,
+        expected_failures=str(expected_path) if expected_path else None, iut_certificate=fingerprint,
+        interrupted=interrupted)
+    if bundle_path is not None:
+        from sdcp_conformance.report.bundle import write_bundle
+
+        keyid = write_bundle(bundle_path, folder, document, target_file=target_path, key=key)
+        written.append(bundle_path)
+        how = f"key {key}" if key is not None else "a one-off key (give --signing-key to use yours)"
+        console.print(f"bundle signed with {how}, key ID {keyid}", highlight=False, soft_wrap=True)
+    if logs.records:
+        console.print(logs.describe(), highlight=False, soft_wrap=True)
+    print_document(console, document, reports=written)
+    if not interrupted:
+        _print_preflight(console, report, target)
+    if interrupted:
+        sys.exit(EXIT_INTERRUPTED)
     if report.exit_code:
         sys.exit(report.exit_code)
 
@@ -191,6 +283,9 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], report_dir: Pa
 
 def iut_parties(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """Base URIs for the IUT and the harness's parties: free loopback ports unless given."""
+    from sdcp_conformance.harness.environment import HARNESS_PARTIES
+    from sdcp_conformance.reference.stack import free_port
+
     names = (IUT_PARTY, *HARNESS_PARTIES)
     given = overrides or {}
     return {name: given.get(name) or f"https://127.0.0.1:{free_port()}/{name}/" for name in names}
@@ -257,6 +352,7 @@ def iut_instructions(pki: Pki, target_path: Path) -> str:
 __all__ = [
     "EXIT_FAILED",
     "EXIT_INCOMPLETE",
+    "EXIT_INTERRUPTED",
     "EXIT_NO_HARNESS",
     "EXIT_USAGE",
     "IUT_PARTY",

@@ -25,6 +25,25 @@ DEFAULT_PARTIES = (
 """D-PKI-3: without ``--party`` the CLI mints these (ports are examples; reissue to change)."""
 
 
+def refuse_non_empty(directory: Path, force: bool) -> None:
+    """D-PKI-4: minting over an existing folder replaces its CA, and every IUT that trusts the old one then fails
+    TLS; so ``pki init`` writes only into a missing or empty folder unless told ``--force``."""
+    if directory.exists() and not directory.is_dir():
+        raise click.UsageError(f"{directory} exists and is not a folder")
+    if directory.is_dir() and any(directory.iterdir()) and not force:
+        what = "a PKI (its CA would be replaced)" if (directory / "pki.json").is_file() else "files"
+        raise click.UsageError(f"{directory} already holds {what}; choose an empty folder, or pass --force to "
+                               "mint a new CA over it")
+
+
+def _attestation_key(directory: Path) -> str:
+    """Mint the Ed25519 key that signs certification bundles (``certify --bundle``), D-RPT-8."""
+    from sdcp_conformance.report.bundle import generate_key
+
+    private, public = generate_key(directory)
+    return f"bundle signing key: {private} (public: {public})\n"
+
+
 def _parse_parties(specs: tuple[str, ...]) -> dict[str, str]:
     parties: dict[str, str] = {}
     for spec in specs:
@@ -54,10 +73,15 @@ def pki() -> None:
 @click.option("--iut", type=click.Choice(sorted(SUITES)), default=None,
               help="Mint for an implementation under test and the conformance harness (free loopback ports; "
               "--party overrides a base URI), write DIRECTORY/target.toml and print how to start the IUT.")
-def init_command(directory: Path, party_specs: tuple[str, ...], subject: str | None, iut: str | None) -> None:
-    """Mint a CA, party certificates and negative-test certificates into DIRECTORY."""
+@click.option("--force", is_flag=True, default=False,
+              help="Mint into a folder that is not empty (replacing any CA there: IUTs that trust the old one fail).")
+def init_command(directory: Path, party_specs: tuple[str, ...], subject: str | None, iut: str | None,
+                 force: bool) -> None:
+    """Mint a CA, party certificates and negative-test certificates into DIRECTORY (missing or empty)."""
+    refuse_non_empty(directory, force)
     if iut is not None:
         _init_for_iut(iut, directory, _parse_parties(party_specs))
+        click.echo(_attestation_key(directory), nl=False)
         return
     parties = _parse_parties(party_specs or DEFAULT_PARTIES)
     try:
@@ -65,6 +89,7 @@ def init_command(directory: Path, party_specs: tuple[str, ...], subject: str | N
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from exc
     click.echo(parties_text(made), nl=False)
+    click.echo(_attestation_key(directory), nl=False)
 
 
 def _init_for_iut(role: str, directory: Path, overrides: dict[str, str]) -> None:
@@ -89,4 +114,4 @@ def issue_command(directory: Path, name: str, base_uri: str) -> None:
     click.echo(f"issued {name} for {base_uri}")
 
 
-__all__ = ["pki"]
+__all__ = ["pki", "refuse_non_empty"]

@@ -76,4 +76,4 @@ def write_durations(path: Path, results: Sequence[tuple[str, float]]) -> None:
     path.write_text(json.dumps(dict(sorted(merged.items())), indent=1) + "\n", encoding="utf-8")
 
 
-__all__ = ["DURATIONS_FILE", "parse_shard", "recorded_durations", "shard_cases", "write_durations"]
+__all__ = ["DURATIONS_FILE", "catalogue_package", "parse_shard", "recorded_durations", "shard_cases", "write_durations"]

@@ -1,4 +1,10 @@
-"""``sdcp-conformance selftest``: run the suite against the reference and every mutant, print the kill matrix."""
+"""``sdcp-conformance selftest``: run the suite against the reference and every mutant, print the kill matrix.
+
+After the matrix comes, per mutant, every case that killed it with its
+verdict and message, so a reader sees what each planted bug looks like from
+outside. The in-process servers' log lines (a mutant's handler raising
+shows as a logged traceback) go to ``--log FILE``, not above the output.
+"""
 
 from __future__ import annotations
 
@@ -32,12 +38,18 @@ from sdcp_conformance.mutants.selftest import SelftestReport, run_selftest, writ
               help="Where --write-killers writes (default: the role's killers file in the package).")
 @click.option("--role", type=click.Choice(sorted(ROLE_MUTANTS)), default="verifier", show_default=True,
               help="Whose reference and mutants to certify.")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path(".sdcp-selftest") / "servers.log", show_default=True,
+              help="Where the in-process servers' warnings and tracebacks go.")
 @click.option("--seeds", "seed_list", default=None, metavar="S1,S2,…",
               help="Instead of the full matrix: run each mutant against its recorded killers once per seed and "
               "print which seeds, if any, it survived (a kill must not depend on the seed).")
 def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs: int, no_reference: bool,
-             write_killers_flag: bool, killers_file: Path | None, role: str, seed_list: str | None) -> None:
+             write_killers_flag: bool, killers_file: Path | None, role: str, log_path: Path,
+             seed_list: str | None) -> None:
     """Certify a role's reference and every mutant; exit non-zero if the reference fails or a mutant survives."""
+    from sdcp_conformance.report.logs import captured_logs
+
     console = Console()
     if not console.is_terminal:  # a log file: wide enough that case IDs are not cut
         console = Console(width=200)
@@ -46,11 +58,18 @@ def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), param_hint="--mutant") from exc
     if seed_list is not None:
-        sys.exit(_per_seed(console, mutants, _seeds(seed_list), role, jobs, killers_file))
-    report = _run(console, mutants, selectors, seed, jobs, not no_reference, role)
+        seeds = _seeds(seed_list)
+        with captured_logs(log_path) as logs:
+            code = _per_seed(console, mutants, seeds, role, jobs, killers_file)
+        console.print(logs.describe(), highlight=False, soft_wrap=True)
+        sys.exit(code)
+    with captured_logs(log_path) as logs:
+        report = _run(console, mutants, selectors, seed, jobs, not no_reference, role)
     killers_file = killers_file or killers_path(role)
     _print_reference(console, report)
     _print_matrix(console, report)
+    _print_kills(console, report)
+    console.print(logs.describe(), highlight=False, soft_wrap=True)
     if write_killers_flag:
         write_killers(report.matrix(), killers_file)
         console.print(f"killers written to {killers_file}")
@@ -119,6 +138,22 @@ def _print_reference(console: Console, report: SelftestReport) -> None:
     console.print(f"[{colour}]reference: {counts}[/{colour}] (seed {report.seed})")
     for result in problems:
         console.print(f"  [red]{result.case.id} {result.verdict.value}[/red]: {result.message[:300]}")
+
+
+def _print_kills(console: Console, report: SelftestReport) -> None:
+    """Per mutant: the cases that killed it, each with its verdict and message (one line each, never folded)."""
+    console.print()
+    console.print("What each mutant looks like (its killing cases):", highlight=False)
+    for outcome in report.mutants:
+        head = f"{outcome.mutant.name} ({outcome.mutant.area}): {outcome.mutant.description}"
+        console.print(head, highlight=False, soft_wrap=True, markup=False)
+        if outcome.crashed:
+            console.print(f"  certification crashed: {outcome.crashed}", soft_wrap=True, markup=False)
+        elif outcome.survived:
+            console.print("  SURVIVED: no case detected it", highlight=False)
+        for case_id in outcome.killers:
+            message = outcome.messages.get(case_id, "")
+            console.print(f"  {case_id} {message}".rstrip(), highlight=False, soft_wrap=True, markup=False)
 
 
 def _print_matrix(console: Console, report: SelftestReport) -> None:

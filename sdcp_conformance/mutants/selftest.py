@@ -39,6 +39,8 @@ class MutantOutcome:
     """Cases that ended in ERROR against this mutant (a harness bug, never a kill)."""
     crashed: str = ""
     """Why the certification itself could not run, if it could not."""
+    messages: dict[str, str] = field(default_factory=dict)
+    """Killing case ID → its verdict and the first line of its message (what the selftest prints per mutant)."""
 
     @property
     def survived(self) -> bool:
@@ -83,6 +85,9 @@ async def certify_mutant(mutant: Mutant, *, selectors: Sequence[str] = (), seed:
         outcome.crashed = f"{type(exc).__name__}: {exc}"
         return outcome
     outcome.killers = killers_in(mutant, report)
+    outcome.messages = {result.case.id: f"{result.verdict.value}: {(result.message or '').splitlines()[0]}"
+                        if result.message else result.verdict.value
+                        for result in report.results if result.case.id in outcome.killers}
     outcome.counts = report.counts()
     outcome.harness_errors = sorted({r.case.id for r in report.results if r.verdict is Verdict.ERROR})
     return outcome

@@ -1,21 +1,46 @@
-"""``report.json``: the run's metadata, one record per case (with its evidence) and the coverage table."""
+"""``report.json``: the run's metadata, one record per case and the coverage table; evidence kept compact.
+
+The document is the one model every view reads: the console summary
+(``certify``, ``report show``), the HTML report, ``report diff`` and the
+bundle's predicate all start from it, so they cannot disagree.
+
+Compact evidence (D-RPT-2): the transcripts of cases that need no attention
+(PASSED, INFORMATIONAL, SKIPPED) go into ``evidence.json.gz`` beside
+``report.json``, keyed by ``ID#run``; the record keeps ``evidence_file`` and
+``evidence_entries`` instead. Every other case (FAILED, ERROR, XPASS, XFAIL,
+NON-STRICT) keeps its transcript inline, where the reader of a failure
+looks. :func:`load_document` puts the evidence back when asked.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sdcp_conformance import __version__
-from sdcp_conformance.harness.case import Catalogue
-from sdcp_conformance.harness.runner import RunReport
-from sdcp_conformance.report.coverage import coverage_json, coverage_rows
+from sdcp_conformance import spec
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.judge import Verdict
 
-FORMAT = "sdcp-conformance-report/1"
+if TYPE_CHECKING:
+    from sdcp_conformance.harness.case import Catalogue
+    from sdcp_conformance.harness.runner import RunReport
+
+FORMAT = "sdcp-conformance-report/2"
+"""/2: evidence of cases needing no attention moved to :data:`EVIDENCE_NAME`; findings carry their sentence."""
+READABLE_FORMATS = ("sdcp-conformance-report/1", FORMAT)
+JSON_NAME = "report.json"
+EVIDENCE_NAME = "evidence.json.gz"
+STATUS_INTERRUPTED = "INTERRUPTED"
+"""A run stopped by Ctrl-C: the report holds the cases that finished; it certifies nothing."""
+
+EXTERNAL_EVIDENCE = frozenset({Verdict.PASSED.value, Verdict.INFORMATIONAL.value, Verdict.SKIPPED.value})
+"""Verdicts whose transcripts go to the evidence file (D-RPT-2)."""
 
 
 def iso_time(stamp: float) -> str:
@@ -24,40 +49,158 @@ def iso_time(stamp: float) -> str:
 
 def areas(report: RunReport) -> dict[str, dict[str, int]]:
     """Verdict counts per area, areas and verdicts in name order."""
+    return _tally([(r.case.area, r.verdict.value) for r in report.results])
+
+
+def _tally(pairs: Sequence[tuple[str, str]]) -> dict[str, dict[str, int]]:
     tally: dict[str, dict[str, int]] = {}
-    for result in report.results:
-        per_area = tally.setdefault(result.case.area, {})
-        per_area[result.verdict.value] = per_area.get(result.verdict.value, 0) + 1
-    return {area: dict(sorted(counts.items())) for area, counts in sorted(tally.items())}
+    for key, verdict in pairs:
+        per_key = tally.setdefault(key, {})
+        per_key[verdict] = per_key.get(verdict, 0) + 1
+    return {key: dict(sorted(counts.items())) for key, counts in sorted(tally.items())}
+
+
+def grouped(results: Sequence[Mapping[str, Any]], field: str) -> dict[str, dict[str, int]]:
+    """Verdict counts of the records grouped by ``field`` (``area``, ``section``, ``level``, ``role``)."""
+    return _tally([(str(record.get(field, "")), str(record["verdict"])) for record in results])
+
+
+def _sentence(row_id: str) -> str:
+    from sdcp_conformance.judge import TABLE
+
+    return spec.normalize(TABLE[row_id].quote) if row_id and row_id in TABLE else ""
+
+
+def result_record(result: Any) -> dict[str, Any]:
+    record: dict[str, Any] = result.to_json()
+    record["key"] = f"{result.case.id}#{result.run}"
+    for finding in record["findings"]:
+        finding["sentence"] = _sentence(finding["row"])
+    return record
 
 
 def report_document(report: RunReport, *, command: Sequence[str] = (), target: str | None = None,
-                    selectors: Sequence[str] = (), catalogue: Catalogue | None = None) -> dict[str, Any]:
-    """The whole report as JSON-ready data; ``catalogue`` adds the requirements-coverage table."""
+                    selectors: Sequence[str] = (), catalogue: Catalogue | None = None,
+                    excluded: Sequence[str] = (), role: str | None = None, mutant: str | None = None,
+                    expected_failures: str | None = None, iut_certificate: str | None = None,
+                    interrupted: bool = False) -> dict[str, Any]:
+    """The whole report as JSON-ready data (every transcript inline); ``catalogue`` adds the coverage table."""
+    from sdcp_conformance.report.provenance import harness_info
+
+    status = STATUS_INTERRUPTED if interrupted else report.status
+    run_role = role or (catalogue.role if catalogue is not None else str(report.environment.get("role", "verifier")))
     document: dict[str, Any] = {
         "format": FORMAT,
-        "tool": {"name": "sdcp-conformance", "version": __version__},
+        "tool": harness_info(),
         "run": {
             "seed": report.seed, "started": iso_time(report.started), "finished": iso_time(report.finished),
             "duration_s": round(report.finished - report.started, 3), "command": list(command),
-            "target": target, "selectors": list(selectors), "failed": report.failed,
-            "status": report.status, "strict": report.strict, "incomplete": report.incomplete_reasons(),
+            "target": target, "role": run_role, "mutant": mutant, "selectors": list(selectors or report.selectors),
+            "excluded": list(excluded), "expected_failures": expected_failures, "failed": report.failed,
+            "status": status, "interrupted": interrupted, "strict": report.strict,
+            "incomplete": (["the run was interrupted (Ctrl-C) before every case ran"] if interrupted else [])
+            + report.incomplete_reasons(),
             "skipped": [{"id": r.case.id, "run": r.run, "reason": r.message} for r in report.skipped()],
+            "iut": report.environment.get("iut"), "iut_certificate": iut_certificate,
         },
         "environment": {**report.environment, "python": sys.version.split()[0], "platform": platform.platform()},
         "counts": dict(sorted(report.counts().items())),
         "areas": areas(report),
-        "results": [result.to_json() for result in report.results],
+        "results": [result_record(result) for result in report.results],
     }
     if catalogue is not None:
+        from sdcp_conformance.report.coverage import coverage_json, coverage_rows
+
         document["coverage"] = coverage_json(coverage_rows(catalogue), report.results)
     return document
 
 
-def write_json(path: Path, document: dict[str, Any]) -> Path:
+def split_evidence(document: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """(the compact document, the evidence moved out of it by ``ID#run``), D-RPT-2."""
+    compact = dict(document)
+    moved: dict[str, list[Any]] = {}
+    results = []
+    for record in document["results"]:
+        if record["verdict"] in EXTERNAL_EVIDENCE and record.get("evidence"):
+            record = dict(record)
+            moved[record["key"]] = record.pop("evidence")
+            record["evidence_file"], record["evidence_entries"] = EVIDENCE_NAME, len(moved[record["key"]])
+        results.append(record)
+    compact["results"] = results
+    return compact, moved
+
+
+def write_json(path: Path, document: Mapping[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
 
 
-__all__ = ["FORMAT", "areas", "iso_time", "report_document", "write_json"]
+def write_evidence(path: Path, evidence: Mapping[str, list[Any]]) -> Path:
+    """The moved transcripts, gzip-compressed JSON (mtime 0, so equal evidence gives equal bytes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(evidence, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
+        packed.write(data)
+    return path
+
+
+def write_document(folder: Path, document: Mapping[str, Any]) -> list[Path]:
+    """``report.json`` (compact) and, when any evidence moved, ``evidence.json.gz``."""
+    compact, moved = split_evidence(document)
+    paths = [write_json(folder / JSON_NAME, compact)]
+    if moved:
+        paths.append(write_evidence(folder / EVIDENCE_NAME, moved))
+    return paths
+
+
+def report_path(where: Path) -> Path:
+    """``where/report.json`` for a folder, ``where`` for a file."""
+    return where / JSON_NAME if where.is_dir() else where
+
+
+def load_document(where: Path, *, with_evidence: bool = False) -> dict[str, Any]:
+    """Read a report (a run folder or its report.json); every problem is one :class:`InvalidArgument` line."""
+    path = report_path(where)
+    try:
+        document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidArgument(f"{where}: no {JSON_NAME} here (a folder `certify --report-dir` wrote?)") from None
+    except (OSError, ValueError) as exc:
+        raise InvalidArgument(f"{path}: not a readable report: {exc}") from exc
+    if not isinstance(document, dict) or document.get("format") not in READABLE_FORMATS:
+        raise InvalidArgument(f"{path}: not an sdcp-conformance report (format {document.get('format')!r})"
+                              if isinstance(document, dict) else f"{path}: not an sdcp-conformance report")
+    if with_evidence:
+        evidence = path.parent / EVIDENCE_NAME
+        moved: dict[str, list[Any]] = {}
+        if evidence.is_file():
+            try:
+                moved = json.loads(gzip.decompress(evidence.read_bytes()))
+            except (OSError, ValueError) as exc:
+                raise InvalidArgument(f"{evidence}: unreadable evidence file: {exc}") from exc
+        for record in document["results"]:
+            if "evidence" not in record:
+                record["evidence"] = moved.get(record.get("key", ""), [])
+    return document
+
+
+__all__ = [
+    "EVIDENCE_NAME",
+    "EXTERNAL_EVIDENCE",
+    "FORMAT",
+    "JSON_NAME",
+    "READABLE_FORMATS",
+    "STATUS_INTERRUPTED",
+    "areas",
+    "grouped",
+    "iso_time",
+    "load_document",
+    "report_document",
+    "report_path",
+    "result_record",
+    "split_evidence",
+    "write_document",
+    "write_evidence",
+    "write_json",
+]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.oracle.rule2_designs import DESIGNS, Design, DraftedRound, design, draft_round, drafter_uniforms
+from sdcp_conformance.oracle.rule2_trace import TracedEProcess
 from sdcp_conformance.oracle.statistics import DEFAULT_ALPHA, DEFAULT_RHO, Rule2EProcess, Tolerance, case_alpha
 from sdcp_conformance.protocol.messages import SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
@@ -130,7 +131,7 @@ async def run_design(ctx: CaseContext, name: str) -> Rule2EProcess:
     """Run one design against the IUT until the test rejects or the round budget is spent."""
     plan = design(name)
     tolerance = configured_tolerance()
-    test = Rule2EProcess(case_alpha(configured_alpha(), len(DESIGNS)), random.Random(ctx.rng.random()))
+    test = TracedEProcess(case_alpha(configured_alpha(), len(DESIGNS)), random.Random(ctx.rng.random()))
     slots = [await _open(ctx, plan, index) for index in range(plan.sessions)]
     sent = 0
     while sent < plan.rounds and not test.rejected:
@@ -138,6 +139,7 @@ async def run_design(ctx: CaseContext, name: str) -> Rule2EProcess:
     ctx.note(f"design {plan.name}: targets {plan.targets}")
     ctx.note(f"tolerance rho = {tolerance.rho:.4g}; rounds sent {sent}, counted {test.rounds}")
     ctx.note(test.summary(plan.rounds))
+    ctx.attach("rule2", test.trace())  # the HTML report plots it
     if test.rejected:
         ctx.fail(f"rule 2's outcomes do not follow the exact law (design {plan.name}): "
                  + test.summary(plan.rounds).split("\n")[0],

@@ -1,0 +1,101 @@
+"""A real ``redis-server`` (Debian's) for the shared-corpus tests: started on a free port, stopped by the fixture.
+
+Never a mock: the point of the tests is that Hypothesis' ``RedisExampleDatabase``
+and our ``--database redis://…`` work against the server CI workers will share.
+``.ci/run`` installs the package and sets ``SDCP_REQUIRE_REDIS=1``, so there a
+missing binary fails the tests instead of skipping them; on a developer's
+machine without it they skip with the command that installs it.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from sdcp_conformance.reference.stack import free_port
+
+READY = "Ready to accept connections"
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0
+
+
+def redis_binary() -> str:
+    """The ``redis-server`` path, or skip (fail under ``SDCP_REQUIRE_REDIS=1``, as in CI)."""
+    found = shutil.which("redis-server")
+    if found is not None:
+        return found
+    reason = "redis-server is not installed (apt-get install redis-server)"
+    if os.environ.get("SDCP_REQUIRE_REDIS") == "1":
+        pytest.fail(f"{reason}; SDCP_REQUIRE_REDIS=1 says these tests must run")
+    pytest.skip(reason)
+
+
+@contextmanager
+def redis_server(directory: Path, *, persist: bool) -> Iterator[str]:
+    """A ``redis-server`` on a free loopback port, its data in ``directory``; yields its ``redis://`` URL.
+
+    With ``persist`` the append-only file is on (``appendfsync always``), so a
+    restart on the same directory keeps every key; without it nothing is kept.
+    """
+    binary = redis_binary()
+    port = free_port()
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory), "--save", "",
+            "--logfile", "", "--daemonize", "no", "--protected-mode", "yes",
+            "--appendonly", "yes" if persist else "no"]
+    if persist:
+        args += ["--appendfsync", "always"]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait_ready(process)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        _stop(process, port)
+
+
+def _wait_ready(process: subprocess.Popen[str]) -> None:
+    """Read the server's log until it says it accepts connections (the server's own readiness signal)."""
+    assert process.stdout is not None
+    log: list[str] = []
+    deadline = time.monotonic() + START_TIMEOUT_S
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                break
+            line = process.stdout.readline()
+            if not line:  # the server exited
+                break
+            log.append(line)
+            if READY in line:
+                return
+    process.kill()
+    process.wait(timeout=STOP_TIMEOUT_S)
+    raise RuntimeError("redis-server did not become ready:\n" + "".join(log[-20:]))
+
+
+def _stop(process: subprocess.Popen[str], port: int) -> None:
+    """SHUTDOWN (which writes the append-only file out), else terminate, else kill; always reaped."""
+    if process.poll() is None:
+        import redis
+
+        try:
+            redis.Redis(host="127.0.0.1", port=port, socket_timeout=5).shutdown()
+        except redis.ConnectionError:
+            pass  # the client's connection closing is what a successful SHUTDOWN looks like
+        except redis.RedisError:
+            process.terminate()
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=STOP_TIMEOUT_S)
+    if process.stdout is not None:
+        process.stdout.close()

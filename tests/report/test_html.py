@@ -1,0 +1,112 @@
+"""The HTML report, loaded in headless Chromium: counts, a failed case's sentence, plots, filters, no errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sdcp_conformance.harness.certify import default_catalogue
+from tests.report.chromium import chromium_path, open_page
+from tests.report.conftest import MUTANT_AREA, Run
+
+if chromium_path() is None:  # CI installs it (.ci/run); a developer without it is told, CI fails
+    if os.environ.get("CI"):
+        raise RuntimeError("chromium is missing: apt-get install -y chromium")
+    pytest.skip("chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+
+def _document(run: Run) -> dict:
+    return json.loads((run.folder / "report.json").read_text(encoding="utf-8"))
+
+
+def test_the_console_error_check_itself_catches_a_broken_script(tmp_path: Path) -> None:
+    page_file = tmp_path / "broken.html"
+    page_file.write_text("<!doctype html><title>x</title><script>window.onload = function () { nosuch(); };"
+                         "</script><script>console.error('seen')</script>", encoding="utf-8")
+    with open_page(page_file) as page:
+        page.drain()
+        assert any("nosuch" in error for error in page.errors), page.errors
+        assert any("seen" in error for error in page.errors), page.errors
+
+
+def test_full_run_page_shows_counts_metadata_plots_and_coverage_without_errors(full_run: Run) -> None:
+    document = _document(full_run)
+    with open_page(full_run.folder / "report.html") as page:
+        assert page.evaluate("document.getElementById('run-status').textContent") == "PASSED"
+        assert int(page.evaluate("document.getElementById('total').textContent")) == len(document["results"])
+        counts = page.evaluate("Object.fromEntries([...document.querySelectorAll('#counts [data-verdict]')]"
+                               ".map(e => [e.dataset.verdict, +e.querySelector('.count').textContent]))")
+        assert counts == document["counts"]
+        assert page.evaluate("document.querySelectorAll('article.case').length") == len(document["results"])
+        assert page.evaluate("document.getElementById('seed').textContent") == str(document["run"]["seed"])
+        assert page.evaluate("document.getElementById('source-hash').textContent") == \
+            document["tool"]["source_sha256"]
+        assert page.evaluate("document.getElementById('iut-certificate').textContent").startswith("sha256:")
+        # every statistical case has its two plots, drawn as inline SVG
+        stat_cases = {r["id"] for r in document["results"] if "rule2" in r.get("attachments", {})}
+        assert len(stat_cases) == 9
+        plotted = page.evaluate("[...document.querySelectorAll('article.case')].filter(a => a.querySelectorAll("
+                                "'figure[data-plot] svg').length === 2).map(a => a.dataset.id)")
+        assert set(plotted) == stat_cases
+        assert page.evaluate("document.querySelector('figure[data-plot$=evalue] svg').textContent"
+                             ".includes('threshold')")
+        # the coverage table has a row per requirement row of the role
+        assert page.evaluate("document.querySelectorAll('#coverage tr').length") == len(document["coverage"]) + 1
+        # filters: the area filter leaves only that area's cases
+        page.evaluate("const s = document.getElementById('area-filter'); s.value = 'fencing';"
+                      "s.dispatchEvent(new Event('change'))")
+        fencing = sum(r["area"] == "fencing" for r in document["results"])
+        assert page.evaluate("document.getElementById('shown-count').textContent") == \
+            f"{fencing} of {len(document['results'])} shown"
+        page.drain()
+        assert page.errors == []
+
+
+def test_failed_case_shows_its_sentence_findings_and_transcript_and_filters_by_verdict(mutant_run: Run) -> None:
+    document = _document(mutant_run)
+    failed = [r for r in document["results"] if r["verdict"] == "FAILED"]
+    catalogue = default_catalogue("verifier")
+    with open_page(mutant_run.folder / "report.html") as page:
+        for record in failed:
+            article = f"document.querySelector('article.case[data-id=\"{record['id']}\"]')"
+            sentence = page.evaluate(f"{article}.querySelector('.sentence').textContent")
+            assert sentence.strip("“”") == catalogue.cases[record["id"]].quote  # the case's own sentence
+            assert page.evaluate(f"{article}.querySelector('details').open") is True  # failures are open
+            rows = page.evaluate(f"[...{article}.querySelectorAll('.findings td.mono')].map(t => t.textContent)")
+            assert any(finding["row"] in text for finding in record["findings"] for text in rows)
+            transcript = page.evaluate(f"{article}.querySelector('details.transcript pre').textContent")
+            assert "→" in transcript or "←" in transcript
+        page.evaluate("document.querySelector('.verdict-filter[value=PASSED]').click()")
+        shown = page.evaluate("[...document.querySelectorAll('article.case')].filter(a => !a.hidden)"
+                              ".map(a => a.dataset.verdict)")
+        assert shown and set(shown) == {"FAILED"} and len(shown) == len(failed)
+        page.drain()
+        assert page.errors == []
+    assert {r["area"] for r in failed} == {MUTANT_AREA}
+
+
+def test_page_fetches_nothing(full_run: Run) -> None:
+    """Self-contained: a CSP forbids every fetch, and no element refers to anything outside the file."""
+    with open_page(full_run.folder / "report.html") as page:
+        external = page.evaluate("[...document.querySelectorAll('[src],[href]')].map(e => e.getAttribute('src') "
+                                 "|| e.getAttribute('href')).filter(u => !u.startsWith('#'))")
+        assert external == []
+        assert "default-src 'none'" in page.evaluate(
+            "document.querySelector('meta[http-equiv=Content-Security-Policy]').content")
+        page_url = (full_run.folder / "report.html").resolve().as_uri()
+        requests = [e["params"]["request"]["url"] for e in page.events
+                    if e.get("method") == "Network.requestWillBeSent"]
+        assert requests and all(url == page_url for url in requests)  # the page itself, nothing else
+
+
+def test_report_html_rebuilds_the_page(full_run: Run, tmp_path: Path) -> None:
+    from tests.report.conftest import cli
+
+    output = tmp_path / "again.html"
+    done = cli("report", "html", str(full_run.folder), "--output", str(output))
+    assert done.returncode == 0, done.stderr
+    original = (full_run.folder / "report.html").read_text(encoding="utf-8")
+    assert output.read_text(encoding="utf-8") == original  # the same document gives the same page

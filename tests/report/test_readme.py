@@ -1,0 +1,135 @@
+"""Every command in the README runs as written, from a fresh copy of the tree: servers started and stopped.
+
+The commands come from :mod:`tests.report.readme_walker` (generic: a new
+README section is walked without being listed here); what is deliberately
+not run is its ``NOT_RUN`` table. Placeholders a reader fills in from an
+earlier command's output (``<router-uri>``, printed by ``pki init --iut``)
+are filled from that output's files. A ``&&`` chain runs its parts that are
+not in ``NOT_RUN``.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.report.readme_walker import Command, commands, readme
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMAND_TIMEOUT_S = 600
+READY_TIMEOUT_S = 120
+
+
+def fresh_copy(destination: Path) -> Path:
+    """The tracked and untracked-but-not-ignored files of the checkout (what a clone of it would hold)."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
+                            check=True, timeout=60).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return destination
+
+
+def _router_uri(cwd: Path) -> str:
+    raw = tomllib.loads((cwd / "certs" / "target.toml").read_text(encoding="utf-8"))
+    return str(raw["harness"]["router"])
+
+
+SUBSTITUTIONS = {"<router-uri>": _router_uri}
+"""Placeholders of the README and where their value is, once the command that prints it has run."""
+
+
+def _filled(text: str, cwd: Path) -> str:
+    for placeholder, value in SUBSTITUTIONS.items():
+        if placeholder in text:
+            text = text.replace(placeholder, value(cwd))
+    return text
+
+
+def _runnable(command: Command) -> str | None:
+    """The parts of a ``&&`` chain that the walker runs, joined again (None: nothing to run)."""
+    parts = [part.strip() for part in command.text.split(" && ")] if command.language == "sh" else [command.text]
+    kept = [part for part in parts if Command(part, command.block, command.language).not_run is None]
+    return " && ".join(kept) if kept else None
+
+
+def _env() -> dict[str, str]:
+    bin_dir = str(Path(sys.executable).parent)  # `sdcp-conformance` and `python` of this environment
+    return {**os.environ, "TERM": "dumb", "COLUMNS": "100", "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _start(text: str, ready: str, cwd: Path) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(["bash", "-c", f"exec {text}"], cwd=cwd, env=_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
+    assert server.stdout is not None
+    watcher = selectors.DefaultSelector()
+    watcher.register(server.stdout, selectors.EVENT_READ)
+    seen = b""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not watcher.select(timeout=max(0.1, deadline - time.monotonic())):
+            continue
+        chunk = os.read(server.stdout.fileno(), 65536)
+        if not chunk:
+            pytest.fail(f"`{text}` exited ({server.wait(timeout=10)}) before it was ready:\n{seen.decode()[-2000:]}")
+        seen += chunk
+        if ready.encode() in seen:
+            return server
+    server.kill()
+    pytest.fail(f"`{text}` printed no {ready!r} within {READY_TIMEOUT_S} s:\n{seen.decode()[-2000:]}")
+
+
+def _stop(servers: list[subprocess.Popen[bytes]]) -> None:
+    for server in reversed(servers):
+        server.send_signal(signal.SIGINT)
+    for server in servers:
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+    servers.clear()
+
+
+@pytest.mark.slow
+def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
+    cwd = fresh_copy(tmp_path / "clone")
+    walked = commands(readme(cwd))
+    assert len(walked) > 20  # the walker found the README's commands
+    done: set[str] = set()
+    servers: list[subprocess.Popen[bytes]] = []
+    block = -1
+    try:
+        for command in walked:
+            if command.block != block:
+                _stop(servers)  # a block's servers serve that block's commands only
+                block = command.block
+            text = _runnable(command)
+            if text is None or text in done:
+                continue
+            done.add(text)
+            text = _filled(text, cwd)
+            ready = command.ready_line
+            if ready is not None:
+                servers.append(_start(text, ready, cwd))
+                continue
+            argv = [sys.executable, "-c", text] if command.language == "python" else ["bash", "-c", text]
+            result = subprocess.run(argv, cwd=cwd, env=_env(), capture_output=True, text=True,
+                                    timeout=COMMAND_TIMEOUT_S, check=False)
+            assert result.returncode == command.expected_exit, f"`{text}` exited {result.returncode}:\n" \
+                                           f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+            assert "Traceback" not in result.stderr, f"`{text}`:\n{result.stderr[-3000:]}"
+    finally:
+        _stop(servers)
