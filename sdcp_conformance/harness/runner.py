@@ -153,7 +153,10 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     started = time.perf_counter()
     result = CaseResult(case, Verdict.PASSED, run=run)
     try:
-        await asyncio.wait_for(case.run(context), case.timeout_s)
+        try:
+            await asyncio.wait_for(case.run(context), case.timeout_s)
+        except ExceptionGroup as group:  # a case running sessions in a TaskGroup: judged by one of its leaves
+            raise _leaf_to_judge(group) from group
     except CaseStopped:
         pass  # its finding is recorded already
     except CaseSkipped as skipped:
@@ -178,6 +181,24 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     if result.verdict is Verdict.PASSED:
         _conclude(result)
     return result
+
+
+def _leaf_to_judge(group: BaseExceptionGroup[Exception]) -> Exception:
+    """The exception a failed TaskGroup is judged by: a harness bug if there is one (it must not hide behind a
+    finding), else the first leaf (a stop or a skip; every task's findings are recorded already)."""
+    leaves: list[Exception] = []
+
+    def collect(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                collect(inner)
+        elif isinstance(exc, Exception):
+            leaves.append(exc)
+
+    collect(group)
+    judged = (CaseStopped, CaseSkipped, TimeoutError)
+    bugs = [leaf for leaf in leaves if not isinstance(leaf, judged)]
+    return (bugs or leaves or [RuntimeError(str(group))])[0]
 
 
 def _conclude(result: CaseResult) -> None:

@@ -70,6 +70,15 @@ SUITES: dict[str, RoleSuite] = {
         "verifier", "sdcp_conformance.suites.verifier", "sdcp_conformance.harness.environment:Environment",
         frozenset({"pki", "router", "cache", "drafters"}), "sdcp_conformance.harness.cli:verifier_iut_setup",
         "target"),
+    "drafter": RoleSuite(
+        "drafter", "sdcp_conformance.suites.drafter",
+        "sdcp_conformance.harness.drafter_environment:DrafterEnvironment",
+        frozenset({"pki", "router", "cache", "verifiers", "proposal_timeout_s"}),
+        "sdcp_conformance.harness.drafter_setup:drafter_iut_setup", "draft"),
+    "router": RoleSuite(
+        "router", "sdcp_conformance.suites.router", "sdcp_conformance.harness.router_environment:RouterEnvironment",
+        frozenset({"pki", "cache", "verifiers", "drafters", "drafter_models"}),
+        "sdcp_conformance.harness.router_setup:router_iut_setup", "none"),
 }
 
 

@@ -111,6 +111,10 @@ def load_target(path: Path) -> TargetConfig:
         raise InvalidArgument(f"{path}: [target] load must be one of {LOAD_MODES} (how the IUT's load is known)")
     if load == "pinned" and pinned is None:
         raise InvalidArgument(f"{path}: [target] load = \"pinned\" needs pinned_load = <0..100>")
+    if role == "drafter":
+        _check_drafter(target, harness, path)
+    if role == "router":
+        _check_router(target, harness, path)
     return TargetConfig(
         role=role,
         base_uri=_uri(target, "base_uri", path, "target"),
@@ -129,6 +133,38 @@ def load_target(path: Path) -> TargetConfig:
         extra={key: value for key, value in harness.items()
                if key not in {"pki", "router", "cache", "drafters", "verifiers"}},
     )
+
+
+def _check_drafter(target: dict[str, Any], harness: dict[str, Any], path: Path) -> None:
+    """A drafter target: the harness plays its router, MLC and (at least two) verifiers at distinct base URIs;
+    ``proposal_timeout_s`` (optional) is the drafter's own deadline for a verdict, which lets the harness run
+    the case that loses a verdict by silence (P1-DRF-5)."""
+    timeout = harness.get("proposal_timeout_s")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                or not 0 < timeout <= 300):
+        raise InvalidArgument(f"{path}: [harness] proposal_timeout_s must be a number of seconds in (0, 300]")
+    verifiers = harness.get("verifiers")
+    named = [target.get("base_uri"), harness.get("router"), harness.get("cache"),
+             *(verifiers if isinstance(verifiers, list) else [])]
+    if len(set(named)) != len(named):
+        raise InvalidArgument(f"{path}: the drafter and the harness's router, cache and verifiers need distinct "
+                              "base URIs")
+
+
+def _check_router(target: dict[str, Any], harness: dict[str, Any], path: Path) -> None:
+    """A router target: the harness plays its MLC, verifiers and drafters at distinct base URIs, and
+    ``drafter_models`` names each drafter's draft mock model (the router knows it by configuration, P1-RTR-2)."""
+    drafters = harness.get("drafters")
+    models = harness.get("drafter_models")
+    if not isinstance(models, list) or not isinstance(drafters, list) or len(models) != len(drafters):
+        raise InvalidArgument(f"{path}: [harness] drafter_models must name one draft mock model per drafter")
+    check_models(models, path, serves="draft")
+    verifiers = harness.get("verifiers")
+    named = [target.get("base_uri"), harness.get("cache"), *drafters,
+             *(verifiers if isinstance(verifiers, list) else [])]
+    if len(set(named)) != len(named):
+        raise InvalidArgument(f"{path}: the router and the harness's cache, verifiers and drafters need distinct "
+                              "base URIs")
 
 
 def _uris(table: dict[str, Any], key: str, path: Path, minimum: int = 2) -> tuple[str, ...]:

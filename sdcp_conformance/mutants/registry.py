@@ -37,6 +37,8 @@ class RoleMutant(Protocol):
 
 ROLE_MUTANTS: dict[str, str] = {
     "verifier": "sdcp_conformance.mutants.catalogue:MUTANTS_LIST",
+    "drafter": "sdcp_conformance.mutants.drafter_catalogue:DRAFTER_MUTANTS",
+    "router": "sdcp_conformance.mutants.router_catalogue:ROUTER_MUTANTS",
 }
 """Role → ``module:attribute`` holding that role's tuple of mutants."""
 

@@ -80,20 +80,31 @@ class Rule2Expectation:
     emitted: list[int]
 
 
+PURPOSE_ACCEPT = 0
+PURPOSE_DRAW = 1
+"""§6.4: "purpose is 0 for the acceptance test and 1 for drawing the additional token"."""
+
+
 def rule2(p_rows: Sequence[Sequence[float]], q_rows: Sequence[Sequence[float]], tokens: Sequence[int],
-          seed: int, session: bytes, round_number: int) -> Rule2Expectation:
-    """§6.4 rule 2 with the seeded uniforms; p has M+1 rows, q has M rows (q as published)."""
+          seed: int, session: bytes, round_number: int, *,
+          purposes: tuple[int, int] = (PURPOSE_ACCEPT, PURPOSE_DRAW)) -> Rule2Expectation:
+    """§6.4 rule 2 with the seeded uniforms; p has M+1 rows, q has M rows (q as published).
+
+    ``purposes`` (acceptance, draw) is §6.4's (0, 1); a case passes (1, 0) only to find a proposal on which
+    exchanging them changes the outcome, so that its round can tell the two apart.
+    """
+    accept_purpose, draw_purpose = purposes
     for i, token in enumerate(tokens, start=1):
         p, q = p_rows[i - 1], q_rows[i - 1]
-        r = uniform(seed, session, round_number, i, 0)
+        r = uniform(seed, session, round_number, i, accept_purpose)
         if not r < min(1.0, p[token] / q[token]):
             rest = [max(0.0, a - b) for a, b in zip(p, q, strict=True)]
             source = rest if sum(rest) > 0 else list(p)
-            extra = draw(source, uniform(seed, session, round_number, i, 1))
+            extra = draw(source, uniform(seed, session, round_number, i, draw_purpose))
             return Rule2Expectation(i - 1, [*tokens[: i - 1], extra])
     m = len(tokens)
-    extra = draw(p_rows[m], uniform(seed, session, round_number, m + 1, 1))
+    extra = draw(p_rows[m], uniform(seed, session, round_number, m + 1, draw_purpose))
     return Rule2Expectation(m, [*tokens, extra])
 
 
-__all__ = ["Rule2Expectation", "distribution", "draw", "rule2", "uniform"]
+__all__ = ["PURPOSE_ACCEPT", "PURPOSE_DRAW", "Rule2Expectation", "distribution", "draw", "rule2", "uniform"]

@@ -9,7 +9,7 @@ import signal
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
@@ -26,6 +26,8 @@ from sdcp_conformance.reference.verifier.service import PartyTls
 from sdcp_conformance.transport.pki import load_pki
 
 console = Console(stderr=True)
+UNKNOWN_TOKEN = "<unk>"
+"""What the mock tokenizers encode a word outside their vocabulary to; ``generate`` refuses such a prompt."""
 
 
 async def _until_signalled() -> None:
@@ -108,8 +110,48 @@ async def _workdir(workdir: Path | None) -> AsyncIterator[Path]:
 
 
 def _role_tls(pki_dir: Path, party: str) -> tuple[PartyTls, str]:
-    pki = load_pki(pki_dir)
-    return PartyTls(pki.cert(party), pki.key(party), pki.ca_cert), pki.base_uris[party]
+    from sdcp_conformance.errors import InvalidArgument
+
+    try:
+        pki = load_pki(pki_dir)
+        return PartyTls(pki.cert(party), pki.key(party), pki.ca_cert), pki.base_uris[party]
+    except InvalidArgument as exc:  # a misnamed party or folder is a usage error, said in one line
+        known = ""
+        if (pki_dir / "pki.json").is_file():
+            known = f" (parties: {', '.join(sorted(json.loads((pki_dir / 'pki.json').read_text())['parties']))})"
+        raise click.BadParameter(f"{exc}{known}", param_hint="--party / --pki") from exc
+
+
+def _usage_error(message: str) -> NoReturn:
+    """A misuse the command line cannot see (a stopped stack, a busy port): one line on stderr, exit 2."""
+    click.echo(f"Error: {message}", err=True)
+    raise SystemExit(2)
+
+
+def _load_models(models: tuple[str, ...], device: str, dtype: str = "float32") -> list[Any]:
+    from sdcp_conformance.errors import InvalidArgument
+
+    try:
+        return [load_model(model, device, dtype) for model in models]
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), param_hint="--model") from exc
+
+
+def _checkpoint(model: str, option: str = "--model") -> Checkpoint:
+    from sdcp_conformance.errors import InvalidArgument
+
+    try:
+        return Checkpoint.open(resolve_model(model))
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from exc
+
+
+def _serving(run: Any, what: str) -> None:
+    """``asyncio.run`` a server; a port that cannot be bound is a one-line usage error (exit 2)."""
+    try:
+        asyncio.run(run)
+    except OSError as exc:
+        _usage_error(f"{what} cannot listen: {exc.strerror or exc} (is another server on its port?)")
 
 
 async def _serve_role(start: Any) -> None:
@@ -132,12 +174,25 @@ async def _serve_role(start: Any) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--pin-load", type=click.IntRange(0, 100), default=None,
               help="Report this load instead of the measured one (for tests of §6.5.2).")
+@click.option("--mutant", default=None, metavar="NAME",
+              help="Serve a mutant of the reference verifier (one planted bug; `selftest` lists them) to see what a "
+              "failing certification looks like.")
 def serve_verifier(pki_dir: Path, party: str, router_uri: str, models: tuple[str, ...], device: str, dtype: str,
-                   host: str, pin_load: int | None) -> None:
-    """Run one reference verifier."""
+                   host: str, pin_load: int | None, mutant: str | None) -> None:
+    """Run one reference verifier (or one of its mutants)."""
+    factory = None
+    if mutant is not None:
+        from sdcp_conformance.errors import InvalidArgument
+        from sdcp_conformance.mutants.registry import find_mutant
+
+        try:
+            factory = find_mutant(mutant, "verifier")[1].factory
+        except InvalidArgument as exc:
+            raise click.BadParameter(str(exc), param_hint="--mutant") from exc
     tls, base_uri = _role_tls(pki_dir, party)
-    runtimes = [load_model(model, device, dtype) for model in models]
-    asyncio.run(_serve_role(start_verifier(base_uri, tls, runtimes, router_uri, host=host, pinned_load=pin_load)))
+    runtimes = _load_models(models, device, dtype)
+    _serving(_serve_role(start_verifier(base_uri, tls, runtimes, router_uri, host=host, pinned_load=pin_load,
+                                        app_factory=factory)), f"the verifier {base_uri}")
 
 
 @serve.command("drafter")
@@ -197,14 +252,21 @@ def generate(prompt: str, rule: int, max_new: int, temperature: float | None, to
              target: str, drafters: tuple[str, ...], verifiers: int, device: str, dtype: str, seed: int) -> None:
     """Generate through the reference stack; prints committed tokens as they arrive."""
     if stack_dir is not None:
-        described = json.loads((stack_dir / STACK_FILE).read_text())
+        described = _stack_description(stack_dir)
         target, drafters = described["target"], tuple(described["drafters"])
     drafters = _default_drafters(target, drafters)
-    checkpoint = Checkpoint.open(resolve_model(target))
+    checkpoint = _checkpoint(target)
     tokenizer = checkpoint.tokenizer()
-    prompt_ids = tokenizer.encode(prompt).ids
+    encoded = tokenizer.encode(prompt)
+    prompt_ids = encoded.ids
     if not prompt_ids:
         raise click.BadParameter("the prompt encodes to no tokens", param_hint="--prompt")
+    unknown = [prompt[start:end] for token, (start, end) in zip(encoded.tokens, encoded.offsets, strict=True)
+               if token == UNKNOWN_TOKEN]
+    if unknown:
+        raise click.BadParameter(f"{', '.join(repr(word) for word in unknown)} not in the vocabulary of {target} "
+                                 f"({tokenizer.get_vocab_size()} words; see its tokenizer.json)",
+                                 param_hint="--prompt")
     stop_ids = []
     for word in stops:
         token = tokenizer.token_to_id(word)
@@ -212,7 +274,7 @@ def generate(prompt: str, rule: int, max_new: int, temperature: float | None, to
             raise click.BadParameter(f"{word!r} is not in the vocabulary", param_hint="--stop")
         stop_ids.append(token)
     contract = stack_contract(
-        checkpoint, [Checkpoint.open(resolve_model(d)) for d in drafters], rule=rule, max_new=max_new, stop=stop_ids,
+        checkpoint, [_checkpoint(d, "--drafter") for d in drafters], rule=rule, max_new=max_new, stop=stop_ids,
         temperature_milli=None if temperature is None else round(temperature * 1000), top_k=top_k,
         top_p_milli=None if top_p is None else round(top_p * 1000), seed=sampling_seed,
     )
@@ -232,8 +294,9 @@ async def _generate(stack_dir: Path | None, options: StackOptions, contract: dic
             exits.push_async_callback(stack.stop)
             pki_dir, uris = stack.pki.directory, stack.uris
         else:
-            described = json.loads((stack_dir / STACK_FILE).read_text())
-            pki_dir, uris = Path(described["pki"]), described["uris"]
+            described = _stack_description(stack_dir)
+            pki_dir, uris = _stack_pki(stack_dir, described), described["uris"]
+            _require_running(stack_dir, uris["router"])
         tls, _ = _role_tls(pki_dir, "client")
         client = StackClient(uris["router"], tls)
         exits.push_async_callback(client.aclose)
@@ -250,6 +313,40 @@ async def _generate(stack_dir: Path | None, options: StackOptions, contract: dic
         console.print(f"finish: {result.finish.name.lower() if result.finish else 'none'}, "
                       f"{len(result.tokens)} tokens, verifiers: {', '.join(result.verifiers)}")
         return result.tokens
+
+
+def _stack_description(stack_dir: Path) -> dict[str, Any]:
+    path = stack_dir / STACK_FILE
+    if not path.is_file():
+        _usage_error(f"{stack_dir} holds no {STACK_FILE}: give the --workdir of a running "
+                     "`sdcp-conformance serve --workdir DIR`")
+    try:
+        described: dict[str, Any] = json.loads(path.read_text())
+    except ValueError as exc:
+        _usage_error(f"{path} is not a stack description: {exc}")
+    return described
+
+
+def _stack_pki(stack_dir: Path, described: dict[str, Any]) -> Path:
+    """The stack's PKI: stack.json names it relative to where `serve` started, so from elsewhere look beside it."""
+    for candidate in (Path(described["pki"]), stack_dir / "pki", stack_dir / Path(described["pki"]).name):
+        if (candidate / "pki.json").is_file():
+            return candidate
+    _usage_error(f"the PKI of the stack in {stack_dir} is gone (looked for {described['pki']} and "
+                        f"{stack_dir / 'pki'})")
+
+
+def _require_running(stack_dir: Path, router_uri: str) -> None:
+    """A stopped stack is said in one line, before any request waits on it."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(router_uri)
+    try:
+        socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 443), timeout=5.0).close()
+    except OSError:
+        _usage_error(f"the stack in {stack_dir} is not running: nothing answers at its router {router_uri}; "
+                     f"start it with `sdcp-conformance serve --workdir {stack_dir}`")
 
 
 __all__ = ["generate", "serve"]

@@ -1,10 +1,14 @@
-"""A front end for the reference stack: start a session at the router and read its output (§6.7).
+"""A client of the reference stack: start a session at a router and read its output through the router's front.
 
-Output is read from the session's verifier with ``GET output?from=n``; indices
-are stable, so a reader that retries never duplicates or loses tokens, and
-output carrying a lower epoch than one already seen is discarded (§6.7).
-When the verifier fails, the reader asks the router for the session's current
-verifier and continues at the same index (§6.9).
+It speaks only the router's test front (PROFILE.md "Test front of a router"):
+``POST client/sessions`` starts a session (P1-FRONT-1), ``GET
+client/sessions/{id}/output?from=n`` reads its output with the router acting
+as the front end of §6.7 across failovers (P1-FRONT-2), ``GET
+client/sessions/{id}`` says which verifier serves it, and ``POST
+client/sessions/{id}/policy`` changes its sampling profile (P1-FRONT-3).
+Indices are stable, so reading on from the number of tokens received never
+duplicates or loses any; an output with a lower epoch than one already seen
+is discarded (§6.7) should a router ever pass one on.
 """
 
 from __future__ import annotations
@@ -15,16 +19,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcp_conformance.errors import SdcpConformanceError
+from sdcp_conformance.errors import MalformedMessage, SdcpConformanceError
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.control import Action
-from sdcp_conformance.protocol.messages import Output
+from sdcp_conformance.protocol.messages import Output, Sampling
 from sdcp_conformance.reference.frontend import CLIENT_PREFIX
 from sdcp_conformance.reference.verifier.service import PartyTls
 from sdcp_conformance.transport.client import SdcpClient, Timeouts, TransportFailure
 
 OUTPUT_READ_TIMEOUT_S = 35.0
-"""P1-OUT-1: the harness allows 30 s for a long poll; the read timeout covers it."""
+"""P1-OUT-1: a front read waits up to 30 s; the read timeout covers it."""
+RETRY_PAUSE_S = 0.2
+"""Pause after a failed front read (the router restarting, say) before reading again."""
 
 
 @dataclass
@@ -33,7 +39,9 @@ class Generation:
     tokens: list[int] = field(default_factory=list)
     finish: Action | None = None
     epochs: list[int] = field(default_factory=list)
+    """The epoch of the output message each token came in."""
     verifiers: list[str] = field(default_factory=list)
+    """The verifiers that served the session, as the front named them when the epoch changed."""
 
 
 class GenerationFailed(SdcpConformanceError):
@@ -41,28 +49,22 @@ class GenerationFailed(SdcpConformanceError):
 
 
 class StackClient:
-    """Talks to a reference router's ``client/`` front and to verifiers, as the ``client`` party."""
+    """Talks to a router's test front, as the ``client`` party."""
 
     def __init__(self, router_uri: str, tls: PartyTls, *, deadline_s: float = 600.0) -> None:
-        self._tls = tls
-        self._router = self._client(router_uri)
-        self._verifiers: dict[str, SdcpClient] = {}
-        self._deadline_s = deadline_s
-        self._pause = 0.2
-
-    def _client(self, base_uri: str) -> SdcpClient:
         timeouts = Timeouts(read=OUTPUT_READ_TIMEOUT_S, total=OUTPUT_READ_TIMEOUT_S + 10)
-        return SdcpClient(base_uri, self._tls.cert, self._tls.key, self._tls.ca, timeouts=timeouts, max_attempts=1)
+        self._router = SdcpClient(router_uri, tls.cert, tls.key, tls.ca, timeouts=timeouts, max_attempts=1)
+        self._deadline_s = deadline_s
 
     async def aclose(self) -> None:
         await self._router.aclose()
-        for client in self._verifiers.values():
-            await client.aclose()
 
     async def start(
-        self, contract: Mapping[str, Any], prompt: Sequence[int], session: bytes | None = None
+        self, contract: Mapping[str, Any], prompt: Sequence[int] | str, session: bytes | None = None
     ) -> tuple[bytes, str, int]:
-        body: dict[str, Any] = {"contract": dict(contract), "prompt": list(prompt)}
+        """P1-FRONT-1: (session, verifier, epoch) of the opened session."""
+        sent = prompt if isinstance(prompt, str) else list(prompt)
+        body: dict[str, Any] = {"contract": dict(contract), "prompt": sent}
         if session is not None:
             body["session"] = session
         answer = await self._router.send_message("POST", CLIENT_PREFIX, body)
@@ -72,11 +74,34 @@ class StackClient:
         return opened["session"], opened["verifier"], opened["epoch"]
 
     async def where(self, session: bytes) -> tuple[str, int, str]:
+        """P1-FRONT-2: (verifier, epoch, phase) of the session."""
         answer = await self._router.request("GET", f"{CLIENT_PREFIX}/{_b64(session)}")
         if answer.status != 200:
             raise GenerationFailed(f"the router does not know the session: {answer.status}")
         body = decode(answer.body)
         return body["verifier"], body["epoch"], body["phase"]
+
+    async def policy(self, session: bytes, sampling: Sampling) -> int:
+        """P1-FRONT-3: the ``from_round`` of the accepted policy."""
+        answer = await self._router.send_message("POST", f"{CLIENT_PREFIX}/{_b64(session)}/policy",
+                                                 {"sampling": sampling.to_obj()})
+        if answer.status != 200:
+            raise GenerationFailed(f"the router did not apply the policy: {answer.status} {answer.body[:300]!r}")
+        from_round: int = decode(answer.body)["from_round"]
+        return from_round
+
+    async def read(self, session: bytes, start: int) -> Output | None:
+        """One front read from ``start``; ``None`` when it failed (no answer, a refusal, a malformed body)."""
+        try:
+            answer = await self._router.request("GET", f"{CLIENT_PREFIX}/{_b64(session)}/output?from={start}")
+        except TransportFailure:
+            return None
+        if answer.status != 200:
+            return None
+        try:
+            return Output.from_cbor(answer.body)
+        except MalformedMessage:
+            return None
 
     async def generate(
         self,
@@ -92,15 +117,20 @@ class StackClient:
         seen_epoch = epoch
         async with asyncio.timeout(self._deadline_s):
             while result.finish is None:
-                output = await self._read(session, verifier, len(result.tokens))
-                if output is None or output.epoch < seen_epoch:
-                    # §6.7: "a front end that receives output with a lower epoch than one it has seen discards it".
-                    verifier, seen_epoch = await self._follow(session, verifier, seen_epoch, result)
+                output = await self.read(session, len(result.tokens))
+                if output is None:
+                    await asyncio.sleep(RETRY_PAUSE_S)
                     continue
-                seen_epoch = output.epoch
-                fresh = list(output.tokens)
+                if output.epoch < seen_epoch:
+                    continue  # §6.7: "a front end that receives output with a lower epoch ... discards it"
                 if output.from_ != len(result.tokens):
                     raise GenerationFailed(f"asked from {len(result.tokens)}, got from {output.from_}")
+                if output.epoch > seen_epoch:
+                    seen_epoch = output.epoch
+                    current, _, _ = await self.where(session)
+                    if current and current != result.verifiers[-1]:
+                        result.verifiers.append(current)
+                fresh = list(output.tokens)
                 result.tokens.extend(fresh)
                 result.epochs.extend([output.epoch] * len(fresh))
                 if fresh and on_tokens is not None:
@@ -108,30 +138,6 @@ class StackClient:
                 if output.final:
                     result.finish = output.finish or Action.FAIL
         return result
-
-    async def _read(self, session: bytes, verifier: str, start: int) -> Output | None:
-        if not verifier:
-            return None
-        client = self._verifiers.setdefault(verifier, self._client(verifier))
-        try:
-            answer = await client.request("GET", f"sessions/{_b64(session)}/output?from={start}")
-        except TransportFailure:
-            return None
-        if answer.status != 200:
-            return None
-        return Output.from_cbor(answer.body)
-
-    async def _follow(self, session: bytes, verifier: str, epoch: int, result: Generation) -> tuple[str, int]:
-        """Ask the router which verifier serves the session now (§6.9), pausing between reads."""
-        current, current_epoch, phase = await self.where(session)
-        if current and (current != verifier or current_epoch > epoch):
-            result.verifiers.append(current)
-            return current, current_epoch
-        if phase == "failed" and not current:
-            raise GenerationFailed("the session failed and no verifier serves it")
-        # The same verifier (it may be failing over) or none yet: read again after a pause.
-        await asyncio.sleep(self._pause)
-        return current or verifier, max(epoch, current_epoch)
 
 
 def _b64(session: bytes) -> str:

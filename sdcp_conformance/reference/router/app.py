@@ -19,12 +19,14 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from sdcp_conformance.errors import InvalidArgument, MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.contract import parse_contract, validate_contract
-from sdcp_conformance.protocol.messages import Contract, Event, Sampling, SessionState, Status
+from sdcp_conformance.protocol.messages import Contract, Event, Policy, Sampling, SessionState, Status
+from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.router.decisions import (
     COMMIT_LOG_PATH,
     PATH_MISMATCH_PROBLEM,
@@ -37,8 +39,9 @@ from sdcp_conformance.reference.router.driver import (
     RouterError,
     SessionDriver,
     Slot,
+    describe,
 )
-from sdcp_conformance.reference.router.ports import DrafterLink, RouterCache, VerifierLink
+from sdcp_conformance.reference.router.ports import DrafterLink, Refused, RouterCache, VerifierLink
 from sdcp_conformance.reference.router.registry import InstanceRegistry
 from sdcp_conformance.reference.router.session import RouterSession, Wants
 from sdcp_conformance.transport.problem import b64url_decode, problem_response, status_problem_response
@@ -48,6 +51,16 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RouterParts:
+    """The classes a router is built from. The reference uses these; the mutant catalogue
+    (:mod:`sdcp_conformance.mutants.router_catalogue`) swaps one at a time to plant a bug."""
+
+    session: type[RouterSession] = RouterSession
+    driver: type[SessionDriver] = SessionDriver
+    registry: type[InstanceRegistry] = InstanceRegistry
 
 
 class RouterApp:
@@ -63,13 +76,15 @@ class RouterApp:
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
         new_session_id: Callable[[], bytes] = lambda: os.urandom(16),
+        parts: RouterParts | None = None,
     ) -> None:
         self.config = config
         self.verifiers = verifiers
         self.drafters = drafters
         self.cache = cache
-        self.registry = InstanceRegistry(dict(config.drafters), frozenset(config.verifiers))
-        self.driver = SessionDriver(config, self.registry, verifiers, drafters, cache, clock)
+        self.parts = parts or RouterParts()
+        self.registry = self.parts.registry(dict(config.drafters), frozenset(config.verifiers))
+        self.driver = self.parts.driver(config, self.registry, verifiers, drafters, cache, clock)
         self.sessions: dict[bytes, Slot] = {}
         self._clock = clock
         self._sleep = sleep
@@ -140,9 +155,16 @@ class RouterApp:
         *,
         session_id: bytes | None = None,
     ) -> bytes:
-        """§6.1: open the session at an eligible verifier, then assign a drafter. Returns the session id."""
+        """§6.1: open the session at an eligible verifier, then assign a drafter. Returns the session id.
+
+        Raises :class:`~sdcp_conformance.errors.ProtocolError` 422 sdcp-bad-contract for a contract this
+        router cannot serve (D-RTR-22): invalid, no configured drafter permitted by it, or refused as
+        sdcp-bad-contract by every verifier tried; :class:`NoEligibleInstance` when no verifier could open it.
+        """
         parsed = contract if isinstance(contract, Contract) else parse_contract(contract)
         validate_contract(parsed)
+        if not any(self.registry.permitted(drafter, parsed) for drafter in self.config.drafters):
+            raise ProtocolError(ProblemType.BAD_CONTRACT, "no configured drafter serves a model the contract permits")
         prompt_ref = prompt if isinstance(prompt, str) else None
         tokens = (
             await self.driver.cache_call(self.cache.get_tokens(prompt)) if isinstance(prompt, str) else list(prompt)
@@ -153,25 +175,39 @@ class RouterApp:
         if len(session) != 16 or session in self.sessions:
             raise InvalidArgument("a session id is 16 octets and new to the router")
         commit_log = self.driver.object_uri(COMMIT_LOG_PATH, session=_b64(session))
-        machine = RouterSession(session, parsed, tokens, commit_log, m_init=self.config.m_init, prompt_ref=prompt_ref)
+        machine = self.parts.session(session, parsed, tokens, commit_log, m_init=self.config.m_init,
+                                     prompt_ref=prompt_ref)
         slot = Slot(machine)
         self.sessions[session] = slot
         async with slot.lock:
-            reasons = await self.driver.open_somewhere(machine)
+            refused = await self.driver.open_somewhere(machine)
             if machine.verifier is None:
                 del self.sessions[session]
-                raise NoEligibleInstance("no eligible verifier opened the session: " + "; ".join(reasons))
+                reasons = "; ".join(f"{verifier}: {describe(answer)}" for verifier, answer in refused)
+                if refused and all(isinstance(answer, Refused) and answer.problem is ProblemType.BAD_CONTRACT
+                                   for _, answer in refused):
+                    # D-RTR-22: "no verifier for its target" (P1-FRONT-1).
+                    raise ProtocolError(ProblemType.BAD_CONTRACT, f"every verifier refused the contract: {reasons}")
+                raise NoEligibleInstance(f"no eligible verifier opened the session: {reasons or 'none is eligible'}")
             await self.driver.assign_locked(slot)  # D-RTR-19: a session may wait for a drafter
         return session
 
     async def set_policy(self, session: bytes, sampling: Sampling) -> SessionState:
         """§6.6 / P1-RTR-4: change the sampling profile from the next round on."""
+        return (await self.apply_policy(session, sampling))[1]
+
+    async def apply_policy(self, session: bytes, sampling: Sampling) -> tuple[Policy, SessionState]:
+        """:meth:`set_policy`, returning the policy the verifier accepted as well (P1-FRONT-3)."""
         slot = self._slot(session)
         async with slot.lock:
             machine = slot.machine
             if machine.ended or machine.verifier is None:
                 raise RouterError(f"session {_b64(session)} has no serving verifier ({machine.phase.value})")
-            return await self.driver.post_policy(machine, machine.policy(sampling))
+            return await self.driver.post_policy_accepted(machine, machine.policy(sampling))
+
+    def slot(self, session: bytes) -> Slot:
+        """The session's slot (its machine and change signal); raises :class:`RouterError` if unknown."""
+        return self._slot(session)
 
     def session(self, session: bytes) -> RouterSession:
         """The router's view of a session (its verifier, epoch, phase)."""
@@ -263,5 +299,6 @@ __all__ = [
     "RouterApp",
     "RouterConfig",
     "RouterError",
+    "RouterParts",
     "instance_id",
 ]

@@ -145,9 +145,47 @@ MONOTONIC_KNOWLEDGE = True
 move forward: a session-state or event that reports less than the router
 already knows (a late answer) does not lower them."""
 
+CANNOT_SERVE_IS_BAD_CONTRACT = True
+"""D-RTR-22: P1-FRONT-1 "A contract the router cannot serve (no permitted drafter,
+no verifier for its target) gets 422 sdcp-bad-contract". No permitted drafter:
+none of the configured drafters' models is in the contract's ``drafters``
+(checked before any verifier is asked). No verifier for its target: every
+eligible verifier tried refused the session-open with 422 sdcp-bad-contract.
+When no verifier is eligible or every one failed otherwise, the front answers
+503: the contract may be servable once a verifier reports again."""
+
+FRONT_ENDS_FAILED_SESSION = True
+"""D-RTR-23: a session the router failed (an unknown or fail event kind, a
+commit log that does not reproduce its digest, a higher fence) has no
+verifier to read a final output from, so the front answers ``final: true,
+finish: 5`` to any read from the committed length the router knows on; reads
+from a lower index still go to the verifier, so no committed token is lost."""
+
+FRONT_RETRY_PAUSE_S = 0.1
+"""D-RTR-24: the front discards an output with an epoch below the router's
+(§6.7), from another index, a refusal and a failed read, and reads again at
+the session's current verifier after this pause, or at once when the session
+moves to another verifier (a failover); every failed read counts towards
+P1-RTR-5's streak."""
+
+FRONT_WAIT_S = 30.0
+VERIFIER_POLL_S = 35.0
+"""D-RTR-25: a front read waits up to 30 s (P1-OUT-1) in all, across
+failovers; each long poll at a verifier has 35 s (its own 30 s plus a margin).
+The verifier's answer is passed on as it came, epoch included, as soon as it
+comes, so the front waits as long as the verifier does."""
+
+POLICY_REFUSAL_RELAYED = True
+"""D-RTR-26: a front policy (P1-FRONT-3) the verifier did not accept is
+answered with the verifier's last status and problem type (409 after the
+retries of D-RTR-15, 410 for a closed session); 503 when the verifier did not
+answer; 404 when the router does not know the session."""
+
 
 __all__ = [
     "COMMIT_LOG_PATH",
+    "FRONT_RETRY_PAUSE_S",
+    "FRONT_WAIT_S",
     "NEUTRAL_ACCEPT_MILLI",
     "PATH_MISMATCH_PROBLEM",
     "POLICY_RETRIES",
@@ -156,4 +194,5 @@ __all__ = [
     "TOKENS_OBJECT_PATH",
     "UNKNOWN_INSTANCE_PROBLEM",
     "UNKNOWN_SESSION_EVENT_PROBLEM",
+    "VERIFIER_POLL_S",
 ]

@@ -77,10 +77,20 @@ class RouterConfig:
 
 @dataclass
 class Slot:
-    """One session at the router: its machine and the lock its I/O sequences hold."""
+    """One session at the router: its machine, the lock its I/O sequences hold, and a change signal.
+
+    ``moved`` is set (and replaced) whenever the session's verifier or epoch
+    changes, so a front read waiting at the old verifier (P1-FRONT-2) turns to
+    the new one at once instead of waiting out its long poll.
+    """
 
     machine: RouterSession
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    moved: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def notify_moved(self) -> None:
+        self.moved.set()
+        self.moved = asyncio.Event()
 
 
 class _Try(enum.Enum):
@@ -138,19 +148,19 @@ class SessionDriver:
 
     # ------------------------------------------------------------------ opening and assigning
 
-    async def open_somewhere(self, machine: RouterSession) -> list[str]:
-        """D-RTR-5: try eligible verifiers best first; the reasons of those that refused."""
-        reasons: list[str] = []
+    async def open_somewhere(self, machine: RouterSession) -> list[tuple[str, Answer | None]]:
+        """D-RTR-5: try eligible verifiers best first; (verifier, answer) of those that did not open it."""
+        refused: list[tuple[str, Answer | None]] = []
         for verifier in self.registry.ranked_verifiers(self._clock()):
             answer = await self._ask_verifier(verifier, self.verifiers.open_session(verifier, machine.opening()))
             if isinstance(answer, SessionState):
                 try:
                     machine.opened(verifier, answer)
-                    return reasons
+                    return refused
                 except StateMismatch as exc:
                     answer = Refused(502, detail=str(exc))
-            reasons.append(f"{verifier}: {describe(answer)}")
-        return reasons
+            refused.append((verifier, answer))
+        return refused
 
     async def assign(self, slot: Slot, *, exclude: Iterable[str] = (), same_if_alone: str | None = None) -> None:
         async with slot.lock:
@@ -254,6 +264,10 @@ class SessionDriver:
 
     async def post_policy(self, machine: RouterSession, policy: Policy) -> SessionState:
         """P1-RTR-4 with D-RTR-15's bounded retries."""
+        return (await self.post_policy_accepted(machine, policy))[1]
+
+    async def post_policy_accepted(self, machine: RouterSession, policy: Policy) -> tuple[Policy, SessionState]:
+        """:meth:`post_policy`, returning the policy the verifier accepted (its ``from_round``, P1-FRONT-3)."""
         answer: Answer | None = None
         for _ in range(POLICY_RETRIES + 1):
             verifier = machine.verifier
@@ -261,7 +275,7 @@ class SessionDriver:
             answer = await self._ask_verifier(verifier, self.verifiers.post_policy(verifier, policy))
             if isinstance(answer, SessionState):
                 machine.policy_accepted(policy, answer)
-                return answer
+                return policy, answer
             if answer is None or answer.status != 409 or answer.state is None:
                 break
             policy = machine.policy_retry(policy, answer.state)
@@ -278,12 +292,22 @@ class SessionDriver:
             current = machine.verifier
             if machine.ended or (current is not None and not self.registry.failed(current, now)):
                 return
-            replay_and_ref = await self._fence_and_replay(machine)
-            if replay_and_ref is None or not await self._resume_somewhere(machine, *replay_and_ref):
-                return
-            if machine.sampling is not None:
-                await self._repost_policy(machine, machine.sampling)
-            await self.assign_locked(slot, prefer=machine.previous_drafter)
+            try:
+                await self.failover_locked(slot)
+            finally:
+                slot.notify_moved()
+
+    async def failover_locked(self, slot: Slot) -> None:
+        """Fence, replay, resume elsewhere, then the drafter (§6.9 in that order)."""
+        machine = slot.machine
+        replay_and_ref = await self._fence_and_replay(machine)
+        slot.notify_moved()  # the epoch moved on: output of the old one is no longer wanted
+        if replay_and_ref is None or not await self._resume_somewhere(machine, *replay_and_ref):
+            return
+        slot.notify_moved()
+        if machine.sampling is not None:
+            await self._repost_policy(machine, machine.sampling)
+        await self.assign_locked(slot, prefer=machine.previous_drafter)
 
     async def _fence_and_replay(self, machine: RouterSession) -> tuple[Replay, str] | None:
         # §6.9: "the router first appends a fence record with the new epoch to the

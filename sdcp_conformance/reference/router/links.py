@@ -25,7 +25,7 @@ from sdcp_conformance.cache.append import (
 from sdcp_conformance.cache.commit_log import FenceRecord
 from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.protocol.codec import decode, encode
-from sdcp_conformance.protocol.messages import Assignment, Policy, SessionOpen, SessionState
+from sdcp_conformance.protocol.messages import Assignment, Output, Policy, SessionOpen, SessionState
 from sdcp_conformance.reference.router.ports import Answer, CacheUnavailable, LinkFailure, Refused
 from sdcp_conformance.transport.client import ClientResponse, SdcpClient, Timeouts, TransportFailure
 
@@ -35,6 +35,11 @@ class MessageClient(Protocol):
 
     async def send_message(
         self, method: str, path: str, message: Any, *, retry: bool | None = None
+    ) -> ClientResponse: ...
+
+    async def request(
+        self, method: str, path: str, body: bytes | None = None, *, headers: dict[str, str] | None = None,
+        retry: bool | None = None, timeout: float | None = None,
     ) -> ClientResponse: ...
 
     async def aclose(self) -> None: ...
@@ -86,6 +91,20 @@ class HttpLinks:
     async def post_policy(self, verifier: str, policy: Policy) -> Answer:
         return await self._answer(verifier, "POST", f"sessions/{_b64(policy.session)}/policy", policy.to_obj())
 
+    async def get_output(self, verifier: str, session: bytes, start: int, timeout_s: float) -> Output | Refused:
+        """GET output?from=n for the test front (P1-FRONT-2); a malformed body counts like a 5xx."""
+        path = f"sessions/{_b64(session)}/output?from={start}"
+        try:
+            response = await self._client(verifier).request("GET", path, retry=False, timeout=timeout_s)
+        except TransportFailure as exc:
+            raise LinkFailure(f"GET {verifier}{path}: {exc}") from exc
+        if not response.ok:
+            return refused_from(response)
+        try:
+            return Output.from_cbor(response.body)
+        except MalformedMessage as exc:
+            return Refused(502, detail=f"malformed output: {exc.detail}")
+
     async def post_assignment(self, drafter: str, assignment: Assignment) -> Refused | None:
         response = await self._send(drafter, "POST", "assignments", assignment.to_obj())
         return None if response.ok else refused_from(response)
@@ -118,6 +137,11 @@ class MlcRouterCache:
 
     def __init__(self, client: ObjectClient) -> None:
         self._client = client
+
+    @property
+    def objects(self) -> ObjectClient:
+        """The object client underneath (the mutant catalogue plants an unconditional fence on it)."""
+        return self._client
 
     async def _get(self, uri: str) -> CacheReply:
         try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sdcp_conformance.errors import SdcpConformanceError
-from sdcp_conformance.protocol.messages import Assignment, Policy, SessionOpen, SessionState
+from sdcp_conformance.protocol.messages import Assignment, Output, Policy, SessionOpen, SessionState
 from sdcp_conformance.protocol.problems import ProblemType
 
 
@@ -56,6 +56,13 @@ class VerifierLink(Protocol):
 
     async def post_policy(self, verifier: str, policy: Policy) -> Answer:
         """POST sessions/{id}/policy."""
+        ...
+
+    async def get_output(self, verifier: str, session: bytes, start: int, timeout_s: float) -> Output | Refused:
+        """GET sessions/{id}/output?from=start (§6.7), a long poll bounded by ``timeout_s``.
+
+        Used by the router's test front (P1-FRONT-2); raises :class:`LinkFailure` when no answer came.
+        """
         ...
 
 

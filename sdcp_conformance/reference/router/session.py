@@ -135,7 +135,7 @@ class RouterSession:
         self.prompt = tuple(prompt)
         self.prompt_ref = prompt_ref
         self.commit_log = commit_log
-        self.m_init = m_init_for(contract, m_init)
+        self.m_init = self.clamp_m_init(contract, m_init)
         self.d0 = prefix_digest(digest_of(contract), self.prompt)
         self.epoch = 1
         self.phase = Phase.OPENING
@@ -154,6 +154,10 @@ class RouterSession:
         """(committed, digest, uri) of the latest committed_tokens object written."""
         self.target_kv: tuple[int, str] | None = None
         self.failure: str | None = None
+
+    def clamp_m_init(self, contract: Contract, configured: int) -> int:
+        """P1-DRF-2 (a method so that a planted bug can replace it)."""
+        return m_init_for(contract, configured)
 
     # ------------------------------------------------------------------ lifecycle
 

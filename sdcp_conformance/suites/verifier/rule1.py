@@ -7,6 +7,8 @@ that survives bfloat16 scoring.
 
 from __future__ import annotations
 
+import asyncio
+
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.models.registry import load_manifest
@@ -143,13 +145,21 @@ def _ctx_prompt(ctx: CaseContext) -> tuple[tuple[int, ...], tuple[int, ...]]:
 @CATALOGUE.case(
     "VER-6.4-RULE1-008", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST, rows=("R-6.4-RULE1",),
     requires=("model:ctx",),
-    black_box_note="Uses a ctx prompt of the manifest whose greedy continuation keeps a bf16-safe margin, so an "
-                   "IUT scoring in reduced precision must still match; a verifier that keeps the KV entries of "
-                   "rejected tokens scores later positions after a context the output does not contain.",
+    black_box_note="Runs every ctx prompt of the manifest, whose greedy continuations keep a bf16-safe margin, so "
+                   "an IUT scoring in reduced precision must still match. A verifier that keeps the KV entries of "
+                   "rejected tokens scores later positions after a context the output does not contain; whether "
+                   "that changes an argmax depends on the prompt, so all of them run (one session each, "
+                   "concurrently) rather than one chosen by the seed.",
 )
 async def ctx_rollback(ctx: CaseContext) -> None:
     """ctx model: a rejection in mid-proposal, then more rounds, still match greedy decoding (KV rolled back)."""
-    prompt, greedy = _ctx_prompt(ctx)
+    prompts = load_manifest().greedy_prompts().prompts
+    async with asyncio.TaskGroup() as group:
+        for chosen in prompts:
+            group.create_task(_rollback_rounds(ctx, chosen.tokens, chosen.greedy))
+
+
+async def _rollback_rounds(ctx: CaseContext, prompt: tuple[int, ...], greedy: tuple[int, ...]) -> None:
     session = await started(ctx, "ctx", prompt=prompt, max_new=64)
     wrong = [_wrong(greedy[1]), _wrong(greedy[2]) + 7, 90]
     verdict = await ctx.propose_ok(session, [greedy[0], *wrong])

@@ -14,6 +14,7 @@ from typing import Any
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.protocol.messages import Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import started
@@ -26,10 +27,13 @@ from sdcp_conformance.suites.verifier.seeded_rule2 import (
     as_published,
     avoiding_q,
     draft_q,
+    draw_support,
+    expected_rule2,
     flat_q,
     p_row,
     publish,
     rule2_round,
+    sample_proposal,
     target_q,
 )
 
@@ -163,6 +167,52 @@ async def several_rounds(ctx: CaseContext) -> None:
                target_q("bigram", sampling), flat_q, draft_q("bigram-draft-near", sampling),
                avoiding_q("bigram", sampling)]
     await _seeded_rounds(ctx, sources, 4, **sampling)
+
+
+PURPOSE_QUOTE = ("...where purpose is 0 for the acceptance test and 1 for drawing the additional token, taking the "
+                 "first 53 bits of the result divided by 2^53.")
+PURPOSE_TRIES = 100
+PURPOSE_ROUNDS = (4, 12)
+"""Rounds that tell the purposes apart wanted, and the most rounds run looking for them."""
+
+
+@CATALOGUE.case(
+    "VER-6.4-RULE2-011", area="rule-2", section="6.4", quote=PURPOSE_QUOTE, level=Level.MUST,
+    profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
+)
+async def purpose_bytes(ctx: CaseContext) -> None:
+    """Seeded rounds on which exchanging the purposes 0 and 1 would change the acceptance count.
+
+    A round's HMAC values do not depend on the proposal, and a round tells the purposes apart only when some
+    ratio min(1, p/q) lies between its two values, so the harness-as-drafter samples proposals from several
+    drafters (each token from the row it publishes, as any drafter) until §6.4's outcome and the exchanged one
+    differ, and runs further rounds until four did; every round is judged against §6.4's outcome alone.
+    Without this choice a verifier using the wrong purpose passes some seeds."""
+    sampling = _sampling(ctx, temperature_milli=1000)
+    session = await _seeded_session(ctx, sampling)
+    judge = Rule2Judge(ctx)
+    sources = [draft_q("bigram-draft-far", sampling), flat_q, draft_q("bigram-draft-near", sampling),
+               avoiding_q("bigram", sampling)]
+    wanted, most = PURPOSE_ROUNDS
+    telling = rounds = 0
+    while telling < wanted and rounds < most:
+        rounds += 1
+        m = min(4, _limit(session))
+        for attempt in range(PURPOSE_TRIES):
+            proposal = sample_proposal(ctx, session, sources[attempt % len(sources)], m)
+            expected = expected_rule2(session, proposal, sampling)
+            exchanged = expected_rule2(session, proposal, sampling,
+                                       purposes=(oracle.PURPOSE_DRAW, oracle.PURPOSE_ACCEPT))
+            if exchanged.accepted != expected.accepted:
+                telling += 1
+                break
+        support = draw_support(session, proposal, expected.accepted, sampling)
+        verdict = await ctx.propose_ok(session, proposal.tokens, q_rows=publish(ctx, session, proposal))
+        judge.judge(verdict, proposal, expected, support)
+    judge.finish()
+    if telling < wanted:
+        ctx.informational(f"only {telling} of {rounds} rounds told the purposes apart ({PURPOSE_TRIES} proposals "
+                          "tried per round)")
 
 
 @CATALOGUE.case(

@@ -82,12 +82,15 @@ def sample_proposal(ctx: CaseContext, session: TrackedSession, source: QSource, 
 
 
 def expected_rule2(session: TrackedSession, proposal: DraftedProposal, sampling: Mapping[str, int],
-                   round_number: int | None = None) -> oracle.Rule2Expectation:
-    """§6.4 rule 2 with the seeded HMAC values (P1-SAMP-3 for i), from first principles."""
+                   round_number: int | None = None, *,
+                   purposes: tuple[int, int] = (oracle.PURPOSE_ACCEPT, oracle.PURPOSE_DRAW)
+                   ) -> oracle.Rule2Expectation:
+    """§6.4 rule 2 with the seeded HMAC values (P1-SAMP-3 for i), from first principles (``purposes``: see
+    :func:`sdcp_conformance.oracle.rule2.rule2`)."""
     tokens = proposal.tokens
     p_rows = [p_row(session.model, [*session.context, *tokens[:i]], sampling) for i in range(len(tokens) + 1)]
     number = session.round + 1 if round_number is None else round_number
-    return oracle.rule2(p_rows, proposal.q, tokens, int(sampling["seed"]), session.id, number)
+    return oracle.rule2(p_rows, proposal.q, tokens, int(sampling["seed"]), session.id, number, purposes=purposes)
 
 
 def publish(ctx: CaseContext, session: TrackedSession, proposal: DraftedProposal, label: str = "") -> str:

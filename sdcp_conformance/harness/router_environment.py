@@ -1,0 +1,302 @@
+"""The harness's side of a router certification: the verifiers, drafters, MLC and front client it plays.
+
+With a target file the router runs elsewhere and the harness listens where the
+file says; without one the reference router is started in-process as the IUT
+(the embedded default), optionally as a named mutant. The played roles are
+three verifiers serving the ``bigram`` mock target, three drafters (two of
+``bigram-draft-near`` and one of ``bigram-draft-far``, so that a contract can
+permit a strict subset of them), the MLC and the P1-FRONT client; everything
+they see goes into one :class:`~.roles.router_history.History`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from sdcp_conformance.cache.app import CacheApp
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.harness.iut import Answer, Identity, IutLink
+from sdcp_conformance.harness.roles.router_drafters import PlayedDrafter
+from sdcp_conformance.harness.roles.router_front import CLIENT_IDENTITY, FrontClient
+from sdcp_conformance.harness.roles.router_history import History, PutSeen
+from sdcp_conformance.harness.roles.router_mlc import ObservedMlc
+from sdcp_conformance.harness.roles.router_status import StatusReporter
+from sdcp_conformance.harness.roles.router_truth import Facts, FrontSession
+from sdcp_conformance.harness.roles.router_verifiers import PlayedVerifier
+from sdcp_conformance.harness.target import TargetConfig
+from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.models.registry import mock_model
+from sdcp_conformance.protocol.messages import ROLE_DRAFTER, ROLE_VERIFIER
+from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
+from sdcp_conformance.transport.server import H2Server, ServerConfig
+from sdcp_conformance.transport.types import Handler, Request, Response
+
+if TYPE_CHECKING:
+    from sdcp_conformance.harness.case import Case
+    from sdcp_conformance.harness.router_context import RouterContext
+    from sdcp_conformance.reference.router.service import RouterFactory
+    from sdcp_conformance.reference.running import RunningRole
+
+TARGET_MODEL = "bigram"
+"""The target the played verifiers serve (its SHA-256 is the contract's ``target``)."""
+VERIFIER_NAMES = ("verifier-1", "verifier-2", "verifier-3")
+DRAFTER_MODELS = (("drafter-1", "bigram-draft-near"), ("drafter-2", "bigram-draft-far"),
+                  ("drafter-3", "bigram-draft-near"))
+IUT_PARTY = "router"
+EMBEDDED_WATCHDOG_S = 0.05
+"""The embedded reference router's watchdog interval: small, so failover cases stay short."""
+EMBEDDED_BIND_ATTEMPTS = 3
+"""Free ports are chosen before they are bound; another process may take one meanwhile: choose again."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+class _Recorder:
+    """Puts every request the IUT sends a played role into the current case's transcript."""
+
+    def __init__(self, party: str, inner: Handler, transcript: Callable[[], CaseTranscript | None]) -> None:
+        self.party, self._inner, self._transcript = party, inner, transcript
+
+    async def __call__(self, request: Request) -> Response:
+        response = await self._inner(request)
+        transcript = self._transcript()
+        if transcript is not None:
+            target = request.path + (f"?{request.query}" if request.query else "")
+            note = f"fault: {response.fault.value}" if response.fault is not None else ""
+            transcript.record("from-iut", self.party, request.method, target, request.body, response.status,
+                              response.body, content_type=response.header("content-type"), note=note)
+        return response
+
+
+class RouterEnvironment:
+    """Everything a router case talks to and through; start with :meth:`start`, end with :meth:`stop`."""
+
+    def __init__(self, config: TargetConfig, pki: Pki) -> None:
+        self.config = config
+        self.pki = pki
+        self.current: CaseTranscript | None = None
+        self.history = History()
+        self.cache_app = CacheApp(clock=time.time)
+        self.mlc = ObservedMlc(self.cache_app, self.history, config.cache, clock=time.time)
+        names = {uri: name for name, uri in pki.base_uris.items()}
+        identities = self._identities()
+        self.iut = IutLink(config.base_uri, config.ca, identities, lambda: self.current,
+                           request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
+                           max_response_bytes=config.max_response_bytes)
+        self._quiet = IutLink(config.base_uri, config.ca, identities, lambda: None,
+                              request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
+                              max_response_bytes=config.max_response_bytes)
+        self.front = FrontClient(self.iut.send, self.history)
+        self.verifiers: dict[str, PlayedVerifier] = {}
+        self.drafters: dict[str, PlayedDrafter] = {}
+        target = mock_model(TARGET_MODEL).model_sha256
+        for uri in config.verifiers:
+            name = _named(names, uri, "verifier")
+            self.verifiers[name] = PlayedVerifier(
+                name, uri, target=target, mlc=self.mlc, history=self.history,
+                status=self._reporter(name, uri, ROLE_VERIFIER), send_event=self._send_event)
+        for uri, model in zip(config.drafters, drafter_models(config), strict=True):
+            name = _named(names, uri, "drafter")
+            self.drafters[name] = PlayedDrafter(
+                name, uri, model, mock_model(model).model_sha256, mlc=self.mlc, history=self.history,
+                status=self._reporter(name, uri, ROLE_DRAFTER), put_lookup=self._latest_put)
+        self.fronts: dict[bytes, FrontSession] = {}
+        """Every session a case asked the front to open, by id."""
+        self.servers: list[H2Server] = []
+        self.embedded: RunningRole | None = None
+        self.embedded_app: Any = None
+        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+
+    # ------------------------------------------------------------------ wiring
+
+    def _identities(self) -> dict[str, Identity]:
+        pki = self.pki
+        identities = {name: Identity(name, pki.cert(name), pki.key(name)) for name in pki.parties}
+        identities["no-cert"] = Identity("no-cert", None, None)
+        identities["wrong-ca"] = Identity("wrong-ca", pki.wrong_ca.cert, pki.wrong_ca.key)
+        return identities
+
+    def _reporter(self, name: str, uri: str, role: int) -> StatusReporter:
+        return StatusReporter(name, uri, role, self.history, quiet=self._quiet.send, recorded=self.iut.send)
+
+    async def _send_event(self, identity: str, body: dict[str, Any]) -> Answer:
+        return await self.iut.send(identity, "POST", "events", body)
+
+    def _latest_put(self, verifier_uri: str, session: bytes) -> PutSeen | None:
+        played = next((v for v in self.verifiers.values() if v.uri == verifier_uri), None)
+        return played.latest_put(session) if played is not None else None
+
+    @property
+    def facts(self) -> Facts:
+        return Facts(router=self.config.base_uri, cache_base=self.config.cache,
+                     verifiers={name: v.uri for name, v in self.verifiers.items()},
+                     drafters={name: d.uri for name, d in self.drafters.items()},
+                     drafter_models={name: d.digest for name, d in self.drafters.items()})
+
+    def reporters(self) -> list[StatusReporter]:
+        return [*(v.status for v in self.verifiers.values()), *(d.status for d in self.drafters.values())]
+
+    def verifier_at(self, uri: str) -> PlayedVerifier | None:
+        return next((v for v in self.verifiers.values() if v.uri == uri), None)
+
+    # ------------------------------------------------------------------ cases
+
+    def capabilities(self) -> set[str]:
+        found = {f"verifiers:{count}" for count in range(1, len(self.verifiers) + 1)}
+        found |= {f"drafters:{count}" for count in range(1, len(self.drafters) + 1)}
+        if self.embedded is not None:
+            found.add("embedded")
+        return found
+
+    def new_context(self, case: Case, seed: int, run: str) -> RouterContext:
+        from sdcp_conformance.harness.router_context import RouterContext
+
+        context = RouterContext(self, case, seed, run)
+        self.current = context.transcript
+        return context
+
+    def reset(self) -> None:
+        """Undo what a case switched in the harness (faults, fences, modes); :meth:`prepare` revives instances."""
+        self.current = None
+        self.cache_app.faults.disarm()
+        self.cache_app.enforce_fences = True
+        for verifier in self.verifiers.values():
+            verifier.reset()
+        for drafter in self.drafters.values():
+            drafter.reset()
+
+    async def prepare(self) -> None:
+        """Before a case: every instance reports afresh, unloaded, so every case starts from the same state."""
+        for reporter in self.reporters():
+            reporter.load, reporter.queue, reporter.accept_milli = 0, 0, None
+        await asyncio.gather(*(reporter.revive() for reporter in self.reporters()))
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    async def start(cls, config: TargetConfig | None = None, *, app_factory: RouterFactory | None = None,
+                    workdir: Path | None = None) -> RouterEnvironment:
+        if config is not None:
+            return await cls._started(config, app_factory, None)
+        for attempt in range(EMBEDDED_BIND_ATTEMPTS):
+            tempdir = tempfile.TemporaryDirectory(prefix="sdcp-certify-router-")
+            folder = Path(workdir or tempdir.name) / f"attempt-{attempt}"
+            try:
+                return await cls._started(embedded_router_target(folder), app_factory, tempdir)
+            except OSError as error:  # a free port taken by another process between choosing and binding it
+                if error.errno != errno.EADDRINUSE or attempt + 1 == EMBEDDED_BIND_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    @classmethod
+    async def _started(cls, config: TargetConfig, app_factory: RouterFactory | None,
+                       tempdir: tempfile.TemporaryDirectory[str] | None) -> RouterEnvironment:
+        environment = cls(config, load_pki(config.pki))
+        environment._tempdir = tempdir
+        try:
+            await environment._serve_harness()
+            if config.embedded:
+                await environment._start_embedded(app_factory)
+            for reporter in environment.reporters():
+                await reporter.start()
+        except BaseException:
+            await environment.stop()
+            raise
+        return environment
+
+    async def _serve_harness(self) -> None:
+        handlers: list[tuple[str, str, Handler]] = [("cache", self.config.cache, self.mlc)]
+        handlers += [(name, v.uri, v) for name, v in self.verifiers.items()]
+        handlers += [(name, d.uri, d) for name, d in self.drafters.items()]
+        for name, uri, handler in handlers:
+            server = H2Server(_Recorder(name, handler, lambda: self.current), ServerConfig(
+                cert=self.pki.cert(name), key=self.pki.key(name), ca=self.pki.ca_cert,
+                host=urlsplit(uri).hostname or "127.0.0.1", port=urlsplit(uri).port or 443))
+            await server.start()
+            self.servers.append(server)
+
+    async def _start_embedded(self, app_factory: RouterFactory | None) -> None:
+        from sdcp_conformance.reference.router.service import start_router
+        from sdcp_conformance.reference.verifier.service import PartyTls
+
+        tls = PartyTls(self.pki.cert(IUT_PARTY), self.pki.key(IUT_PARTY), self.pki.ca_cert)
+        self.embedded = await start_router(
+            self.config.base_uri, tls, cache_base=self.config.cache,
+            drafters={d.uri: d.digest for d in self.drafters.values()},
+            verifiers=[v.uri for v in self.verifiers.values()], watchdog_interval_s=EMBEDDED_WATCHDOG_S,
+            app_factory=app_factory)
+        self.embedded_app = self.embedded.app
+
+    async def stop(self) -> None:
+        for reporter in self.reporters():
+            await reporter.stop()
+        await self.iut.aclose()
+        await self._quiet.aclose()
+        if self.embedded is not None:
+            await self.embedded.stop()
+            self.embedded = None
+        for server in self.servers:
+            await server.stop()
+        self.servers.clear()
+        self.cache_app.store.close()
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "iut": self.config.base_uri, "role": self.config.role, "embedded": self.config.embedded,
+            "harness_cache": self.config.cache, "verifiers": list(self.config.verifiers),
+            "drafters": {d.uri: d.model for d in self.drafters.values()},
+        }
+
+
+def drafter_models(config: TargetConfig) -> tuple[str, ...]:
+    """The mock model of each [harness] drafter (``drafter_models``, P1-RTR-2)."""
+    models = config.extra.get("drafter_models")
+    if not isinstance(models, list | tuple) or len(models) != len(config.drafters):
+        raise InvalidArgument("a router target names one drafter model per drafter ([harness] drafter_models)")
+    return tuple(str(model) for model in models)
+
+
+def _named(names: dict[str, str], uri: str, kind: str) -> str:
+    name = names.get(uri)
+    if name is None:
+        raise InvalidArgument(f"the PKI has no party for the harness's {kind} {uri} (P1-ID-1)")
+    return name
+
+
+def router_parties() -> dict[str, str]:
+    """Free loopback base URIs for the router under test and every party the harness plays."""
+    names = (IUT_PARTY, "cache", CLIENT_IDENTITY, *VERIFIER_NAMES, *(name for name, _ in DRAFTER_MODELS))
+    return {name: f"https://127.0.0.1:{free_port()}/{name}/" for name in names}
+
+
+def router_target(pki: Pki, uris: dict[str, str], source: Path | None = None) -> TargetConfig:
+    return TargetConfig(
+        role="router", base_uri=uris[IUT_PARTY], ca=pki.ca_cert, models=(), pki=pki.directory, cache=uris["cache"],
+        drafters=tuple(uris[name] for name, _ in DRAFTER_MODELS),
+        verifiers=tuple(uris[name] for name in VERIFIER_NAMES), source=source,
+        extra={"drafter_models": [model for _, model in DRAFTER_MODELS]})
+
+
+def embedded_router_target(folder: Path) -> TargetConfig:
+    """A PKI and target for the reference router run in-process, on free loopback ports."""
+    uris = router_parties()
+    return router_target(init_pki(folder / "pki", uris, subject=IUT_PARTY), uris)
+
+
+__all__ = ["CLIENT_IDENTITY", "DRAFTER_MODELS", "IUT_PARTY", "TARGET_MODEL", "VERIFIER_NAMES", "RouterEnvironment",
+           "drafter_models", "embedded_router_target", "free_port", "router_parties", "router_target"]

@@ -1,0 +1,63 @@
+"""A reference role as a running service (its app, its HTTP/2 server, what stopping it undoes), and serving one.
+
+Shared by :mod:`sdcp_conformance.reference.roles` and the torch-free
+:mod:`sdcp_conformance.reference.router.service`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from sdcp_conformance.reference.verifier.service import PartyTls
+from sdcp_conformance.transport.server import H2Server, ServerConfig
+from sdcp_conformance.transport.types import Handler
+
+Closer = Callable[[], Awaitable[None]]
+
+
+def port_of(base_uri: str) -> int:
+    port = urlsplit(base_uri).port
+    return 0 if port is None else port
+
+
+@dataclass
+class RunningRole:
+    """A served role: stop it with :meth:`stop`, which undoes everything in reverse order."""
+
+    name: str
+    base_uri: str
+    app: Any
+    server: H2Server
+    closers: list[Closer] = field(default_factory=list)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    quiesce: list[Closer] = field(default_factory=list)
+    """Run first: stop the role's own work (drafting loops) before its server goes."""
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        for task in self.tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for close in self.quiesce:
+            with contextlib.suppress(Exception):
+                await close()
+        await self.server.stop()
+        for close in reversed(self.closers):
+            with contextlib.suppress(Exception):
+                await close()
+
+
+async def serve_handler(base_uri: str, handler: Handler, tls: PartyTls, host: str) -> H2Server:
+    server = H2Server(handler, ServerConfig(cert=tls.cert, key=tls.key, ca=tls.ca, host=host, port=port_of(base_uri)))
+    await server.start()
+    return server
+
+
+
+__all__ = ["Closer", "RunningRole", "port_of", "serve_handler"]

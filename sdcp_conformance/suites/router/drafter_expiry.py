@@ -1,0 +1,72 @@
+"""Drafters whose status expires (§6.1, §6.9 Drafter failure, P1-RTR-2): never assigned, replaced mid-session by
+a live permitted drafter that starts from the committed prefix."""
+
+from __future__ import annotations
+
+from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.router_context import RouterContext
+from sdcp_conformance.suites.router import router_case
+from sdcp_conformance.suites.router.support import ELIGIBLE, NOT_EXPIRED, assignments_to, quiet, switch
+
+DRAFTER_FAILURE = ("Drafter failure: when a drafter's status expires, the router reassigns its sessions. The new "
+                   "drafter starts from the committed prefix in the assignment.")
+
+
+@router_case("RTR-6.1-EXPIRED-003", area="drafter-expiry", section="6.1, P1-RTR-2", quote=f"{NOT_EXPIRED} ... "
+             f"{ELIGIBLE}", level=Level.MUST_NOT, profile=("P1-RTR-2",), requires=("drafters:3",),
+             rows=("R-6.1-NOT-EXPIRED", "P1-RTR-2/ELIGIBLE"))
+async def never_assign_an_expired_drafter(ctx: RouterContext) -> None:
+    """drafter-1's status expired, though it looks the best: sessions and switches go to the others."""
+    for name in ("drafter-2", "drafter-3"):
+        ctx.env.drafters[name].status.load = 90
+        await ctx.env.drafters[name].status.report(recorded=False)
+    await ctx.expire(ctx.env.drafters["drafter-1"])
+    session = await ctx.open_ok()
+    await switch(ctx, session)
+    wrong = assignments_to(ctx, session, {"drafter-1"})
+    ctx.check(not wrong, "drafter-1 was assigned after its status had expired", expected="drafter-2 or drafter-3",
+              actual=f"{len(wrong)} assignment(s) to drafter-1")
+
+
+@router_case("RTR-6.1-EXPIRED-004", area="drafter-expiry", section="6.1, P1-RTR-2", quote=f"{NOT_EXPIRED} ... "
+             f"{ELIGIBLE}", level=Level.MUST_NOT, profile=("P1-RTR-2", "P1-FRONT-1"),
+             rows=("R-6.1-NOT-EXPIRED", "P1-RTR-2/ELIGIBLE"))
+async def no_drafter_while_every_permitted_one_expired(ctx: RouterContext) -> None:
+    """Only drafter-2's model is permitted and drafter-2 expired: no assignment until it reports again, then one."""
+    await ctx.expire(ctx.env.drafters["drafter-2"])
+    front, answer = await ctx.open(ctx.contract(drafters=("drafter-2",)))
+    if front is None or not answer.ok:
+        ctx.note(f"the front did not open the session with no eligible drafter: {answer.describe()}")
+        return
+    await quiet(ctx, 0.5)
+    early = assignments_to(ctx, front, {"drafter-2"})
+    ctx.check(not early, "drafter-2 was assigned while its status was expired", expected="no assignment",
+              actual=f"{len(early)} assignment(s)")
+    mark = ctx.history.mark()
+    await ctx.env.drafters["drafter-2"].revive()
+    if await ctx.assigned(front, since=mark) is None:
+        ctx.note("no drafter was assigned after drafter-2 reported again (the session may wait for another event)")
+
+
+@router_case("RTR-6.9-DRAFTER-001", area="drafter-expiry", section="6.9, 6.1", quote=DRAFTER_FAILURE,
+             level=Level.MUST, profile=("P1-RTR-3",),
+             rows=("R-6.9-DRAFTER-FAILURE", "R-6.1-ASSIGN-ORDER", "R-5.2-COMMITTED-TOKENS", "P1-RTR-3/ALWAYS-TOKENS",
+                   "P1-RTR-3/ASSIGNMENT-STATE", "R-6.1-NOT-EXPIRED"))
+async def expired_drafter_is_replaced(ctx: RouterContext) -> None:
+    """The assigned drafter dies mid-session: another live drafter gets the session from the committed prefix."""
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 3) + ctx.commit(session, 1)
+    dead = ctx.drafter_of(session)
+    assert dead is not None
+    mark = ctx.history.mark()
+    await dead.die()
+    replaced = await ctx.assigned(session, since=mark)
+    ctx.require(replaced is not None, f"no drafter replaced the dead {dead.name} within {ctx.act_s:.0f} s",
+                row="R-6.9-DRAFTER-FAILURE", expected="a new assignment", actual="none")
+    assert replaced is not None and replaced.assignment is not None
+    ctx.check(replaced.drafter != dead.name, f"the dead {dead.name} was assigned again", row="R-6.1-NOT-EXPIRED",
+              expected="another drafter", actual=replaced.drafter)
+    ctx.check(replaced.assignment.committed == len(committed) and replaced.tokens_object == tuple(committed),
+              "the new drafter does not start from the committed prefix", row="R-6.9-DRAFTER-FAILURE",
+              expected=f"committed {len(committed)}: {committed}",
+              actual=f"committed {replaced.assignment.committed}: {replaced.tokens_object}")

@@ -1,0 +1,236 @@
+"""Verifier failure and recovery (§6.9, §6.8, P1-RTR-5, P1-RTR-6, P1-LOG-3): the fence first, then the resume from
+the last counted record with its committed_tokens, then the drafter at the new epoch — whether the verifier's
+status expired, its resources fail with 5xx or at the transport, or it is partitioned and keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sdcp_conformance.cache.commit_log import CommitRecord, encode_record
+from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.roles.router_history import OpenSeen
+from sdcp_conformance.harness.roles.router_truth import FrontSession
+from sdcp_conformance.harness.router_context import RouterContext
+from sdcp_conformance.suites.router import router_case
+from sdcp_conformance.suites.router.support import (
+    ELIGIBLE,
+    FENCE_FIRST,
+    NOT_EXPIRED,
+    REASSIGN,
+    RESUME,
+    failover,
+    opens_at,
+    quiet,
+    switch,
+)
+
+FAILED = ("A verifier has failed when its status expired or its resources failed (transport error, 404, 5xx) three "
+          "times in a row over at least 0.5 s.")
+RTR6 = ("Resume (§6.9): after appending the fence, the router ignores commit records that follow a fence of a higher "
+        "epoch, concatenates the `emitted` tokens of the rest, checks them against the last record's digest, writes "
+        "them as the `committed_tokens` object, and opens the session at the new verifier from that record (round 0, "
+        "committed 0 and d[0] if there is none).")
+CONDITIONAL = ("The commit_log is an MLC object to which records are appended with a conditional operation, for "
+               "example an HTTP PUT with If-Match on the current entity tag [RFC9110], so that an append succeeds only "
+               "if no other append has happened since the writer last read the log.")
+LOG3 = ("The router names the commit log; the object need not exist yet. The first append creates it with "
+        "`If-None-Match: *`.")
+FAILOVER_ROWS = ("R-6.9-FENCE-FIRST", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN", "R-6.8-CONDITIONAL",
+                 "R-6.8-FENCE-RECORD", "R-5.2-COMMITTED-TOKENS", "P1-RTR-3/ALWAYS-TOKENS", "P1-RTR-3/ASSIGNMENT-STATE",
+                 "R-6.1-ASSIGN-ORDER", "R-6.1-NOT-EXPIRED", "R-6.7-FRONT-END")
+
+
+async def _resume_then_serve(ctx: RouterContext, session: FrontSession, committed: list[int]) -> None:
+    """After a failover the new verifier commits; the front delivers everything, in order, once."""
+    more = ctx.commit(session, 2)
+    tokens, _ = await ctx.read_front(session, count=len(committed) + 2)
+    ctx.check(tokens == committed + more, "the front's output across the failover is not the committed output",
+              row="R-6.7-FRONT-END", expected=str(committed + more), actual=str(tokens))
+
+
+@router_case("RTR-6.9-FAILOVER-001", area="failover", section="6.9, 6.8, P1-RTR-6", quote=f"{FENCE_FIRST} ... "
+             f"{RESUME} ... {REASSIGN}", level=Level.MUST, profile=("P1-RTR-6", "P1-LOG-1", "P1-RTR-3"),
+             rows=FAILOVER_ROWS)
+async def expired_verifier_is_fenced_then_resumed(ctx: RouterContext) -> None:
+    """The verifier's status expires after two rounds: fence {epoch: 2} (conditionally), then the session-open
+    at another verifier resuming from the last record, then PUT …/drafter and an assignment at epoch 2."""
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 3) + ctx.commit(session, 2)
+    opened, _ = await failover(ctx, session)
+    resume = opened.opening.resume if opened.opening else None
+    ctx.check(resume is not None and (resume.round, resume.committed) == (2, 5), "the resume does not carry the "
+              "last commit record's round and committed length", row="R-6.9-ROUTER-RESUME",
+              expected="round 2, committed 5", actual=str(resume.to_obj() if resume else None))
+    await _resume_then_serve(ctx, session, committed)
+
+
+@router_case("RTR-6.9-FAILOVER-002", area="failover", section="P1-RTR-6, P1-LOG-3, 6.9", quote=f"{RTR6} ... {LOG3}",
+             level=Level.PROFILE, profile=("P1-RTR-6", "P1-LOG-3"),
+             rows=("P1-RTR-6", "P1-LOG-3/ROUTER", *FAILOVER_ROWS))
+async def failover_before_any_commit(ctx: RouterContext) -> None:
+    """No record yet: the fence creates the log (If-None-Match: *) and the resume is round 0, committed 0, d[0]."""
+    session = await ctx.open_ok()
+    opened, _ = await failover(ctx, session)
+    resume = opened.opening.resume if opened.opening else None
+    ctx.check(resume is not None and (resume.round, resume.committed, resume.digest) == (0, 0, session.d0)
+              and opened.tokens_object == (), "the resume of an empty log is not round 0, committed 0, d[0] with an "
+              "empty committed_tokens", expected="round 0, committed 0, d[0], []",
+              actual=f"{resume.to_obj() if resume else None}, tokens {opened.tokens_object}")
+    await _resume_then_serve(ctx, session, [])
+
+
+async def _failing_resources(ctx: RouterContext, how: str) -> None:
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 2)
+    # A front client keeps reading: the router's reads of the failing verifier are what fail three times in a row.
+    reader = asyncio.ensure_future(ctx.read_front(session, count=len(committed), timeout_s=ctx.act_s))
+    try:
+        await failover(ctx, session, how, row="P1-RTR-5/FAILED-VERIFIER")
+    finally:
+        tokens, _ = await reader
+    ctx.check(tokens == committed, "the front did not deliver the committed tokens from the new verifier",
+              row="R-6.7-FRONT-END", expected=str(committed), actual=str(tokens))
+
+
+@router_case("RTR-6.9-FAILOVER-003", area="failover", section="P1-RTR-5, 6.9", quote=FAILED, level=Level.PROFILE,
+             profile=("P1-RTR-5",), rows=("P1-RTR-5/FAILED-VERIFIER", *FAILOVER_ROWS))
+async def verifier_answering_5xx_is_failed_over(ctx: RouterContext) -> None:
+    """Its status stays fresh but every request gets 503: after three failures over 0.5 s the router fails over."""
+    await _failing_resources(ctx, "errors")
+
+
+@router_case("RTR-6.9-FAILOVER-004", area="failover", section="P1-RTR-5, 6.9", quote=FAILED, level=Level.PROFILE,
+             profile=("P1-RTR-5",), rows=("P1-RTR-5/FAILED-VERIFIER", *FAILOVER_ROWS))
+async def verifier_failing_at_the_transport_is_failed_over(ctx: RouterContext) -> None:
+    """Its status stays fresh but every stream is reset: after three failures over 0.5 s the router fails over."""
+    await _failing_resources(ctx, "transport")
+
+
+@router_case("RTR-6.9-FAILOVER-005", area="failover", section="6.9, P1-RTR-6", quote=f"{RESUME} ... {RTR6}",
+             level=Level.MUST, profile=("P1-RTR-6", "P1-LOG-2"), requires=("verifiers:3",),
+             rows=("R-6.9-ROUTER-RESUME", "P1-RTR-6", "R-6.9-OLD-EPOCH", *FAILOVER_ROWS))
+async def records_after_a_higher_fence_do_not_count(ctx: RouterContext) -> None:
+    """A non-enforcing MLC: the partitioned first verifier appends after the fence; the next failover resumes from
+    the last record no higher fence precedes, not from the old verifier's late one."""
+    ctx.env.cache_app.enforce_fences = False
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 3)
+    old = ctx.serving(session)
+    await failover(ctx, session, "partition")
+    late = old.commit(session.id, ctx.tokens(2))  # lands after the fence: it must never count
+    ctx.check(late.appended, "the harness's non-enforcing MLC refused the late append (a harness fault)",
+              row="P1-RTR-6")
+    opened, _ = await failover(ctx, session)
+    resume = opened.opening.resume if opened.opening else None
+    ctx.check(resume is not None and (resume.round, resume.committed) == (1, 3) and opened.tokens_object
+              == tuple(committed), "the second failover resumed from a record a higher fence precedes",
+              row="P1-RTR-6", expected=f"round 1, committed 3, {committed}",
+              actual=f"{resume.to_obj() if resume else None}, tokens {opened.tokens_object}")
+    await _resume_then_serve(ctx, session, committed)
+
+
+@router_case("RTR-6.9-PARTITION-001", area="failover", section="6.9, 6.7", quote=f"{FENCE_FIRST} ... Proposals "
+             "carrying an older epoch are rejected, and front ends discard output carrying an older epoch, so a "
+             "recovered old verifier cannot extend the session.", level=Level.MUST, profile=("P1-FRONT-2",),
+             rows=("R-6.9-OLD-EPOCH", "P1-FRONT-2/OUTPUT", *FAILOVER_ROWS))
+async def partitioned_verifier_cannot_extend_the_session(ctx: RouterContext) -> None:
+    """The front was reading from the first verifier when it was partitioned; it keeps serving its old epoch (and
+    commits past the fence into a non-enforcing MLC), but the front's output is the new verifier's."""
+    ctx.env.cache_app.enforce_fences = False
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 3)
+    tokens, _ = await ctx.read_front(session, count=3)
+    old = ctx.serving(session)
+    await failover(ctx, session, "partition")
+    old.commit(session.id, ctx.tokens(2))  # the zombie's tokens: released at epoch 1, never committed
+    more = ctx.commit(session, 2)
+    rest, _ = await ctx.read_front(session, count=2, start=len(tokens))
+    ctx.check(tokens + rest == committed + more, "the front delivered output the partitioned old verifier served",
+              row="R-6.9-OLD-EPOCH", expected=str(committed + more), actual=str(tokens + rest))
+    ctx.serving(session).end(session.id, 4)
+    await ctx.serving(session).send_event(session.id, 4)
+    await ctx.read_front(session, final=True, start=len(tokens) + len(rest))
+
+
+@router_case("RTR-6.9-EXPIRED-001", area="failover", section="6.1, 6.9, P1-RTR-2", quote=f"{NOT_EXPIRED} ... "
+             f"{ELIGIBLE}", level=Level.MUST_NOT, profile=("P1-RTR-2",), requires=("verifiers:3",),
+             rows=("R-6.1-NOT-EXPIRED", "P1-RTR-2/ELIGIBLE", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN"))
+async def never_resume_at_an_expired_verifier(ctx: RouterContext) -> None:
+    """Of the two other verifiers one has expired: the failover resumes at the live one."""
+    session = await ctx.open_ok()
+    ctx.commit(session, 2)
+    serving = ctx.serving(session)
+    others = [v for v in ctx.env.verifiers.values() if v is not serving]
+    await ctx.expire(others[0])
+    mark = ctx.history.mark()
+    await failover(ctx, session)
+    wrong = opens_at(ctx, session, {others[0].name}, since=mark)
+    ctx.check(not wrong, f"the session was resumed at {others[0].name}, whose status had expired",
+              expected=others[1].name, actual=others[0].name)
+
+
+@router_case("RTR-6.9-EVENTS-001", area="failover", section="6.5.2, 6.9, P1-RTR-2", quote="switch (2):: The verifier "
+             "sends an event to the router, which assigns the session to another drafter with a permitted model",
+             level=Level.MUST, profile=("P1-RTR-2",),
+             rows=("R-6.5.2-ROUTER-SWITCH", "P1-RTR-2/EVENT-SENDER", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN"))
+async def events_follow_the_current_verifier(ctx: RouterContext) -> None:
+    """After a failover the old verifier's events get 403 and the new verifier's switch reassigns the session."""
+    session = await ctx.open_ok()
+    old = ctx.serving(session)
+    await failover(ctx, session)
+    answer = await old.send_event(session.id, 2, epoch=1)
+    ctx.expect_refusal(answer, "P1-RTR-2/EVENT-SENDER", what="a switch event from the old verifier")
+    assigned = await switch(ctx, session)
+    ctx.check(assigned is not None and assigned.assignment is not None and assigned.assignment.epoch == 2,
+              "the new verifier's switch event did not lead to an assignment at epoch 2",
+              expected="an assignment at epoch 2", actual=str(assigned.assignment.epoch
+                                                              if assigned and assigned.assignment else None))
+
+
+@router_case("RTR-6.9-FENCE-ORDER-001", area="failover", section="6.9", quote=FENCE_FIRST, level=Level.MUST,
+             rows=FAILOVER_ROWS)
+async def nothing_opens_while_the_fence_is_held(ctx: RouterContext) -> None:
+    """The harness's MLC holds the router's fence PUT: while it waits, no verifier receives the session's resume."""
+    session = await ctx.open_ok()
+    ctx.commit(session, 2)
+    opens = ctx.accepted_opens(session)
+    log = opens[0].opening.commit_log if opens[0].opening else ""
+    path = ctx.env.mlc.path_of(log)
+    assert path is not None
+    gate = ctx.env.cache_app.faults.hold(path, methods=frozenset({"PUT"}))
+    mark = ctx.history.mark()
+    await ctx.fail_verifier(ctx.serving(session), "expire")
+    arrived = await gate.wait_arrival(ctx.act_s)
+    if arrived:
+        await quiet(ctx, 0.4)
+    early = [seen for seen in ctx.history.of(OpenSeen, session.id, since=mark)]
+    ctx.check(not early, "the session was opened at another verifier while the router's fence append was still "
+              "waiting at the MLC", expected="no session-open before the fence", actual=str(len(early)))
+    gate.open()
+    opened = await ctx.resumed(session, epoch=2)
+    ctx.require(opened is not None, "no failover after the fence was let through", row="R-6.9-ROUTER-RESUME")
+    await ctx.assigned(session, epoch=2)
+
+
+@router_case("RTR-6.8-CONDITIONAL-001", area="failover", section="6.8, P1-LOG-1", quote=CONDITIONAL,
+             level=Level.MUST, profile=("P1-LOG-1",), rows=FAILOVER_ROWS)
+async def fence_append_survives_a_concurrent_writer(ctx: RouterContext) -> None:
+    """The old verifier's last record lands between the router's read and its PUT: the conditional PUT fails, the
+    router reads again and appends after it, and the resume includes that record."""
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 2)
+    old = ctx.serving(session)
+    served = old.serving(session.id)
+    assert served is not None
+    last = ctx.tokens(2)
+    record = CommitRecord(served.epoch, served.round + 1, tuple(last), len(committed) + 2,
+                          session.d(committed + last))
+    path = ctx.env.mlc.path_of(served.commit_log)
+    assert path is not None
+    ctx.env.cache_app.faults.insert_before_put(path, encode_record(record))
+    opened, _ = await failover(ctx, session)
+    resume = opened.opening.resume if opened.opening else None
+    ctx.check(resume is not None and resume.committed == 4 and opened.tokens_object == tuple(committed + last),
+              "the resume lost the record another writer appended just before the fence",
+              row="R-6.8-CONDITIONAL", expected=f"committed 4, {committed + last}",
+              actual=f"{resume.to_obj() if resume else None}, tokens {opened.tokens_object}")

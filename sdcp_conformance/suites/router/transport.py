@@ -1,0 +1,102 @@
+"""Transport at the router (§5.1, P1-TLS-1): its resources and its test front need TLS 1.3 and a client
+certificate of the CA."""
+
+from __future__ import annotations
+
+import ssl
+
+from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.probes import TlsOffer, http1_request, tls_probe
+from sdcp_conformance.harness.roles.router_status import instance_path
+from sdcp_conformance.harness.router_context import RouterContext
+from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
+from sdcp_conformance.suites.router import router_case
+from sdcp_conformance.transport.client import FailureKind
+
+MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
+        "is REQUIRED.")
+TLS_PROFILE = ("HTTP/2 over TLS 1.3 with a required client certificate. A handshake without a client certificate, "
+               "with one from an unknown CA, or at TLS 1.2 must fail.")
+REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
+
+
+async def _refused(ctx: RouterContext, identity: str, label: str, *, answered_fails: bool) -> None:
+    """A status report and a front request as ``identity``: the handshake (or the request on it) must fail."""
+    verifier = next(iter(ctx.env.verifiers.values()))
+    for method, path, body in (("PUT", instance_path(verifier.uri), verifier.status.body(4000)),
+                               ("POST", "client/sessions", {"contract": ctx.contract(), "prompt": [1, 2]})):
+        answer = await ctx.env.iut.send(identity, method, path, body)
+        if answer.status is None:
+            if answer.failure not in REFUSALS:
+                ctx.deviate("R-5.1-MTLS", f"a client {label} got no answer at all ({answer.describe()}): a hang is "
+                            "not a refused handshake", expected=["handshake refused"], actual=answer.describe())
+            continue
+        if answer.ok or answered_fails:
+            ctx.deviate("R-5.1-MTLS", f"a client {label} got an HTTP answer to {method} {path} ({answer.describe()})",
+                        expected=["handshake refused"], actual=answer.describe())
+        else:
+            ctx.deviate("P1-TLS-1/HANDSHAKE", f"a client {label} completed the handshake ({answer.describe()})",
+                        expected=["handshake refused"], actual=answer.describe())
+
+
+@router_case("RTR-5.1-TRANSPORT-001", area="transport", section="5.1, P1-TLS-1", quote=f"{MTLS} ... {TLS_PROFILE}",
+             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True)
+async def no_client_certificate(ctx: RouterContext) -> None:
+    """Without a client certificate neither a status report nor the front is reachable."""
+    await _refused(ctx, "no-cert", "without a certificate", answered_fails=True)
+
+
+@router_case("RTR-5.1-TRANSPORT-002", area="transport", section="5.1, P1-TLS-1", quote=f"{MTLS} ... {TLS_PROFILE}",
+             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True)
+async def certificate_of_another_ca(ctx: RouterContext) -> None:
+    """A client certificate from an unknown CA is refused."""
+    await _refused(ctx, "wrong-ca", "with a certificate from an unknown CA", answered_fails=False)
+
+
+@router_case("RTR-5.1-TRANSPORT-003", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
+             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True)
+async def tls12_refused(ctx: RouterContext) -> None:
+    """A client offering at most TLS 1.2 (valid certificate, ALPN h2) cannot complete a handshake."""
+    offer = TlsOffer(ctx.env.pki.cert("client"), ctx.env.pki.key("client"), max_version=ssl.TLSVersion.TLSv1_2,
+                     alpn=("h2",))
+    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False)
+    ctx.note(f"TLS 1.2 probe: {result.describe()}")
+    problem = result.refusal_problem(f"the router completed a handshake at {result.tls_version}; TLS 1.3 is REQUIRED")
+    ctx.check(problem is None, problem or "", expected="handshake refused", actual=result.describe())
+
+
+HTTP1 = "HTTP/1.1 requests (if ALPN lets them through) are refused with 505 or the connection is closed."
+H2 = "HTTP/2 over TLS 1.3 with a required client certificate."
+
+
+@router_case("RTR-5.1-TRANSPORT-004", area="transport", section="5.1, P1-TLS-1", quote=f"{MTLS} ... {HTTP1}",
+             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True)
+async def http11_is_refused(ctx: RouterContext) -> None:
+    """A client offering only ALPN http/1.1 and sending an HTTP/1.1 front request gets 505 or a closed
+    connection, never a served request."""
+    body = encode({"contract": ctx.contract(), "prompt": [1, 2]})
+    request = http1_request(ctx.env.config.base_uri, "POST", "client/sessions", body, SDCP_MEDIA_TYPE)
+    offer = TlsOffer(ctx.env.pki.cert("client"), ctx.env.pki.key("client"), alpn=("http/1.1",))
+    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, request)
+    ctx.note(f"HTTP/1.1 probe: {result.describe()}")
+    status = result.http1_status
+    if result.refused or status == 505 or (status is None and result.closed and result.handshake_ok):
+        return
+    acceptable = ["handshake refused", "HTTP/1.1 505", "connection closed without an HTTP/1.x answer"]
+    if status is not None and 200 <= status < 300:
+        ctx.fail(f"the router served a request over HTTP/1.1 ({status}); HTTP/2 or HTTP/3 is REQUIRED",
+                 row="R-5.1-MTLS", expected=acceptable, actual=result.describe())
+    ctx.deviate("P1-TLS-1/HTTP1", f"the router neither answered 505 nor closed the connection: {result.describe()}",
+                expected=acceptable, actual=result.describe())
+
+
+@router_case("RTR-5.1-TRANSPORT-005", area="transport", section="5.1, P1-TLS-1", quote=f"{MTLS} ... {H2}",
+             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"))
+async def front_and_resources_speak_h2_over_tls13(ctx: RouterContext) -> None:
+    """The front and the router's resources answer over HTTP/2 on TLS 1.3."""
+    session = await ctx.open_ok()
+    answer = await ctx.env.front.describe(session.id)
+    ctx.check(answer.tls_version == "TLSv1.3" and answer.alpn == "h2", f"the front answered over "
+              f"{answer.tls_version} / {answer.alpn}", row="P1-TLS-1/H2", expected="TLSv1.3 / h2",
+              actual=f"{answer.tls_version} / {answer.alpn}")
