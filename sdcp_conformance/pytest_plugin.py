@@ -13,6 +13,17 @@ the NON-STRICT (and INFORMATIONAL, XFAIL) cases by ID (D-RPT-6): the file
 validates against the JUnit schema Jenkins' xUnit plugin uses, which allows
 no properties on a testcase, so none are recorded there.
 
+Under pytest-xdist (``-n N``) the cases are spread over the workers. With
+the embedded reference each worker certifies its own. With ``--sdcp-target``
+all workers certify the one IUT: each serves its own cache on a free port,
+the cases that judge traffic at the harness's fixed listeners (the verifier's
+escalation events at the router) go to one worker (their node IDs end in
+``@sdcp-listeners`` and the plugin switches ``--dist load`` to
+``loadgroup``), as do all the cases of a
+role whose played counterparts listen at the addresses the IUT was
+configured with (drafter, router), and an exclusive case waits until no
+other worker runs a case (:mod:`sdcp_conformance.harness.process_lock`).
+
 Registered as a ``pytest11`` entry point, so it is loaded by every pytest run
 of every project where this package is installed: without its options it
 only adds them, and it imports nothing heavy until it is asked to run.
@@ -24,6 +35,7 @@ import asyncio
 import inspect
 import warnings
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +97,6 @@ class SdcpItem(pytest.Item):
 
         result = self.suite.run(self)
         self.result = result
-        self.suite.record_junit(self, result)
         if result.counts_as_failure:
             raise SdcpCaseFailure(describe_result(result))
         if result.verdict is Verdict.SKIPPED:
@@ -149,12 +160,40 @@ class SdcpSuite:
         self.dead = ""
         self.verdicts: dict[str, int] = {}
         self.junit_seeded = False
+        self.worker: dict[str, Any] | None = worker
+        self.lock_folder: Path | None = None
+        """pytest-xdist against a target: where the workers' shared lock lives (made by the controller)."""
+        if worker is not None and worker.get("sdcp_lock"):
+            self.lock_folder = Path(worker["sdcp_lock"])
+        elif worker is None and self.target is not None and _xdist_workers(config):
+            dist = getattr(config.option, "dist", "no")
+            if dist not in ("load", "loadgroup"):
+                raise pytest.UsageError(f"sdcp: --sdcp-target under pytest-xdist needs --dist load or loadgroup "
+                                        f"(the cases that listen at the target's harness addresses must stay "
+                                        f"on one worker), not --dist {dist}")
+            config.option.dist = "loadgroup"
+            import tempfile
+
+            self.lock_folder = Path(tempfile.mkdtemp(prefix="sdcp-xdist-"))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """pytest-xdist: every worker collects the cases in the same seeded order (else xdist refuses to run),
         and each starts its own harness environment (its own embedded IUT, or the target's)."""
         node.workerinput["sdcp_seed"] = self.seed
+        if self.lock_folder is not None:
+            node.workerinput["sdcp_lock"] = str(self.lock_folder)
+
+    def pytest_unconfigure(self) -> None:
+        if self.worker is None and self.lock_folder is not None:  # the controller made it
+            import shutil
+
+            shutil.rmtree(self.lock_folder, ignore_errors=True)
+
+    @property
+    def beside_others(self) -> bool:
+        """This process is one of several pytest-xdist workers certifying the one target."""
+        return self.worker is not None and self.target is not None
 
     # ------------------------------------------------------------------ collection
 
@@ -163,7 +202,21 @@ class SdcpSuite:
 
         for case, run in order_cases(self.catalogue, self.selected, self.seed):
             nodeid = case.id if run in ("main", "sanity-first") else f"{case.id}[{run}]"
+            group = self._xdist_group(case) if self.beside_others else None
+            if group is not None:
+                # loadgroup's scheduler keeps together the node IDs that end in the same "@group". xdist's own
+                # marker-to-suffix step sets an attribute pytest 9 no longer reads, so the suffix is put here.
+                nodeid = f"{nodeid}@{group}"
             yield SdcpItem.from_parent(session, name=nodeid, nodeid=nodeid, case=case, run=run, suite=self)
+
+    def _xdist_group(self, case: Case) -> str | None:
+        """The worker group ``case`` must run in when workers share the target (None: any worker)."""
+        from sdcp_conformance.harness.suites import load_object, role_suite
+
+        environment_class = load_object(role_suite(self.role).environment)
+        if not hasattr(environment_class, "start_beside_others"):
+            return f"sdcp-{self.role}"  # its played roles listen where the IUT was told: one worker runs all
+        return "sdcp-listeners" if case.listens else None
 
     @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so those apply to the cases too
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
@@ -178,7 +231,9 @@ class SdcpSuite:
             self.loop = asyncio.new_event_loop()
             try:
                 environment_class = load_object(role_suite(self.role).environment)
-                self.env = self.loop.run_until_complete(environment_class.start(self.target))
+                beside = getattr(environment_class, "start_beside_others", None) if self.beside_others else None
+                starting = beside(self.target) if beside is not None else environment_class.start(self.target)
+                self.env = self.loop.run_until_complete(starting)
             except Exception as exc:  # reported on every item instead of crashing the session
                 self.start_error = f"the harness could not start: {type(exc).__name__}: {exc}"
         return self.env
@@ -194,19 +249,42 @@ class SdcpSuite:
             result = CaseResult(item.case, Verdict.SKIPPED, f"not run: the sanity case failed first ({self.dead})",
                                 run=item.run)
         else:
-            result = self.loop.run_until_complete(run_case(env, item.case, self.seed, item.run))
+            with self._turn(item.case):
+                result = self.loop.run_until_complete(run_case(env, item.case, self.seed, item.run))
             if item.run == "sanity-first" and result.verdict is not Verdict.PASSED:
                 self.dead = (result.message or result.verdict.value).splitlines()[0]
         if self.expected is not None:
             self.expected.apply(result)
         return result
 
-    def record_junit(self, item: SdcpItem, result: CaseResult) -> None:
+    def _turn(self, case: Case) -> AbstractContextManager[None]:
+        """Workers sharing a target: an exclusive case runs while no other worker runs one; others run together."""
+        if self.lock_folder is None or not self.beside_others:
+            return nullcontext()
+        from sdcp_conformance.harness.process_lock import SharedExclusiveLock
+
+        lock = SharedExclusiveLock(self.lock_folder)
+        return lock.exclusive() if case.exclusive else lock.shared()
+
+    @staticmethod
+    def report_fields(result: CaseResult, seed: int) -> dict[str, Any]:
+        """What the call report carries to whoever writes the JUnit file (the controller, under pytest-xdist)."""
+        from sdcp_conformance.report.junit import classname
+
+        lines = [f"verdict: {result.verdict.value}", f"seed: {seed}",
+                 f"§{result.case.section} ({result.case.level.value}): {result.case.quote}"]
+        if result.message:
+            lines.append(result.message)
+        lines += [f"finding: {f.severity.value} [{f.row}] {f.message}" for f in result.findings]
+        return {"verdict": result.verdict.value, "classname": classname(result.case.role, result.case.area),
+                "lines": lines, "seed": seed}
+
+    def record_junit(self, report: pytest.TestReport, fields: dict[str, Any]) -> None:
         """Under ``--junitxml``: classname ``role.area``, the verdict in system-out, flagged verdicts as suite
         properties (pytest's junit writer has no public hook for these, so its node reporter is used)."""
         import xml.etree.ElementTree as ET
 
-        from sdcp_conformance.report.junit import FLAGGED, classname
+        from sdcp_conformance.report.junit import FLAGGED
 
         try:
             from _pytest.junitxml import xml_key
@@ -214,22 +292,17 @@ class SdcpSuite:
             junit = self.config.stash.get(xml_key, None)
             if junit is None:
                 return
-            reporter = junit.node_reporter(item.nodeid)
-            reporter.add_attribute("classname", classname(result.case.role, result.case.area))
-            lines = [f"verdict: {result.verdict.value}", f"seed: {self.seed}",
-                     f"§{result.case.section} ({result.case.level.value}): {result.case.quote}"]
-            if result.message:
-                lines.append(result.message)
-            lines += [f"finding: {f.severity.value} [{f.row}] {f.message}" for f in result.findings]
+            reporter = junit.node_reporter(report)
+            reporter.add_attribute("classname", fields["classname"])
             out = ET.Element("system-out")
-            out.text = "\n".join(lines)
+            out.text = "\n".join(fields["lines"])
             reporter.append(out)
             if not self.junit_seeded:
-                junit.add_global_property("sdcp.seed", str(self.seed))
+                junit.add_global_property("sdcp.seed", str(fields["seed"]))
                 self.junit_seeded = True
             for verdict, key in FLAGGED:
-                if result.verdict is verdict:
-                    junit.add_global_property(key, item.nodeid)
+                if fields["verdict"] == verdict.value:
+                    junit.add_global_property(key, report.nodeid)
         except (ImportError, AttributeError):  # another pytest's junit writer: the report stays plain
             return
 
@@ -245,17 +318,20 @@ class SdcpSuite:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        """The verdict rides on the call report (an attribute pytest-xdist serialises to the controller)."""
+        """The verdict rides on the call report, an attribute pytest-xdist serialises to the controller."""
         outcome = yield
         result = getattr(item, "result", None)
         if call.when == "call" and isinstance(item, SdcpItem) and result is not None:
-            outcome.get_result().sdcp_verdict = result.verdict.value
+            outcome.get_result().sdcp = self.report_fields(result, self.seed)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Verdicts counted from the reports, so the controller of pytest-xdist workers counts theirs too."""
-        verdict = getattr(report, "sdcp_verdict", None)
-        if report.when == "call" and verdict is not None:
-            self.verdicts[str(verdict)] = self.verdicts.get(str(verdict), 0) + 1
+        """Counted and written to JUnit from the reports, so a pytest-xdist controller does it for its workers."""
+        fields = getattr(report, "sdcp", None)
+        if report.when != "call" or not isinstance(fields, dict):
+            return
+        verdict = str(fields["verdict"])
+        self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
+        self.record_junit(report, fields)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         counts = ", ".join(f"{verdict} {count}" for verdict, count in sorted(self.verdicts.items()))
@@ -264,6 +340,12 @@ class SdcpSuite:
                                     f"(replay the order with --sdcp-seed {self.seed})")
         if self.start_error:
             terminalreporter.write_line(self.start_error)
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many pytest-xdist workers this run starts (0 without xdist)."""
+    count = getattr(config.option, "numprocesses", None)
+    return count if isinstance(count, int) else 0
 
 
 def _target(path: str | None) -> TargetConfig | None:

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
-from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, initialize, rule
 
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.fuzz.database import seeded
 from sdcp_conformance.fuzz.failover_executor import FailoverExecutor
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.steps import Step, Violation
@@ -108,9 +108,9 @@ class FailoverRunner:
         config = settings(max_examples=examples, stateful_step_count=step_count, deadline=None, database=database,
                           suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
                           report_multiple_bugs=False,
-                          phases=[Phase.reuse, Phase.generate, Phase.shrink] if database else
+                          phases=[Phase.reuse, Phase.generate, Phase.shrink] if database is not None else
                           [Phase.generate, Phase.shrink])
-        test = hypothesis_seed(seed)(get_state_machine_test(machine_for(self), settings=config))
+        test = seeded(get_state_machine_test(machine_for(self), settings=config), seed, database)
         try:
             test()
         except Flaky:

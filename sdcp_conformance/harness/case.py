@@ -13,7 +13,7 @@ exchanged) comes from the context's transcript.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +71,10 @@ class Case:
     role: str = "verifier"
     exclusive: bool = False
     """Changes state every case shares (the cache's fence enforcement, the IUT's pinned load): runs alone."""
+    listens: tuple[str, ...] = ()
+    """Harness listeners at the fixed addresses the IUT was configured with (``"router"``) whose traffic the case
+    judges. When several harness processes certify one IUT (pytest-xdist), such cases all run in the one
+    process that holds those listeners; the rest run anywhere, each process with its own cache."""
 
     @property
     def primary_row(self) -> str:
@@ -82,6 +86,7 @@ class Case:
             "level": self.level.value, "title": self.title, "requires": list(self.requires),
             "profile": list(self.profile), "black_box_note": self.black_box_note, "rows": list(self.rows),
             "role": self.role, "standalone": self.standalone, "exclusive": self.exclusive,
+            "listens": list(self.listens),
         }
 
 
@@ -96,6 +101,8 @@ class Catalogue:
     """Mock models every case may use without declaring ``requires=("model:…",)``."""
     exclusive_areas: frozenset[str] = frozenset()
     """Areas whose every case changes shared state and so runs alone."""
+    listening_areas: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Areas whose every case judges traffic at fixed harness listeners (:attr:`Case.listens`)."""
 
     def add(self, case: Case) -> Case:
         if case.id in self.cases:
@@ -123,13 +130,15 @@ class Catalogue:
         rows: Sequence[str] = (),
         standalone: bool = False,
         exclusive: bool = False,
+        listens: Sequence[str] = (),
     ) -> Callable[[CaseFunction], CaseFunction]:
         """Decorator declaring a case."""
 
         def register(run: CaseFunction) -> CaseFunction:
             self.add(Case(id, area, section, quote, level, run, title or (run.__doc__ or "").strip().split("\n")[0],
                           tuple(requires), timeout_s, tuple(profile), black_box_note, tuple(rows), standalone,
-                          self.role, exclusive or area in self.exclusive_areas))
+                          self.role, exclusive or area in self.exclusive_areas,
+                          tuple(dict.fromkeys((*listens, *self.listening_areas.get(area, ()))))))
             if sanity:
                 self.sanity_id = id
             return run

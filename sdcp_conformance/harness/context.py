@@ -19,7 +19,7 @@ from sdcp_conformance.errors import InvalidArgument, MalformedMessage
 from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.harness.judging import JudgedContext
+from sdcp_conformance.harness.judging import JudgedContext, session_id_for
 from sdcp_conformance.models.registry import MockModel, mock_model
 from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.chain import contract_digest, extend_digest, prefix_digest
@@ -107,7 +107,7 @@ class CaseContext(JudgedContext):
         return {key: value for key, value in contract.items() if value is not None}
 
     def new_session_id(self) -> bytes:
-        return self.rng.randbytes(16)
+        return session_id_for(self.rng, self.env.session_nonce)
 
     def cache_uri(self, name: str) -> str:
         return f"{self.env.config.cache}{self.case_id}/{name}"

@@ -11,14 +11,15 @@ import asyncio
 import contextvars
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.iut import Identity, IutLink
+from sdcp_conformance.harness.judging import run_nonce
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.protocol.codec import decode
@@ -131,6 +132,10 @@ class Environment:
                            request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
                            max_response_bytes=config.max_response_bytes)
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+        self.session_nonce = run_nonce(config.embedded)
+        """Mixed into every session ID the cases draw (D-ID-1: a rerun never meets the last run's sessions)."""
+        self._serving: set[str] = set()
+        """The harness listeners bound so far (``cache``, ``router``)."""
 
     # ------------------------------------------------------------------ identities
 
@@ -242,18 +247,44 @@ class Environment:
             raise
         return environment
 
-    async def _serve_harness(self) -> None:
-        def server(name: str, handler: Handler) -> H2Server:
-            uri = self.config.cache if name == "cache" else self.config.router
-            return H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name),
-                                                  ca=self.pki.ca_cert, host=urlsplit(uri).hostname or "127.0.0.1",
-                                                  port=port_of(uri)))
+    @classmethod
+    async def start_beside_others(cls, config: TargetConfig) -> Environment:
+        """Start for a target that other harness processes certify at the same time (pytest-xdist workers).
 
-        for name, handler in (("cache", Recorder("cache", self.cache, self._cache_transcripts)),
-                              ("router", Recorder("router", self.inbox, self._router_transcripts))):
-            started = server(name, handler)
-            await started.start()
-            self.servers.append(started)
+        Each process serves its own cache on a free port of the same host (every object is named by a full
+        URI, so the IUT fetches from whichever process wrote it) and binds the router listener, which the IUT
+        was configured with, only when a case that listens there runs (:meth:`prepare`); such cases are all
+        sent to one process, so exactly one binds it.
+        """
+        host = urlsplit(config.cache).hostname or "127.0.0.1"
+        cache = urlunsplit(urlsplit(config.cache)._replace(netloc=f"{host}:{free_port()}"))
+        environment = cls(replace(config, cache=cache), load_pki(config.pki))
+        try:
+            await environment._serve("cache")
+        except BaseException:
+            await environment.stop()
+            raise
+        return environment
+
+    async def prepare(self, case: Case) -> None:
+        """Before ``case`` runs: the listeners it judges traffic at are up (bound now if deferred)."""
+        if "router" in case.listens and "router" not in self._serving:
+            await self._serve("router")
+
+    async def _serve_harness(self) -> None:
+        for name in ("cache", "router"):
+            await self._serve(name)
+
+    async def _serve(self, name: str) -> None:
+        uri = self.config.cache if name == "cache" else self.config.router
+        handler: Handler = (Recorder("cache", self.cache, self._cache_transcripts) if name == "cache"
+                            else Recorder("router", self.inbox, self._router_transcripts))
+        started = H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name),
+                                                 ca=self.pki.ca_cert, host=urlsplit(uri).hostname or "127.0.0.1",
+                                                 port=port_of(uri)))
+        await started.start()
+        self.servers.append(started)
+        self._serving.add(name)
 
     async def _start_embedded(self, app_factory: AppFactory | None) -> None:
         config = self.config

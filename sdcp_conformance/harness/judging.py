@@ -13,6 +13,7 @@ harness plays for it.
 from __future__ import annotations
 
 import random
+import secrets
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, NoReturn
@@ -22,6 +23,20 @@ from sdcp_conformance.harness.case import Case, CaseSkipped, CaseStopped
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.judge import TABLE, Answered, Finding, deviation, judge_refusal
 from sdcp_conformance.judge import Verdict as Severity
+
+
+def session_id_for(rng: random.Random, nonce: bytes) -> bytes:
+    """A 16-byte session ID: drawn from the case's seeded ``rng`` (so the draws after it stay reproducible),
+    XORed with the environment's run nonce. An embedded IUT starts empty each run, so its nonce is zero and a
+    seed repeats the IDs; a target IUT lives across runs, and a rerun with the same seed must not meet the
+    sessions the last run opened (D-ID-1)."""
+    drawn = rng.randbytes(16)
+    return bytes(a ^ b for a, b in zip(drawn, nonce.ljust(16, b"\0"), strict=True))
+
+
+def run_nonce(embedded: bool) -> bytes:
+    """Zero for an embedded IUT (fresh each run), random for a target (D-ID-1)."""
+    return bytes(16) if embedded else secrets.token_bytes(16)
 
 
 class JudgedContext:
@@ -106,4 +121,4 @@ class JudgedContext:
 
 
 
-__all__ = ["JudgedContext"]
+__all__ = ["JudgedContext", "run_nonce", "session_id_for"]

@@ -19,7 +19,7 @@ from typing import Any
 from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.harness.judging import JudgedContext
+from sdcp_conformance.harness.judging import JudgedContext, session_id_for
 from sdcp_conformance.harness.roles.router_checks import Violation, check_session
 from sdcp_conformance.harness.roles.router_drafters import PlayedDrafter
 from sdcp_conformance.harness.roles.router_history import AssignSeen, OpenSeen, PutSeen
@@ -75,7 +75,7 @@ class RouterContext(JudgedContext):
         return [self.rng.randrange(128) for _ in range(count)]
 
     def new_session_id(self) -> bytes:
-        return self.rng.randbytes(16)
+        return session_id_for(self.rng, getattr(self.env, "session_nonce", bytes(16)))
 
     # ------------------------------------------------------------------ the front (P1-FRONT-1)
 

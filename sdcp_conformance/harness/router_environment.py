@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.iut import Answer, Identity, IutLink
+from sdcp_conformance.harness.judging import run_nonce
 from sdcp_conformance.harness.roles.router_drafters import PlayedDrafter
 from sdcp_conformance.harness.roles.router_front import CLIENT_IDENTITY, FrontClient
 from sdcp_conformance.harness.roles.router_history import History, PutSeen
@@ -87,6 +88,8 @@ class RouterEnvironment:
         self.config = config
         self.pki = pki
         self.current: CaseTranscript | None = None
+        self.session_nonce = run_nonce(config.embedded)
+        """Mixed into the session IDs the cases choose (D-ID-1: a rerun never meets the last run's sessions)."""
         self.history = History()
         self.cache_app = CacheApp(clock=time.time)
         self.mlc = ObservedMlc(self.cache_app, self.history, config.cache, clock=time.time)

@@ -147,6 +147,13 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     missing = [need for need in case.requires if need not in env.capabilities()]
     if missing:
         return CaseResult(case, Verdict.SKIPPED, f"the target lacks {', '.join(missing)}", run=run)
+    prepare = getattr(env, "prepare", None)
+    if prepare is not None:
+        try:
+            await prepare(case)
+        except OSError as exc:
+            return CaseResult(case, Verdict.ERROR, f"harness error: a listener this case needs could not start: "
+                              f"{exc}", run=run)
     if not shared:
         env.reset()
     context = env.new_context(case, seed, run)

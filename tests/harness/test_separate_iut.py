@@ -2,59 +2,21 @@
 
 from __future__ import annotations
 
+import gzip
 import json
-import queue
-import shlex
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from sdcp_conformance.harness.target import load_target
-from sdcp_conformance.reference.stack import READY_LINE
-
-CLI = [sys.executable, "-m", "sdcp_conformance.cli"]
-READY_TIMEOUT_S = 90.0
-STEP_TIMEOUT_S = 120.0
-
-
-def _cli_words(printed: str) -> list[str]:
-    """The printed `sdcp-conformance …` command, run with this interpreter (no reliance on PATH)."""
-    words = shlex.split(printed)
-    assert words[0] == "sdcp-conformance"
-    return [*CLI, *words[1:]]
-
-
-def _lines(stream: IO[str]) -> queue.Queue[str]:
-    """Lines of a child's stdout, read by a thread so that waiting for one can have a deadline."""
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        for line in stream:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return lines
-
-
-def _wait_ready(lines: queue.Queue[str], process: subprocess.Popen[str]) -> str:
-    seen: list[str] = []
-    while True:
-        try:
-            line = lines.get(timeout=READY_TIMEOUT_S)
-        except queue.Empty:
-            pytest.fail(f"no {READY_LINE!r} line within {READY_TIMEOUT_S} s; got {seen}")
-        seen.append(line)
-        if line.startswith(READY_LINE):
-            return line[len(READY_LINE):].strip()
-        assert process.poll() is None, f"the verifier exited early: {seen}"
+from tests.harness.separate_process import CLI, STEP_TIMEOUT_S, cli_words, wait_ready
 
 
 def _port_is_free(uri: str) -> bool:
@@ -74,10 +36,10 @@ def separate_verifier(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     printed = next(line.strip() for line in made.stdout.splitlines()
                    if line.strip().startswith("sdcp-conformance serve verifier"))
     with (tmp_path / "verifier.err").open("w") as errors:
-        process = subprocess.Popen(_cli_words(printed), stdout=subprocess.PIPE, stderr=errors, text=True)
+        process = subprocess.Popen(cli_words(printed), stdout=subprocess.PIPE, stderr=errors, text=True)
         try:
             assert process.stdout is not None
-            base_uri = _wait_ready(_lines(process.stdout), process)
+            base_uri = wait_ready(process)
             yield folder / "target.toml", base_uri
         finally:
             process.terminate()
@@ -100,7 +62,9 @@ def test_certify_a_separately_started_reference_verifier(separate_verifier: tupl
     document = json.loads((reports / "report.json").read_text(encoding="utf-8"))
     assert document["environment"]["embedded"] is False and document["environment"]["iut"] == base_uri
     assert document["counts"] == {"PASSED": 2}
-    assert document["results"][0]["evidence"], "the report carries the exchanged messages"
+    first = document["results"][0]
+    with gzip.open(reports / first["evidence_file"], "rt", encoding="utf-8") as evidence:
+        assert json.load(evidence)[first["key"]], "the report's evidence holds the exchanged messages"
 
 
 @pytest.mark.slow
@@ -134,10 +98,10 @@ def pinned_verifier(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[
     text = target.read_text(encoding="utf-8").replace("[harness]", f"pinned_load = {PINNED_LOAD}\n\n[harness]")
     target.write_text(text, encoding="utf-8")
     with (tmp_path / "verifier.err").open("w") as errors:
-        process = subprocess.Popen([*_cli_words(printed), *extra], stdout=subprocess.PIPE, stderr=errors, text=True)
+        process = subprocess.Popen([*cli_words(printed), *extra], stdout=subprocess.PIPE, stderr=errors, text=True)
         try:
             assert process.stdout is not None
-            _wait_ready(_lines(process.stdout), process)
+            wait_ready(process)
             yield target
         finally:
             process.terminate()

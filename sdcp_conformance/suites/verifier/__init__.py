@@ -10,8 +10,9 @@ import pkgutil
 
 from sdcp_conformance.harness.case import Catalogue
 
-CATALOGUE = Catalogue(exclusive_areas=frozenset({"escalation"}))
-"""Escalation cases pin the embedded IUT's load (which every session sees): they run alone."""
+CATALOGUE = Catalogue(exclusive_areas=frozenset({"escalation"}), listening_areas={"escalation": ("router",)})
+"""Escalation cases pin the embedded IUT's load (which every session sees): they run alone; they judge the
+events the IUT sends to the harness's router listener."""
 
 _NOT_CASES = frozenset({"conversation", "seeded_rule2"})
 for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):

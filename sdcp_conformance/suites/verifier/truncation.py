@@ -120,7 +120,7 @@ async def finished_state(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.3-TRUNC-008", area="truncation", section="6.5.2", level=Level.PROFILE, profile=("P1-EVT-1",),
-    rows=("P1-EVT-1/EVENTS",),
+    rows=("P1-EVT-1/EVENTS",), listens=("router",),
     quote="Events: kind 2 when the verifier applies `switch`; kind 3 when it starts self-decoding; kind 0 when "
           "self-decoding ends and a drafter is needed again; 4 and 5 when the session finishes or fails.",
 )

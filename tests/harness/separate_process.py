@@ -1,0 +1,79 @@
+"""Starting the reference verifier as a separate process, as a vendor starts theirs, for the target-mode tests."""
+
+from __future__ import annotations
+
+import queue
+import shlex
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from sdcp_conformance.reference.stack import READY_LINE
+
+CLI = [sys.executable, "-m", "sdcp_conformance.cli"]
+READY_TIMEOUT_S = 90.0
+STEP_TIMEOUT_S = 120.0
+
+
+def cli_words(printed: str) -> list[str]:
+    """The printed `sdcp-conformance …` command, run with this interpreter (no reliance on PATH)."""
+    words = shlex.split(printed)
+    assert words[0] == "sdcp-conformance"
+    return [*CLI, *words[1:]]
+
+
+def _lines(stream: IO[str]) -> queue.Queue[str]:
+    """Lines of a child's stdout, read by a thread so that waiting for one can have a deadline."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def wait_ready(process: subprocess.Popen[str]) -> str:
+    """The base URI from the child's ready line (its stdout), within READY_TIMEOUT_S."""
+    assert process.stdout is not None
+    lines = _lines(process.stdout)
+    seen: list[str] = []
+    while True:
+        try:
+            line = lines.get(timeout=READY_TIMEOUT_S)
+        except queue.Empty:
+            pytest.fail(f"no {READY_LINE!r} line within {READY_TIMEOUT_S} s; got {seen}")
+        seen.append(line)
+        if line.startswith(READY_LINE):
+            return line[len(READY_LINE):].strip()
+        assert process.poll() is None, f"the verifier exited early: {seen}"
+
+
+
+
+@contextmanager
+def separate_verifier(folder: Path, errors: Path, extra: tuple[str, ...] = ()) -> Iterator[tuple[Path, str]]:
+    """``pki init FOLDER --iut verifier``, then the printed ``serve verifier`` command (plus ``extra``) as a child
+    process; yields (target file, base URI) and stops the child."""
+    made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", "verifier"], capture_output=True, text=True,
+                          timeout=STEP_TIMEOUT_S, check=True)
+    printed = next(line.strip() for line in made.stdout.splitlines()
+                   if line.strip().startswith("sdcp-conformance serve verifier"))
+    with errors.open("w") as sink:
+        process = subprocess.Popen([*cli_words(printed), *extra], stdout=subprocess.PIPE, stderr=sink, text=True)
+        try:
+            yield folder / "target.toml", wait_ready(process)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=20)
