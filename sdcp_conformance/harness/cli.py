@@ -183,13 +183,16 @@ def _print_preflight(console: Any, report: RunReport, target: TargetConfig | Non
               "certification looks like. `selftest` lists the mutants.")
 @click.option("--bundle", "bundle_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write a signed certification bundle (zip + in-toto attestation) to this file.")
+@click.option("--shard", "shard_text", default=None, metavar="K/N",
+              help="Run only the K-th of N balanced parts of the selection (sanity first and last in each); "
+              "join the N report folders with `report merge`. Give every shard the same --seed.")
 @click.option("--signing-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Ed25519 private key (PEM) that signs the bundle. Default: the target PKI's attestation.key "
               "(`pki init` mints one), else a one-off key.")
 def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tuple[str, ...],
             list_selector: str | None, report_dir: Path | None, seed: int | None, expected_path: Path | None,
             strict: bool, role: str | None, mutant: str | None, bundle_path: Path | None,
-            signing_key: Path | None) -> None:
+            shard_text: str | None, signing_key: Path | None) -> None:
     """Certify an SDCP verifier, drafter or router against the draft and the interop profile."""
     target = _load_target(target_path)
     if target is not None and role is not None and role != target.role:
@@ -203,6 +206,17 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tupl
             if list_selector is not None else None
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from exc
+    shard = None
+    if shard_text is not None:
+        from sdcp_conformance.harness.shards import parse_shard, recorded_durations, shard_cases
+
+        try:
+            shard = parse_shard(shard_text)
+        except InvalidArgument as exc:
+            raise click.BadParameter(str(exc), param_hint="--shard") from exc
+        selected = shard_cases(selected, *shard, recorded_durations(catalogue), catalogue.sanity_id)
+        if listed is not None:
+            listed = [case for case in listed if case in selected]
     if listed is not None:
         for line in case_lines(listed):
             click.echo(line)
@@ -216,14 +230,14 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tupl
     expected = _load_expected(expected_path, catalogue)
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
     _certify(target, target_path, catalogue, selected, selectors, excluded, run_seed, expected, expected_path,
-             strict, role, mutant, factory, report_dir, bundle_path, _signing_key(signing_key, target))
+             strict, role, mutant, factory, report_dir, bundle_path, _signing_key(signing_key, target), shard)
 
 
 def _certify(target: TargetConfig | None, target_path: Path | None, catalogue: Catalogue, selected: Sequence[Any],
              selectors: Sequence[str], excluded: Sequence[str], run_seed: int, expected: ExpectedFailures | None,
              expected_path: Path | None, strict: bool, role: str, mutant: str | None,
              factory: Callable[..., Any] | None, report_dir: Path | None, bundle_path: Path | None,
-             key: Path | None) -> None:
+             key: Path | None, shard: tuple[int, int] | None = None) -> None:
     from sdcp_conformance.report import write_run
     from sdcp_conformance.report.console import log_console, print_document
     from sdcp_conformance.report.logs import captured_logs
@@ -232,7 +246,8 @@ def _certify(target: TargetConfig | None, target_path: Path | None, catalogue: C
     console = log_console()
     order = [case.id for case, _ in order_cases(catalogue, selected, run_seed)]
     subject = f"the embedded reference {role}" + (f" with the planted bug {mutant!r}" if mutant else "")
-    console.print(f"certifying {target.base_uri if target else subject}: {len(order)} runs, seed {run_seed}",
+    part = f", shard {shard[0]}/{shard[1]}" if shard is not None else ""
+    console.print(f"certifying {target.base_uri if target else subject}: {len(order)} runs{part}, seed {run_seed}",
                   highlight=False, soft_wrap=True)
     fingerprint = _fingerprint_before(target)
     display = progress_for(console, order)
@@ -244,8 +259,9 @@ def _certify(target: TargetConfig | None, target_path: Path | None, catalogue: C
             captured_logs(folder / SERVER_LOG) as logs:
         try:
             with display:
-                report = _run(target, role, ids if (selectors or excluded) else (), run_seed, expected, collected,
-                              strict, factory, Path(workdir))
+                report = _run(target, role, ids if (selectors or excluded or shard) else (), run_seed, expected,
+                              collected, strict, factory, Path(workdir))
+                report.shard = shard
         except KeyboardInterrupt:
             interrupted = True
             environment = {"iut": target.base_uri if target else None, "role": role, "embedded": target is None}

@@ -253,7 +253,7 @@ class Environment:
 
         Each process serves its own cache on a free port of the same host (every object is named by a full
         URI, so the IUT fetches from whichever process wrote it) and binds the router listener, which the IUT
-        was configured with, only when a case that listens there runs (:meth:`prepare`); such cases are all
+        was configured with, only when a case that listens there runs (:meth:`before_case`); such cases are all
         sent to one process, so exactly one binds it.
         """
         host = urlsplit(config.cache).hostname or "127.0.0.1"
@@ -266,7 +266,7 @@ class Environment:
             raise
         return environment
 
-    async def prepare(self, case: Case) -> None:
+    async def before_case(self, case: Case) -> None:
         """Before ``case`` runs: the listeners it judges traffic at are up (bound now if deferred)."""
         if "router" in case.listens and "router" not in self._serving:
             await self._serve("router")

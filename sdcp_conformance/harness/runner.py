@@ -147,10 +147,10 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     missing = [need for need in case.requires if need not in env.capabilities()]
     if missing:
         return CaseResult(case, Verdict.SKIPPED, f"the target lacks {', '.join(missing)}", run=run)
-    prepare = getattr(env, "prepare", None)
-    if prepare is not None:
+    before_case = getattr(env, "before_case", None)
+    if before_case is not None:
         try:
-            await prepare(case)
+            await before_case(case)
         except OSError as exc:
             return CaseResult(case, Verdict.ERROR, f"harness error: a listener this case needs could not start: "
                               f"{exc}", run=run)

@@ -1,7 +1,8 @@
-"""``sdcp-conformance report …`` (show, diff, html) and ``sdcp-conformance bundle verify``.
+"""``sdcp-conformance report …`` (show, diff, html, merge) and ``sdcp-conformance bundle verify``.
 
 They read what ``certify`` wrote (a run folder with ``report.json``), import
-neither torch nor the suites, and answer in well under a second. Exit
+neither torch nor the suites (except ``merge``, which recomputes coverage over
+the suite), and answer in well under a second. Exit
 status: 0 done, 1 ``report diff`` found a regression or ``bundle verify``
 rejected the bundle, 2 a usage error (no such report, not a report).
 """
@@ -48,6 +49,28 @@ def show(directory: Path, tail: int) -> None:
     console.print(f"{directory}: {run.get('role')} at {run.get('iut')}, started {run.get('started')}",
                   highlight=False, soft_wrap=True)
     print_document(console, document, tail=tail)
+
+
+@report.command("merge")
+@click.argument("shards", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports") / "merged",
+              show_default=True, help="Where the merged report.json, junit.xml and report.html go.")
+def merge(shards: tuple[Path, ...], out: Path) -> None:
+    """Join the reports of `certify --shard K/N` runs (every K once) into the report of the whole run.
+
+    Exits as certify would have: 0 PASSED, 1 FAILED, 3 INCOMPLETE."""
+    from sdcp_conformance.report.console import log_console, print_document
+    from sdcp_conformance.report.merge import merge_reports
+
+    try:
+        document, written, merged = merge_reports(list(shards), out)
+    except InvalidArgument as exc:
+        raise click.UsageError(str(exc)) from exc
+    console = log_console()
+    console.print(f"merged {len(shards)} shards into {out}", highlight=False, soft_wrap=True)
+    print_document(console, document, reports=written)
+    if merged.exit_code:
+        sys.exit(merged.exit_code)
 
 
 @report.command("diff")

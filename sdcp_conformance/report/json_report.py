@@ -102,6 +102,7 @@ def report_document(report: RunReport, *, command: Sequence[str] = (), target: s
             + report.incomplete_reasons(),
             "skipped": [{"id": r.case.id, "run": r.run, "reason": r.message} for r in report.skipped()],
             "iut": report.environment.get("iut"), "iut_certificate": iut_certificate,
+            "shard": list(report.shard) if report.shard is not None else None,
         },
         "environment": {**report.environment, "python": sys.version.split()[0], "platform": platform.platform()},
         "counts": dict(sorted(report.counts().items())),
