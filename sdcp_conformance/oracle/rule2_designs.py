@@ -139,10 +139,16 @@ def _profile_key(sampling: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
 
 def avoid_fragile(row: F, sampling: Mapping[str, int]) -> F:
     """q with no mass on tokens whose own row would be fragile (keeps later positions countable)."""
-    key = _profile_key(sampling)
-    mask = np.asarray([0.0 if fragile(t, key) else 1.0 for t in range(VOCAB_SIZE)])
-    kept = row * mask
+    kept = row * _robust_tokens(_profile_key(sampling))
     return kept / kept.sum() if kept.sum() > 0 else row
+
+
+@cache
+def _robust_tokens(key: tuple[tuple[str, int], ...]) -> F:
+    """1 for every token whose own row is not fragile under the profile, 0 for the others."""
+    mask = np.asarray([0.0 if fragile(t, key) else 1.0 for t in range(VOCAB_SIZE)])
+    mask.setflags(write=False)
+    return mask
 
 
 # ---------------------------------------------------------------------- proposals

@@ -57,7 +57,7 @@ from functools import cache
 import numpy as np
 import numpy.typing as npt
 
-from sdcp_conformance.models.bigram import bigram_logits
+from sdcp_conformance.models.bigram import VOCAB_SIZE, bigram_logits, bigram_table
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.oracle import rule2 as plain
 from sdcp_conformance.oracle.greedy import next_logits
@@ -131,7 +131,21 @@ def profile_variants(model: str, contexts: Sequence[Sequence[int]], sampling: Ma
 
 
 def _logits(model: str, context: Sequence[int]) -> F:
-    return bigram_logits(context[-1], model) if _closed_form(model) else next_logits(model, context)
+    if not _closed_form(model):
+        return next_logits(model, context)
+    last = context[-1]
+    if not 0 <= last < VOCAB_SIZE:
+        return bigram_logits(last, model)  # which refuses it, in its own words
+    row: F = _table(model)[last]
+    return row
+
+
+@cache
+def _table(model: str) -> F:
+    """A bigram model's whole table, once: ``bigram_logits`` builds it afresh on every call."""
+    table = bigram_table(model)
+    table.setflags(write=False)
+    return table
 
 
 def _rows(model: str, contexts: Sequence[Sequence[int]], sampling: Mapping[str, int] | None) -> F:
@@ -160,7 +174,18 @@ def topk_ties(model: str, context: Sequence[int], sampling: Mapping[str, int] | 
 
 def top_p_first(model: str, context: Sequence[int], sampling: Mapping[str, int]) -> F:
     """Temperature, then top-p, then top-k: the steps in another order than §4.1's."""
-    nucleus = plain.distribution(next_logits(model, context).tolist(),
+    if _closed_form(model) and 0 <= context[-1] < VOCAB_SIZE:  # a row of the table: the same for every context
+        return np.asarray(_top_p_first_cached(model, context[-1], _key(sampling)))
+    return _top_p_first(model, context, sampling)
+
+
+@cache
+def _top_p_first_cached(model: str, last: int, profile: tuple[tuple[str, int], ...]) -> tuple[float, ...]:
+    return tuple(_top_p_first(model, [last], dict(profile)).tolist())
+
+
+def _top_p_first(model: str, context: Sequence[int], sampling: Mapping[str, int]) -> F:
+    nucleus = plain.distribution(_logits(model, context).tolist(),
                                  {"temperature_milli": sampling.get("temperature_milli", 1000),
                                   "top_p_milli": sampling["top_p_milli"]}, 2)
     order = sorted(range(len(nucleus)), key=lambda t: (-nucleus[t], t))[: sampling["top_k"]]
@@ -380,6 +405,17 @@ def robust_mean(lower: F, upper: F, g: F) -> float:
     return base + float(np.dot(taken, g[order]))
 
 
+def _robust_means(lower: F, upper: F, g: F) -> F:
+    """:func:`robust_mean` of every row of ``g`` (the same operations, row-wise; one dot product per row)."""
+    remaining = max(0.0, 1.0 - float(lower.sum()))
+    order = np.argsort(-g, axis=1, kind="stable")
+    room = (upper - lower)[order]
+    taken = np.clip(remaining - (np.cumsum(room, axis=1) - room), 0.0, room)
+    ordered = np.take_along_axis(g, order, axis=1)
+    return np.asarray([float(np.dot(lower, row)) + float(np.dot(kept, by_bet))
+                       for row, kept, by_bet in zip(g, taken, ordered, strict=True)])
+
+
 @dataclass
 class Component:
     name: str
@@ -430,12 +466,23 @@ class Rule2EProcess:
             return
         bets = self._bets(law)
         bets["pit-histogram"] = self._pit_bet(law, cell)
-        for name, alternative in bets.items():
-            g = _ratio(alternative, law.upper_cells)
-            norm = robust_mean(law.lower_cells, law.upper_cells, g)
+        # Every component's bet at once, row by row of one matrix: the same arithmetic as one bet at a time
+        # (element-wise operations, row-wise sorts and scans, one dot product per row), without paying
+        # numpy's per-call cost two dozen times per round.
+        names = list(bets)
+        alternatives = np.stack([bets[name] for name in names])
+        g = _ratio(alternatives, law.upper_cells)
+        norms = _robust_means(law.lower_cells, law.upper_cells, g)
+        logs = np.log(np.maximum(g, 1e-300) / norms[:, None])
+        for row, name in enumerate(names):
             component = self.components.setdefault(name, Component(name))
-            component.log_wealth += math.log(max(g[cell], 1e-300) / norm)
-            self._power(component, alternative, g, norm, law)
+            component.log_wealth += math.log(max(g[row, cell], 1e-300) / norms[row])
+            alternative = alternatives[row]
+            live = law.possible & (alternative > 0)
+            component.power_log += float(np.dot(alternative[live], logs[row][live]))
+            # Sums of one row at a time: numpy sums a matrix's rows in another order than a vector.
+            miss = float(alternative[law.possible].sum() / max(alternative.sum(), 1e-300))
+            component.power_miss += math.log(max(min(miss, 1.0), 1e-300))
         self._remember(law, cell)
         self.max_log_e = max(self.max_log_e, self.log_e)
 
@@ -448,13 +495,6 @@ class Rule2EProcess:
         empirical = np.bincount(seen, minlength=law.cells) / len(seen) if seen else law.exact_cells
         bets["memory"] = 0.5 * law.exact_cells + 0.5 * empirical
         return bets
-
-    @staticmethod
-    def _power(component: Component, alternative: F, g: F, norm: float, law: RoundLaw) -> None:
-        live = law.possible & (alternative > 0)
-        component.power_log += float(np.dot(alternative[live], np.log(np.maximum(g[live], 1e-300) / norm)))
-        miss = float(alternative[law.possible].sum() / max(alternative.sum(), 1e-300))
-        component.power_miss += math.log(max(min(miss, 1.0), 1e-300))
 
     def _pit_bet(self, law: RoundLaw, cell: int) -> F:
         """Nonparametric component: a histogram bet on the randomised PIT (cells by ascending exact probability).
@@ -518,8 +558,11 @@ class Rule2EProcess:
 
 
 def _ratio(alternative: F, upper: F) -> F:
-    """The bet alternative / upper: its mean is <= 1 under every null member, since P <= upper cell-wise."""
-    return np.divide(alternative, upper, out=np.zeros_like(upper), where=upper > 0)
+    """The bet alternative / upper: its mean is <= 1 under every null member, since P <= upper cell-wise.
+
+    ``alternative`` may hold one bet per row.
+    """
+    return np.divide(alternative, upper, out=np.zeros_like(alternative), where=upper > 0)
 
 
 def _prob(law: RoundLaw, cell: int | None) -> str:

@@ -20,6 +20,7 @@ So a 20-byte message can never make the decoder allocate gigabytes.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,8 +73,28 @@ def _head(major: int, argument: int) -> bytes:
     raise InvalidArgument(f"length {argument} does not fit a CBOR head")
 
 
+_SIMPLE_LEAVES = {True: b"\xf5", False: b"\xf4"}
+_UINT_LIMIT = 1 << 64
+
+
 def _encode_into(obj: Any, out: bytearray) -> None:
-    if isinstance(obj, Mapping):
+    kind = type(obj)
+    # The leaves SDCP messages are made of, written here directly: their preferred serialization is the
+    # shortest head (RFC 8949 §4.2.1), exactly what cbor2's canonical mode writes, without a call into it
+    # per leaf. Anything else (floats, big integers, subclasses) goes the general way below.
+    if kind is int and -_UINT_LIMIT <= obj < _UINT_LIMIT:
+        out += _head(_MT_UINT, obj) if obj >= 0 else _head(_MT_NINT, -1 - obj)
+    elif kind is bytes:
+        out += _head(_MT_BYTES, len(obj))
+        out += obj
+    elif kind is str and obj.isascii():
+        out += _head(_MT_TEXT, len(obj))
+        out += obj.encode("ascii")
+    elif kind is bool:
+        out += _SIMPLE_LEAVES[obj]
+    elif obj is None:
+        out += b"\xf6"
+    elif isinstance(obj, Mapping):
         pairs = sorted((encode(key), encode(value)) for key, value in obj.items())
         for (key_a, _), (key_b, _) in itertools.pairwise(pairs):
             if key_a == key_b:
@@ -88,7 +109,7 @@ def _encode_into(obj: Any, out: bytearray) -> None:
             _encode_into(item, out)
     elif isinstance(obj, (bytearray, memoryview)):
         out += cbor2.dumps(bytes(obj), canonical=True)
-    elif obj is None or isinstance(obj, (bool, int, float, str, bytes)):
+    elif isinstance(obj, (bool, int, float, str, bytes)):
         # cbor2's canonical mode gives the preferred serialization of leaves,
         # including the shortest float that keeps the value (RFC 8949 §4.2.2).
         out += cbor2.dumps(obj, canonical=True)
@@ -119,12 +140,72 @@ def decode_sequence(data: bytes, *, limits: DecodeLimits = DEFAULT_LIMITS) -> li
 
 def iter_sequence(data: bytes, *, limits: DecodeLimits = DEFAULT_LIMITS) -> Iterator[Any]:
     data = _as_bytes(data, limits)
+    known, items = _KNOWN.longest_prefix(data, limits)
+    start, ends = 0, list(known)
+    for end in known:  # items a scan of this very prefix found well-formed: built, not scanned again
+        yield _build(data[start:end])
+        start = end
     scanner = _Scanner(data, limits)
-    start = 0
+    scanner.items = items
     while start < len(data):
         end = scanner.scan_item(start)
         yield _build(data[start:end])
+        ends.append(end)
         start = end
+    _KNOWN.remember(data, limits, tuple(ends), scanner.items)
+
+
+class _KnownSequences:
+    """Where the items of CBOR sequences scanned lately end, so that one extending them is scanned only past them.
+
+    A commit log is read again after every append and a transcript renders
+    every read, so a log of n records would be scanned n times over. A prefix
+    that ends at an item boundary has the same items in any longer input: the
+    scan of an item looks at its own bytes, and more input only gives more
+    room. Only sequences of two items or more are kept, for the default
+    limits, and a bounded number of bytes of them.
+    """
+
+    HEAD = 32
+    """Sequences are filed by their first bytes (a log's first record: its session's digest among them)."""
+    PER_HEAD = 8
+    BYTES_LIMIT = 8 << 20
+    """At most this many bytes of sequences are kept (then the memory starts afresh); larger ones never."""
+
+    def __init__(self) -> None:
+        self._by_head: dict[bytes, list[tuple[bytes, tuple[int, ...], int]]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def longest_prefix(self, data: bytes, limits: DecodeLimits) -> tuple[tuple[int, ...], int]:
+        """The item ends (and the item count) of the longest known sequence that ``data`` starts with."""
+        if limits != DEFAULT_LIMITS:
+            return (), 0
+        with self._lock:
+            candidates = list(self._by_head.get(data[: self.HEAD], ()))
+        best: tuple[tuple[int, ...], int] = ((), 0)
+        longest = 0
+        for known, ends, items in candidates:
+            if longest < len(known) <= len(data) and data.startswith(known):
+                best, longest = (ends, items), len(known)
+        return best
+
+    def remember(self, data: bytes, limits: DecodeLimits, ends: tuple[int, ...], items: int) -> None:
+        if limits != DEFAULT_LIMITS or len(ends) < 2 or len(data) > self.BYTES_LIMIT // 8:
+            return
+        with self._lock:
+            if self._bytes + len(data) > self.BYTES_LIMIT:
+                self._by_head.clear()
+                self._bytes = 0
+            entries = self._by_head.get(data[: self.HEAD], [])
+            # The prefixes it supersedes go, and the oldest beyond PER_HEAD: logs of sessions whose first
+            # records agree (one prompt, one first emission) share a head without being prefixes of each other.
+            kept = [entry for entry in entries if not data.startswith(entry[0])][1 - self.PER_HEAD:]
+            self._bytes += len(data) - sum(len(entry[0]) for entry in entries if entry not in kept)
+            self._by_head[data[: self.HEAD]] = [*kept, (data, ends, items)]
+
+
+_KNOWN = _KnownSequences()
 
 
 def _as_bytes(data: Any, limits: DecodeLimits) -> bytes:
@@ -148,14 +229,15 @@ class _Scanner:
     def __init__(self, data: bytes, limits: DecodeLimits) -> None:
         self._data = data
         self._limits = limits
-        self._items = 0
+        self.items = 0
+        """Items scanned so far (every item counts against ``max_items``)."""
 
     def scan_item(self, pos: int, depth: int = 0) -> int:
         """Return the offset just past the item starting at ``pos``."""
         if depth > self._limits.max_depth:
             raise MalformedMessage(f"CBOR nesting deeper than {self._limits.max_depth}")
-        self._items += 1
-        if self._items > self._limits.max_items:
+        self.items += 1
+        if self.items > self._limits.max_items:
             raise MalformedMessage(f"CBOR input has more than {self._limits.max_items} items")
         major, additional, argument, pos = self._head(pos)
         if additional == 31:
@@ -283,13 +365,53 @@ def diagnostic(value: Any) -> str:
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
         try:
-            items = decode_sequence(data)
+            items = _item_slices(data)
+            fresh = {item: _build(item) for item in items if item not in _RENDERED}
         except (MalformedMessage, InvalidArgument):
             return f"h'{data.hex()}'"
         if len(items) == 1:
             return str(cbor_diag.cbor2diag(data, pretty=False))  # as sent, encoding quirks included
-        return ", ".join(str(cbor_diag.cbor2diag(encode(item), pretty=False)) for item in items)
+        parts = []
+        for item in items:
+            text = _RENDERED.get(item)
+            if text is None:
+                built = fresh[item] if item in fresh else _build(item)
+                text = str(cbor_diag.cbor2diag(encode(built), pretty=False))
+                _remember(item, text)
+            parts.append(text)
+        return ", ".join(parts)
     return str(cbor_diag.cbor2diag(encode(value), pretty=False))
+
+
+_RENDERED: dict[bytes, str] = {}
+"""Items of sequences already rendered, by their bytes: a commit log is read again after every append, so a
+transcript holds each record many times over; each is rendered once."""
+_RENDERED_LIMIT = 4096
+_RENDERED_ITEM_BYTES = 4096
+"""Larger items are rendered every time (the cache stays small whatever the IUT writes)."""
+
+
+def _remember(item: bytes, text: str) -> None:
+    if len(item) > _RENDERED_ITEM_BYTES:
+        return
+    if len(_RENDERED) >= _RENDERED_LIMIT:
+        _RENDERED.clear()
+    _RENDERED[item] = text
+
+
+def _item_slices(data: bytes) -> list[bytes]:
+    """The items of a well-formed CBOR sequence, as byte slices (the scan of :func:`decode_sequence`)."""
+    data = _as_bytes(data, DEFAULT_LIMITS)
+    known, items = _KNOWN.longest_prefix(data, DEFAULT_LIMITS)
+    ends = list(known)
+    scanner = _Scanner(data, DEFAULT_LIMITS)
+    scanner.items = items
+    start = ends[-1] if ends else 0
+    while start < len(data):
+        start = scanner.scan_item(start)
+        ends.append(start)
+    _KNOWN.remember(data, DEFAULT_LIMITS, tuple(ends), scanner.items)
+    return [data[begin:end] for begin, end in itertools.pairwise([0, *ends])]
 
 
 __all__ = [
