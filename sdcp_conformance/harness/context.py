@@ -49,9 +49,30 @@ class TrackedSession:
     def d0(self) -> bytes:
         return prefix_digest(contract_digest(self.contract), self.prompt)
 
+    _chain: tuple[bytes, list[int], list[bytes]] | None = field(default=None, repr=False, compare=False)
+    """(d[0], the output it was computed for, d[1..n]): ``digest`` is read after every round of sessions that
+    grow to thousands of tokens, so the chain is extended from where the output still agrees, not recomputed."""
+
     @property
     def digest(self) -> bytes:
-        return extend_digest(self.d0, self.output)
+        start = self.d0
+        cached = self._chain
+        if cached is None or cached[0] != start:
+            cached = (start, [], [])
+        _, tokens, chain = cached
+        agree = 0
+        for old, new in zip(tokens, self.output, strict=False):
+            if old != new:
+                break
+            agree += 1
+        del tokens[agree:], chain[agree:]
+        last = chain[-1] if chain else start
+        for token in self.output[agree:]:
+            last = extend_digest(last, [token])
+            tokens.append(token)
+            chain.append(last)
+        self._chain = cached
+        return last
 
     @property
     def path_id(self) -> str:

@@ -179,9 +179,12 @@ def _numerators(model_id: str) -> Numerators:
     return table
 
 
+@cache
 def bigram_table(model_id: str = BIGRAM_TARGET) -> npt.NDArray[np.float64]:
-    """The whole V x V table: row t holds the logits that follow token t."""
-    return _numerators(model_id).astype(np.float64) / LOGIT_DENOMINATOR
+    """The whole V x V table: row t holds the logits that follow token t (built once, read-only)."""
+    table: npt.NDArray[np.float64] = _numerators(model_id).astype(np.float64) / LOGIT_DENOMINATOR
+    table.setflags(write=False)
+    return table
 
 
 def bigram_logits(last_token: int, model_id: str = BIGRAM_TARGET) -> npt.NDArray[np.float64]:

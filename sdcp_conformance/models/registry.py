@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -99,8 +100,19 @@ def _model(root: Path, entry: dict[str, Any]) -> MockModel:
 
 
 def load_manifest(root: Path | None = None) -> Manifest:
-    """Read the manifest under ``root`` (default: :func:`mock_models_root`)."""
+    """Read the manifest under ``root`` (default: :func:`mock_models_root`).
+
+    Kept once read, keyed by the file's path, size and modification time: the oracles ask for a model's
+    entry on every token they compute, and parsing the file each time was most of their cost.
+    """
     folder = root if root is not None else mock_models_root()
+    stat = (folder / MANIFEST_FILE).stat()
+    return _read_manifest(folder, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_manifest(folder: Path, size: int, mtime_ns: int) -> Manifest:
+    del size, mtime_ns  # part of the cache key only
     raw = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
     return Manifest(
         root=folder,

@@ -370,17 +370,29 @@ def diagnostic(value: Any) -> str:
         except (MalformedMessage, InvalidArgument):
             return f"h'{data.hex()}'"
         if len(items) == 1:
-            return str(cbor_diag.cbor2diag(data, pretty=False))  # as sent, encoding quirks included
+            return _rendered(cbor_diag, data)  # as sent, encoding quirks included
         parts = []
         for item in items:
             text = _RENDERED.get(item)
             if text is None:
                 built = fresh[item] if item in fresh else _build(item)
-                text = str(cbor_diag.cbor2diag(encode(built), pretty=False))
+                text = _rendered(cbor_diag, encode(built))
                 _remember(item, text)
             parts.append(text)
         return ", ".join(parts)
-    return str(cbor_diag.cbor2diag(encode(value), pretty=False))
+    return _rendered(cbor_diag, encode(value))
+
+
+def _rendered(cbor_diag: Any, data: bytes) -> str:
+    """``cbor_diag``'s notation of ``data``, else its hex: the Rust renderer panics on some well-formed input (an
+    empty indefinite-length string, ``7fff``), and a panic surfaces as a BaseException that would otherwise end
+    the report writing over one hostile body."""
+    try:
+        return str(cbor_diag.cbor2diag(data, pretty=False))
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException:  # pyo3's PanicException derives from BaseException, not Exception
+        return f"h'{data.hex()}'"
 
 
 _RENDERED: dict[bytes, str] = {}

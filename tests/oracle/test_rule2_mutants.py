@@ -23,4 +23,5 @@ def test_each_statistical_mutant_is_killed_by_a_statistical_case() -> None:
     killers = load_killers()
     for mutant in RULE2_STAT_MUTANTS:
         recorded = killers.get(mutant.name, [])
-        assert recorded and all(case.startswith("VER-6.4-RULE2-STAT-") for case in recorded), mutant.name
+        # seeded exact cases may kill it too; what matters is that the distributional test does
+        assert any(case.startswith("VER-6.4-RULE2-STAT-") for case in recorded), mutant.name

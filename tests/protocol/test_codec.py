@@ -242,3 +242,10 @@ def test_diagnostic_notation_renders_values_and_bytes() -> None:
     assert diagnostic(encode([1, 2])) == "[1,2]"
     assert diagnostic(encode(1) + encode("a")) == '1, "a"'
     assert diagnostic(b"\xff\x00") == "h'ff00'"
+
+
+@pytest.mark.parametrize("hex_body", ["7fff", "5fff", "82017fff"])
+def test_diagnostic_of_a_body_the_renderer_panics_on_is_its_hex(hex_body: str) -> None:
+    """An empty indefinite-length string makes cbor_diag's Rust code panic (a BaseException): a hostile IUT's body
+    must not end the report writing."""
+    assert diagnostic(bytes.fromhex(hex_body)) == f"h'{hex_body}'"
