@@ -300,7 +300,7 @@ def _certify(target: TargetConfig | None, target_path: Path | None, catalogue: C
 def iut_parties(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """Base URIs for the IUT and the harness's parties: free loopback ports unless given."""
     from sdcp_conformance.harness.environment import HARNESS_PARTIES
-    from sdcp_conformance.reference.stack import free_port
+    from sdcp_conformance.transport.ports import free_port
 
     names = (IUT_PARTY, *HARNESS_PARTIES)
     given = overrides or {}

@@ -24,11 +24,11 @@ from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.messages import Event, Status
-from sdcp_conformance.reference.roles import RunningRole, port_of
-from sdcp_conformance.reference.stack import free_port, load_model
+from sdcp_conformance.reference.running import RunningRole, port_of
 from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.service import PartyTls, VerifierService
 from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
+from sdcp_conformance.transport.ports import free_port
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 from sdcp_conformance.transport.types import Handler, Request, Response
 
@@ -287,6 +287,8 @@ class Environment:
         self._serving.add(name)
 
     async def _start_embedded(self, app_factory: AppFactory | None) -> None:
+        from sdcp_conformance.reference.stack import load_model  # torch: only for the embedded reference
+
         config = self.config
         tls = PartyTls(self.pki.cert("verifier"), self.pki.key("verifier"), self.pki.ca_cert)
         models = [load_model(model) for model in config.models]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import socket
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.messages import ROLE_DRAFTER, ROLE_VERIFIER
 from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
+from sdcp_conformance.transport.ports import free_port
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 from sdcp_conformance.transport.types import Handler, Request, Response
 
@@ -56,12 +56,6 @@ EMBEDDED_WATCHDOG_S = 0.05
 """The embedded reference router's watchdog interval: small, so failover cases stay short."""
 EMBEDDED_BIND_ATTEMPTS = 3
 """Free ports are chosen before they are bound; another process may take one meanwhile: choose again."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
 
 
 class _Recorder:

@@ -82,6 +82,12 @@ class Row:
     """Judged in every conversation, whatever the case is about (the digest chain, a valid request served)."""
     not_judged: str = ""
     """Why no case judges this row (required when none does)."""
+    not_judged_by: tuple[tuple[str, str], ...] = ()
+    """(role, why) for a row binding every party that one role's suite has no occasion to judge."""
+
+    def unjudged_reason(self, role: str) -> str:
+        """Why ``role``'s suite judges no case against this row ("" when it should)."""
+        return self.not_judged or dict(self.not_judged_by).get(role, "")
 
     def __post_init__(self) -> None:
         if self.binds not in ROLES:

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from sdcp_conformance.models.bigram import bigram_logits
 from sdcp_conformance.models.registry import mock_model
-from sdcp_conformance.models.runtime import LlamaRuntime
+
+if TYPE_CHECKING:
+    from sdcp_conformance.models.runtime import LlamaRuntime
 
 
 @cache
 def _runtime(model_id: str) -> LlamaRuntime:
+    from sdcp_conformance.models.runtime import LlamaRuntime  # torch: only when a non-closed-form model is asked
+
     return LlamaRuntime.load(mock_model(model_id).path)
 
 

@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,16 +25,11 @@ from sdcp_conformance.reference.roles import RunningRole, start_cache, start_dra
 from sdcp_conformance.reference.scoring import RuntimeModel
 from sdcp_conformance.reference.verifier.service import PartyTls
 from sdcp_conformance.transport.pki import Pki, init_pki
+from sdcp_conformance.transport.ports import free_port
 
 STACK_FILE = "stack.json"
 READY_LINE = "serving "
 """A role process prints this, then its base URI, once it accepts connections."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
 
 
 def resolve_model(name: str) -> Path:

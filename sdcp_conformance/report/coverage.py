@@ -42,6 +42,8 @@ def coverage_file(role: str) -> Path:
 class CoverageRow:
     row: Row
     cases: tuple[str, ...]
+    reason: str = ""
+    """Why this role's suite judges no case against the row (:meth:`Row.unjudged_reason`)."""
 
     @property
     def judged(self) -> bool:
@@ -50,7 +52,7 @@ class CoverageRow:
     @property
     def justified(self) -> bool:
         """Judged by a case, or carrying the written reason why none does."""
-        return self.judged or bool(self.row.not_judged)
+        return self.judged or bool(self.reason)
 
 
 # --------------------------------------------------------------------------- extraction
@@ -94,7 +96,8 @@ def role_rows(role: str) -> list[Row]:
 
 def coverage_rows(catalogue: Catalogue) -> list[CoverageRow]:
     cases = list(catalogue.cases.values())
-    return [CoverageRow(row, tuple(sorted(case.id for case in cases if row.id in case.rows)))
+    return [CoverageRow(row, tuple(sorted(case.id for case in cases if row.id in case.rows)),
+                        row.unjudged_reason(catalogue.role))
             for row in role_rows(catalogue.role)]
 
 
@@ -138,7 +141,7 @@ def render_markdown(catalogue: Catalogue, rows: Sequence[CoverageRow]) -> str:
         if row.ambient:
             cases = "every case (ambient)"
         else:
-            cases = ", ".join(item.cases) if item.cases else f"— {row.not_judged or '**not judged**'}"
+            cases = ", ".join(item.cases) if item.cases else f"— {item.reason or '**not judged**'}"
         lines.append(f"| {row.id} | {row.source} | {row.level.value} | {_cell(_refusal(row))} "
                      f"| {_cell(spec.normalize(row.quote))} | {_cell(cases)} |")
     return "\n".join(lines) + "\n"
@@ -160,7 +163,7 @@ def coverage_json(rows: Sequence[CoverageRow], results: Sequence[CaseResult] = (
         {
             "id": item.row.id, "source": item.row.source, "level": item.row.level.value, "binds": item.row.binds,
             "sentence": spec.normalize(item.row.quote), "refusal": _refusal(item.row), "ambient": item.row.ambient,
-            "cases": list(item.cases), "not_judged": item.row.not_judged,
+            "cases": list(item.cases), "not_judged": item.reason,
             "verdicts": {case: verdicts[case] for case in item.cases if case in verdicts},
         }
         for item in rows

@@ -77,7 +77,7 @@ def test_every_row_of_a_role_is_judged_by_a_case_or_says_why_not(catalogue: Cata
     rows = coverage_rows(catalogue)
     unjustified = [item.row.id for item in rows if not item.row.ambient and not item.justified]
     assert not unjustified, f"{catalogue.role} rows with neither a case nor a reason: {unjustified}"
-    excused = [item.row.id for item in rows if item.judged and item.row.not_judged]
+    excused = [item.row.id for item in rows if item.judged and item.reason]
     assert not excused, f"rows judged by a case that still carry an excuse: {excused}"
 
 

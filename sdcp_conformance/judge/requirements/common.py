@@ -72,7 +72,9 @@ ROWS: tuple[Row, ...] = (
         Level.PROFILE, "any", refusal=refusal(ProblemType.BAD_MESSAGE, (400, None))),
     Row("P1-ERR-2/ENCODING", "P1-ERR-2",
         "with `session` and `digest` as base64url strings without padding and the other members as numbers.",
-        Level.PROFILE, "any"),
+        Level.PROFILE, "any",
+        not_judged_by=(("router", "a router answers no request with a session-state (409 sdcp-stale-base is the "
+                                  "verifier's answer); the router suite judges the state it relays in P1-RTR-3"),)),
 )
 
 __all__ = ["MTLS", "ROWS"]

@@ -201,7 +201,7 @@ async def success_media_type(ctx: CaseContext) -> None:
     "VER-5.1-TRANSPORT-009", area="transport", section="5.1",
     quote="Errors use Problem Details [RFC9457]; ... Errors are RFC 9457 `application/problem+json`. `type` is "
           "`urn:ietf:params:sdcp:problem:<suffix>` with the suffix from Table 2",
-    level=Level.MUST, profile=("P1-ERR-1",), rows=("R-5.1-PROBLEM-DETAILS", "R-6.3-FENCING", "P1-ERR-1"),
+    level=Level.MUST, profile=("P1-ERR-1",), rows=("R-5.1-PROBLEM-DETAILS", "R-6.3-FENCING"),
 )
 async def errors_are_problem_details(ctx: CaseContext) -> None:
     """A refused proposal (wrong epoch) is answered with a Problem Details document of the Table 2 type."""
