@@ -109,22 +109,44 @@ def _judge(ctx: CaseContext, test: Rule2EProcess, drafted: DraftedRound, verdict
         test.update(law, cell, f"round {verdict.round} proposing {list(drafted.tokens)} emitted {emitted}")
 
 
-async def _wave(ctx: CaseContext, plan: Design, slots: list[_Slot], test: Rule2EProcess,
-                tolerance: Tolerance) -> int:
-    """One round of every session, sent concurrently (so the IUT can batch them), judged in slot order."""
-    for slot in slots:
+class _InOrder:
+    """Feeds the e-process in (wave, slot) order whatever order the verdicts arrive in, so the test's decision
+    depends on the outcomes only, never on timing; stops everyone once it rejects."""
+
+    def __init__(self, ctx: CaseContext, test: Rule2EProcess, width: int) -> None:
+        self.ctx, self.test, self.width = ctx, test, width
+        self.waiting: dict[tuple[int, int], tuple[DraftedRound, Verdict]] = {}
+        self.next = (0, 0)
+
+    def put(self, wave: int, position: int, drafted: DraftedRound, verdict: Verdict) -> None:
+        self.waiting[(wave, position)] = (drafted, verdict)
+        while self.next in self.waiting and not self.test.rejected:
+            item, answer = self.waiting.pop(self.next)
+            _judge(self.ctx, self.test, item, answer)
+            wave_, position_ = self.next
+            self.next = (wave_, position_ + 1) if position_ + 1 < self.width else (wave_ + 1, 0)
+
+
+async def _lane(ctx: CaseContext, plan: Design, slots: list[_Slot], position: int, waves: int,
+                streams: tuple[random.Random, random.Random], judge: _InOrder, tolerance: Tolerance) -> None:
+    """One slot's rounds, each drafted as soon as the last verdict is in: while this lane drafts, the others'
+    proposals are at the IUT, so the harness's CPU and the verifier's overlap. Each lane draws its drafter
+    values from its own seeded stream (designs with identical sessions share one stream per wave), so what is
+    proposed does not depend on which lane runs first."""
+    own, shared = streams
+    shared_base = shared.random()
+    for wave in range(waves):
+        if judge.test.rejected:
+            return
+        slot = slots[position]
         await _apply_policy(ctx, plan, slot)
-    shared = drafter_uniforms(ctx.rng, plan.m) if plan.identical else None
-    drafted = [draft_round(plan, slot.session.context, _profile(plan, slot), _m(plan, slot),
-                           shared or drafter_uniforms(ctx.rng, plan.m), tolerance) for slot in slots]
-    verdicts = await asyncio.gather(*(_send(ctx, slot, item) for slot, item in zip(slots, drafted, strict=True)))
-    for position, (slot, item, verdict) in enumerate(zip(slots, drafted, verdicts, strict=True)):
-        _judge(ctx, test, item, verdict)
-        if test.rejected:
-            break
+        values = (drafter_uniforms(random.Random(f"{shared_base}:{wave}"), plan.m) if plan.identical
+                  else drafter_uniforms(own, plan.m))
+        drafted = draft_round(plan, slot.session.context, _profile(plan, slot), _m(plan, slot), values, tolerance)
+        verdict = await _send(ctx, slot, drafted)
+        judge.put(wave, position, drafted, verdict)
         if int(verdict.action) == 4:  # finished at a stop token: a fresh session takes the slot
             slots[position] = await _open(ctx, plan, slot.index + len(slots))
-    return len(slots)
 
 
 async def run_design(ctx: CaseContext, name: str) -> Rule2EProcess:
@@ -132,12 +154,17 @@ async def run_design(ctx: CaseContext, name: str) -> Rule2EProcess:
     plan = design(name)
     tolerance = configured_tolerance()
     test = TracedEProcess(case_alpha(configured_alpha(), len(DESIGNS)), random.Random(ctx.rng.random()))
-    slots = [await _open(ctx, plan, index) for index in range(plan.sessions)]
-    sent = 0
-    while sent < plan.rounds and not test.rejected:
-        sent += await _wave(ctx, plan, slots, test, tolerance)
+    slots = list(await asyncio.gather(*(_open(ctx, plan, index) for index in range(plan.sessions))))
+    waves = -(-plan.rounds // len(slots))
+    judge = _InOrder(ctx, test, len(slots))
+    shared_seed = ctx.rng.random()
+    streams = [(random.Random(f"{ctx.rng.random()}"), random.Random(shared_seed)) for _ in slots]
+    async with asyncio.TaskGroup() as lanes:
+        for position in range(len(slots)):
+            lanes.create_task(_lane(ctx, plan, slots, position, waves, streams[position], judge, tolerance))
+    sent = judge.next[0] * len(slots) + judge.next[1]
     ctx.note(f"design {plan.name}: targets {plan.targets}")
-    ctx.note(f"tolerance rho = {tolerance.rho:.4g}; rounds sent {sent}, counted {test.rounds}")
+    ctx.note(f"tolerance rho = {tolerance.rho:.4g}; rounds judged {sent}, counted {test.rounds}")
     ctx.note(test.summary(plan.rounds))
     ctx.attach("rule2", test.trace())  # the HTML report plots it
     if test.rejected:
