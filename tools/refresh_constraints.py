@@ -2,11 +2,13 @@
 
     python tools/refresh_constraints.py            # writes constraints.txt
     python tools/refresh_constraints.py --check    # exit 1 if a fresh resolution differs
+    python tools/refresh_constraints.py --python VENV/bin/python   # pin what that (tested) venv holds
 
 Only torch is pinned by hand (the CPU build, ``TORCH``): a bare ``torch``
-requirement can pull a multi-GB CUDA build. Every other pin is whatever pip
-resolves today for the package with all its extras; commit the result and run
-the test suite before relying on it.
+requirement can pull a multi-GB CUDA build. Every other pin is what the
+environment named by ``--python`` holds (the one the test suite passed in), or
+else whatever pip resolves today for the package with all its extras; commit the
+result and run the test suite before relying on it.
 """
 
 from __future__ import annotations
@@ -23,21 +25,31 @@ CONSTRAINTS = ROOT / "constraints.txt"
 TORCH = "torch==2.13.0"
 EXTRAS = "test,redis"
 HEADER = """\
-# Every package the project and its test, redis extras install, pinned (pip freeze of a fresh venv).
+# Every package the project and its test, redis extras install, pinned (pip freeze of the venv
+# the test suite passed in, or of a fresh resolution).
 # Install with `pip install -c constraints.txt …`. Refresh: `python tools/refresh_constraints.py`.
 # torch is the CPU build these machines carry locally; a bare torch can pull a multi-GB CUDA build.
 """
 
 
-def resolve() -> str:
-    with tempfile.TemporaryDirectory(prefix="sdcp-lock-") as folder:
-        venv.create(folder, with_pip=True)
-        python = str(Path(folder) / "bin" / "python")
-        pin = Path(folder) / "torch.txt"
-        pin.write_text(TORCH + "\n", encoding="utf-8")
-        subprocess.run([python, "-m", "pip", "install", "-q", "-c", str(pin), "-e", f"{ROOT}[{EXTRAS}]"], check=True)
-        frozen = subprocess.run([python, "-m", "pip", "freeze", "--exclude-editable"], check=True,
-                                capture_output=True, text=True).stdout
+def freeze(python: str) -> str:
+    return subprocess.run([python, "-m", "pip", "freeze", "--exclude-editable"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def resolve(python: str | None) -> str:
+    if python is not None:
+        # The environment the test suite ran in: its pins are the ones known to pass.
+        frozen = freeze(python)
+    else:
+        with tempfile.TemporaryDirectory(prefix="sdcp-lock-") as folder:
+            venv.create(folder, with_pip=True)
+            fresh = str(Path(folder) / "bin" / "python")
+            pin = Path(folder) / "torch.txt"
+            pin.write_text(TORCH + "\n", encoding="utf-8")
+            subprocess.run([fresh, "-m", "pip", "install", "-q", "-c", str(pin), "-e", f"{ROOT}[{EXTRAS}]"],
+                           check=True)
+            frozen = freeze(fresh)
     lines = sorted((line for line in frozen.splitlines() if line and not line.startswith("#")), key=str.lower)
     lines = [TORCH if line.lower().startswith("torch==") else line for line in lines]
     return HEADER + "\n".join(lines) + "\n"
@@ -46,8 +58,9 @@ def resolve() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="compare only")
+    parser.add_argument("--python", help="freeze this interpreter's environment instead of resolving afresh")
     args = parser.parse_args()
-    text = resolve()
+    text = resolve(args.python)
     if args.check:
         same = CONSTRAINTS.read_text(encoding="utf-8") == text
         print("constraints.txt is current" if same else "constraints.txt differs from a fresh resolution")

@@ -16,8 +16,8 @@ has just opened and assigned, so the generated rest of the message (tokens,
 status, sampling, from_round, …) reaches the session machine; some of them are
 also brought *within limits* (see :data:`ANCHORING`) so the success paths are
 fuzzed too. ``GET output`` is anchored to a canary session with committed
-output, so it never long-polls. The anchoring choice is drawn by Hypothesis
-with the case, so a seed replays the same requests.
+output, so it never long-polls. The anchoring follows each operation's cases
+in turn (:data:`ANCHORING`), so a seed replays the same requests.
 
 Judgement (each failure keeps its level): a 5xx other than 503 is ``MUST``
 (§5.1 errors are problems of Table 2); a success body that does not match the
@@ -43,6 +43,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 from sdcp_conformance.fuzz import openapi
+from sdcp_conformance.fuzz.database import seeded
 from sdcp_conformance.fuzz.executor import FUZZ_CASE
 from sdcp_conformance.fuzz.loop import LoopThread, StepTimeout
 from sdcp_conformance.harness.case import CaseStopped
@@ -60,10 +61,12 @@ RETRYABLE_SERVER_ERROR = 503
 """Documented (D-VER-8, P1-DRF-5: retried with the identical body), so not a server-error failure."""
 
 NOT_ANCHORED, ANCHORED, WITHIN_LIMITS = 0, 1, 2
-ANCHORING = st.integers(NOT_ANCHORED, WITHIN_LIMITS + 1).map(lambda draw: min(draw, WITHIN_LIMITS))
+ANCHORING = (WITHIN_LIMITS, ANCHORED, NOT_ANCHORED)
 """0: as generated; 1: anchored; 2: anchored within the limits (token ids folded into the vocabulary, at most
-m_max of them, a plain session-open, the committed state in an assignment, a future from_round). Hypothesis
-leans towards small draws, so in practice about a third of the cases are anchored (942 of 3000, seed 11)."""
+m_max of them, a plain session-open, the committed state in an assignment, a future from_round). Each operation's
+cases take the three in turn, so every operation reaches its success path whatever share of the cases Hypothesis
+gives it (a draw with the case left an operation with a few cases, all of them refused at the door, depending on
+the Hypothesis release)."""
 M_MAX = 8
 """The anchored sessions' contract m_max (and m_init): longer token lists are cut to it when within limits."""
 
@@ -283,10 +286,14 @@ class ApiFuzzer:
         if not isinstance(case.body, dict):
             return
         if path == "/sessions":
-            case.body["contract"] = openapi.to_document(self.ctx.contract("bigram"))
-            if within_limits:  # a fresh session that opens: tokens of the vocabulary, no failover
-                case.body.pop("resume", None)
-                case.body["prompt"] = self._in_vocabulary(case.body.get("prompt"), 16) or list(DEFAULT_PROMPT)
+            if within_limits:
+                # A plain session-open that opens: a fresh session, its log in the harness's cache, the generated
+                # prompt folded into the vocabulary; generated members the harness cannot make valid (a failover
+                # resume, cache-refs naming nothing) are left to the other anchorings.
+                prompt = self._in_vocabulary(case.body.get("prompt"), 16) or list(DEFAULT_PROMPT)
+                case.body = openapi.to_document(self.ctx.opening(self.ctx.track("bigram", prompt=prompt)))
+            else:
+                case.body["contract"] = openapi.to_document(self.ctx.contract("bigram"))
             return
         session = self._fresh_session()
         if session is None:
@@ -300,7 +307,11 @@ class ApiFuzzer:
     def _within_limits(self, body: dict[str, Any], path: str, session: TrackedSession) -> None:
         """Values the anchored session can accept, so the success paths are fuzzed too."""
         if path == "/proposals":
-            body["tokens"] = self._in_vocabulary(body.get("tokens"), M_MAX, spread=2) or [0]
+            # In the vocabulary, so the verdict path is reached; ids >= V (the refusal) come with the plain
+            # anchoring, whose generated ids are mostly out of range. The status member a drafter would send: a
+            # generated one is mostly out of its ranges and refused before the proposal is looked at.
+            body["tokens"] = self._in_vocabulary(body.get("tokens"), M_MAX) or [0]
+            body["status"] = openapi.to_document(self.ctx.proposal(session, [0])["status"])
             # Generated cache-refs name no object the harness's cache holds: a rule-1 session needs none, and
             # a verifier may refuse a reference it cannot parse, so the success path drops them.
             body.pop("q_rows", None)
@@ -312,14 +323,11 @@ class ApiFuzzer:
             from_round = body.get("from_round")
             body["from_round"] = from_round if isinstance(from_round, int) and from_round >= 1 else 1
 
-    def _in_vocabulary(self, tokens: Any, limit: int, spread: int = 1) -> list[int] | None:
-        """Generated token ids folded into ``spread`` times the bigram model's vocabulary, at most ``limit`` of them.
-
-        Proposals use a spread of 2, so both the verdict path and the refusal of ids >= V are exercised.
-        """
+    def _in_vocabulary(self, tokens: Any, limit: int) -> list[int] | None:
+        """Generated token ids folded into the bigram model's vocabulary, at most ``limit`` of them."""
         if not isinstance(tokens, list) or not all(isinstance(token, int) for token in tokens):
             return None
-        return [token % (spread * self.ctx.mock("bigram").vocab_size) for token in tokens[:limit]]
+        return [token % self.ctx.mock("bigram").vocab_size for token in tokens[:limit]]
 
     def _identity(self, path: str, session: TrackedSession) -> dict[str, Any]:
         if path == "/proposals":
@@ -331,7 +339,11 @@ class ApiFuzzer:
 
     # ------------------------------------------------------------------ judging
 
-    def check(self, case: Any, anchoring: int = NOT_ANCHORED) -> None:
+    def check(self, case: Any, anchoring: int | None = None) -> None:
+        """Send ``case`` (anchored as ``anchoring`` says; None: the operation's next turn) and judge the answer."""
+        if anchoring is None:
+            turn = self.stats.by_operation[f"{case.operation.method.upper()} {case.operation.path}"]
+            anchoring = ANCHORING[turn % len(ANCHORING)]
         if anchoring != NOT_ANCHORED:
             self.anchor(case, within_limits=anchoring == WITHIN_LIMITS)
             self.stats.anchored += 1
@@ -372,14 +384,13 @@ class ApiFuzzer:
             self._canary_round()
         strategy = case_strategy(self.schema)
 
-        @hypothesis.seed(seed)
         @settings(max_examples=examples, database=None, deadline=None, derandomize=False,
                   suppress_health_check=list(HealthCheck), phases=(Phase.explicit, Phase.generate))
-        @hypothesis.given(case=strategy, anchoring=ANCHORING)
-        def fuzz(case: Any, anchoring: int) -> None:
-            self.check(case, anchoring)
+        @hypothesis.given(case=strategy)
+        def fuzz(case: Any) -> None:
+            self.check(case)
 
-        fuzz()  # failures are collected, not raised: a fuzz run reports every distinct one
+        seeded(fuzz, seed, None)()  # failures are collected, not raised: a fuzz run reports every distinct one
         self._canary_round()
         self.stats.finished = time.monotonic()
         return self.stats

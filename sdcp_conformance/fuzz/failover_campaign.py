@@ -21,14 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
-from hypothesis.errors import Flaky
-from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, initialize, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.fuzz.database import seeded
+from sdcp_conformance.fuzz.database import run_machine
 from sdcp_conformance.fuzz.failover_executor import FailoverExecutor
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.steps import Step, Violation
@@ -105,19 +103,9 @@ class FailoverRunner:
             database: ExampleDatabase | None = None) -> FailoverFailure | None:
         """Up to ``examples`` examples from ``seed``; the shrunk failure, if any."""
         self.stats.failure = None
-        config = settings(max_examples=examples, stateful_step_count=step_count, deadline=None, database=database,
-                          suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
-                          report_multiple_bugs=False,
-                          phases=[Phase.reuse, Phase.generate, Phase.shrink] if database is not None else
-                          [Phase.generate, Phase.shrink])
-        test = seeded(get_state_machine_test(machine_for(self), settings=config), seed, database)
-        try:
-            test()
-        except Flaky:
+        if run_machine(machine_for(self), examples=examples, seed=seed, step_count=step_count, database=database,
+                       recorded=lambda: self.stats.failure is not None):
             self.stats.flaky = True
-        except Exception:
-            if self.stats.failure is None:
-                raise
         return self.stats.failure
 
 

@@ -17,13 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
-from hypothesis.errors import Flaky
-from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, initialize, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from sdcp_conformance.fuzz.database import seeded
+from sdcp_conformance.fuzz.database import run_machine
 from sdcp_conformance.fuzz.executor import PROPOSAL_KINDS, StepExecutor
 from sdcp_conformance.fuzz.judging import FuzzJudge
 from sdcp_conformance.fuzz.loop import LoopThread
@@ -107,19 +105,9 @@ class StatefulRunner:
             database: ExampleDatabase | None = None) -> FuzzFailure | None:
         """Up to ``examples`` examples from ``seed``; returns the shrunk failure, if any."""
         self.stats.failure = None
-        config = settings(max_examples=examples, stateful_step_count=step_count, deadline=None, database=database,
-                          suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
-                          report_multiple_bugs=False,
-                          phases=[Phase.reuse, Phase.generate, Phase.shrink] if database is not None else
-                          [Phase.generate, Phase.shrink])
-        test = seeded(get_state_machine_test(machine_for(self), settings=config), seed, database)
-        try:
-            test()
-        except Flaky:
+        if run_machine(machine_for(self), examples=examples, seed=seed, step_count=step_count, database=database,
+                       recorded=lambda: self.stats.failure is not None):
             self._flaky()
-        except Exception:
-            if self.stats.failure is None:
-                raise
         return self.stats.failure
 
     def _flaky(self) -> None:

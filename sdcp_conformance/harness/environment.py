@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import errno
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.errors import MalformedMessage
+from sdcp_conformance.harness.arrivals import wait_until
 from sdcp_conformance.harness.iut import Identity, IutLink
 from sdcp_conformance.harness.judging import run_nonce
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
@@ -41,6 +43,9 @@ AppFactory = Callable[..., VerifierApp]
 
 HARNESS_PARTIES = ("router", "cache", "drafter-1", "drafter-2")
 
+
+EMBEDDED_BIND_ATTEMPTS = 3
+"""Attempts at starting the embedded IUT and the harness's listeners on freshly chosen free ports."""
 
 class Recorder:
     """Wraps a handler so that every request the IUT sends it lands in the transcript of the case it serves.
@@ -92,20 +97,7 @@ class RouterInbox:
 
     async def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         """Wait until ``predicate()`` holds or the timeout passes; no sleeping, woken by arrivals."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while not predicate():
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return False
-            self.changed.clear()
-            if predicate():
-                return True
-            try:
-                await asyncio.wait_for(self.changed.wait(), remaining)
-            except TimeoutError:
-                return predicate()
-        return True
+        return await wait_until(self.changed, predicate, timeout_s)
 
 
 class Environment:
@@ -229,14 +221,24 @@ class Environment:
     @classmethod
     async def start(cls, config: TargetConfig | None = None, *, app_factory: AppFactory | None = None,
                     workdir: Path | None = None) -> Environment:
-        tempdir = None
-        if config is None:
+        if config is not None:
+            return await cls._started(config, None, app_factory)
+        for attempt in range(1, EMBEDDED_BIND_ATTEMPTS + 1):
             tempdir = tempfile.TemporaryDirectory(prefix="sdcp-certify-")
-            config = embedded_target(Path(workdir or tempdir.name))
-            pki = load_pki(config.pki)
-        else:
-            pki = load_pki(config.pki)
-        environment = cls(config, pki)
+            folder = Path(workdir or tempdir.name) / f"attempt-{attempt}"
+            try:
+                return await cls._started(embedded_target(folder), tempdir, app_factory)
+            except OSError as error:
+                # A free port is free only until someone binds it: another process can take it between
+                # choosing and binding; the embedded target is drawn again on fresh ports (as for the other roles).
+                if error.errno != errno.EADDRINUSE or attempt == EMBEDDED_BIND_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    @classmethod
+    async def _started(cls, config: TargetConfig, tempdir: tempfile.TemporaryDirectory[str] | None,
+                       app_factory: AppFactory | None) -> Environment:
+        environment = cls(config, load_pki(config.pki))
         environment._tempdir = tempdir
         try:
             await environment._serve_harness()

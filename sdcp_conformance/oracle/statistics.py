@@ -53,6 +53,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -426,18 +427,18 @@ class Component:
     """Sum over rounds of log P_A(no impossible cell): log of the chance of no decisive event."""
 
 
-@dataclass
-class Rule2EProcess:
-    """The sequential test of one case: feed it each round's law and observed cell, in a fixed order."""
+class _Wealth(Protocol):
+    log_wealth: float
+
+
+class AveragedEProcess:
+    """An e-process that is the average of its components' test martingales: under the null its expectation
+    stays at most 1, so rejecting when it reaches 1/alpha is a level-alpha test at any stopping time (Ville).
+    A decisive event (an outcome impossible under the null) rejects outright."""
 
     alpha: float
-    rng: random.Random
-    components: dict[str, Component] = field(default_factory=dict)
-    rounds: int = 0
-    decisive: str = ""
-    max_log_e: float = -math.inf
-    _pit_counts: list[float] = field(default_factory=lambda: [0.0] * PIT_BINS)
-    _memory: dict[bytes, list[int]] = field(default_factory=dict)
+    components: Mapping[str, _Wealth]
+    decisive: str
 
     @property
     def threshold(self) -> float:
@@ -456,6 +457,21 @@ class Rule2EProcess:
     @property
     def rejected(self) -> bool:
         return bool(self.decisive) or self.log_e >= self.threshold
+
+
+@dataclass
+class Rule2EProcess(AveragedEProcess):
+    """The sequential test of one case: feed it each round's law and observed cell, in a fixed order."""
+
+    alpha: float
+    rng: random.Random
+    components: dict[str, Component] = field(default_factory=dict)
+    rounds: int = 0
+    decisive: str = ""
+    max_log_e: float = -math.inf
+    _pit_counts: list[float] = field(default_factory=lambda: [0.0] * PIT_BINS)
+    _memory: dict[bytes, list[int]] = field(default_factory=dict)
+
 
     def update(self, law: RoundLaw, cell: int | None, what: str = "") -> None:
         """One round: ``cell`` is the observed cell (None: an emission no rule-2 outcome produces)."""
@@ -588,6 +604,7 @@ __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_RHO",
     "FAMILIES",
+    "AveragedEProcess",
     "Component",
     "RoundLaw",
     "Rule2EProcess",

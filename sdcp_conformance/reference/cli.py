@@ -7,7 +7,7 @@ import contextlib
 import json
 import signal
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -154,6 +154,25 @@ def _serving(run: Any, what: str) -> None:
         _usage_error(f"{what} cannot listen: {exc.strerror or exc} (is another server on its port?)")
 
 
+def _mutant_factory(mutant: str | None, role: str) -> Any:
+    """The app factory of ``role``'s mutant named ``mutant`` (None: the reference); an unknown name is a usage error."""
+    if mutant is None:
+        return None
+    from sdcp_conformance.errors import InvalidArgument
+    from sdcp_conformance.mutants.registry import find_mutant
+
+    try:
+        return find_mutant(mutant, role)[1].factory
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), param_hint="--mutant") from exc
+
+
+def _mutant_option(role: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    return click.option("--mutant", default=None, metavar="NAME",
+                        help=f"Serve a mutant of the reference {role} (one planted bug; `selftest --role {role}` lists "
+                        "them) to see what a failing certification looks like.")
+
+
 async def _serve_role(start: Any) -> None:
     role: RunningRole = await start
     print(f"{READY_LINE}{role.base_uri}", flush=True)
@@ -174,21 +193,11 @@ async def _serve_role(start: Any) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--pin-load", type=click.IntRange(0, 100), default=None,
               help="Report this load instead of the measured one (for tests of §6.5.2).")
-@click.option("--mutant", default=None, metavar="NAME",
-              help="Serve a mutant of the reference verifier (one planted bug; `selftest` lists them) to see what a "
-              "failing certification looks like.")
+@_mutant_option("verifier")
 def serve_verifier(pki_dir: Path, party: str, router_uri: str, models: tuple[str, ...], device: str, dtype: str,
                    host: str, pin_load: int | None, mutant: str | None) -> None:
     """Run one reference verifier (or one of its mutants)."""
-    factory = None
-    if mutant is not None:
-        from sdcp_conformance.errors import InvalidArgument
-        from sdcp_conformance.mutants.registry import find_mutant
-
-        try:
-            factory = find_mutant(mutant, "verifier")[1].factory
-        except InvalidArgument as exc:
-            raise click.BadParameter(str(exc), param_hint="--mutant") from exc
+    factory = _mutant_factory(mutant, "verifier")
     tls, base_uri = _role_tls(pki_dir, party)
     runtimes = _load_models(models, device, dtype)
     _serving(_serve_role(start_verifier(base_uri, tls, runtimes, router_uri, host=host, pinned_load=pin_load,
@@ -204,12 +213,15 @@ def serve_verifier(pki_dir: Path, party: str, router_uri: str, models: tuple[str
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--seed", type=int, default=None)
+@_mutant_option("drafter")
 def serve_drafter(pki_dir: Path, party: str, routers: tuple[str, ...], cache_base: str, model: str, device: str,
-                  host: str, seed: int | None) -> None:
-    """Run one reference drafter."""
+                  host: str, seed: int | None, mutant: str | None) -> None:
+    """Run one reference drafter (or one of its mutants)."""
+    factory = _mutant_factory(mutant, "drafter")
     tls, base_uri = _role_tls(pki_dir, party)
     runtime = load_model(model, device)
-    asyncio.run(_serve_role(start_drafter(base_uri, tls, runtime, routers, cache_base, host=host, seed=seed)))
+    _serving(_serve_role(start_drafter(base_uri, tls, runtime, routers, cache_base, host=host, seed=seed,
+                                       app_factory=factory)), f"the drafter {base_uri}")
 
 
 @serve.command("router")
@@ -220,9 +232,11 @@ def serve_drafter(pki_dir: Path, party: str, routers: tuple[str, ...], cache_bas
 @click.option("--drafter", "drafters", required=True, multiple=True,
               help="URI=MODEL: a drafter's base URI and its model (id or folder), repeat (P1-RTR-2).")
 @click.option("--host", default="127.0.0.1", show_default=True)
+@_mutant_option("router")
 def serve_router(pki_dir: Path, party: str, cache_base: str, verifiers: tuple[str, ...], drafters: tuple[str, ...],
-                 host: str) -> None:
-    """Run one reference router."""
+                 host: str, mutant: str | None) -> None:
+    """Run one reference router (or one of its mutants)."""
+    factory = _mutant_factory(mutant, "router")
     tls, base_uri = _role_tls(pki_dir, party)
     models = {}
     for spec in drafters:
@@ -230,8 +244,9 @@ def serve_router(pki_dir: Path, party: str, cache_base: str, verifiers: tuple[st
         if not sep:
             raise click.BadParameter(f"expected URI=MODEL, got {spec!r}", param_hint="--drafter")
         models[uri] = Checkpoint.open(resolve_model(model)).model_sha256
-    asyncio.run(_serve_role(start_router(base_uri, tls, cache_base=cache_base, drafters=models,
-                                         verifiers=list(verifiers), host=host)))
+    _serving(_serve_role(start_router(base_uri, tls, cache_base=cache_base, drafters=models,
+                                      verifiers=list(verifiers), host=host, app_factory=factory)),
+             f"the router {base_uri}")
 
 
 @click.command()

@@ -57,13 +57,15 @@ def _client_factory(tls: PartyTls, clients: dict[str, SdcpClient], timeouts: Tim
 
 async def start_drafter(base_uri: str, tls: PartyTls, model: RuntimeModel, routers: Sequence[str], cache_base: str,
                         *, host: str = "127.0.0.1", seed: int | None = None,
-                        measured_timing: bool = True) -> RunningRole:
+                        measured_timing: bool = True,
+                        app_factory: Callable[..., DrafterApp] | None = None) -> RunningRole:
+    """The reference drafter (or ``app_factory``'s app: a mutant's) as a running role, reporting its status."""
     config = DrafterConfig(base_uri=base_uri, routers=frozenset(routers), cache_base=cache_base, seed=seed,
                            measured_timing=measured_timing)
     http = party_http_client(tls.cert, tls.key, tls.ca)
     clients: dict[str, SdcpClient] = {}
     factory = _client_factory(tls, clients, Timeouts())
-    app = DrafterApp(
+    app = (app_factory or DrafterApp)(
         config, RuntimeDraftModel(model), ObjectClientCache(HttpxObjectClient(http)),
         ClientVerifierLink(factory), ClientRouterLink(factory),
     )

@@ -53,7 +53,7 @@ def redis_server(directory: Path, *, persist: bool) -> Iterator[str]:
             "--appendonly", "yes" if persist else "no"]
     if persist:
         args += ["--appendfsync", "always"]
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         _wait_ready(process)
         yield f"redis://127.0.0.1:{port}/0"
@@ -61,28 +61,33 @@ def redis_server(directory: Path, *, persist: bool) -> Iterator[str]:
         _stop(process, port)
 
 
-def _wait_ready(process: subprocess.Popen[str]) -> None:
-    """Read the server's log until it says it accepts connections (the server's own readiness signal)."""
+def _wait_ready(process: subprocess.Popen[bytes]) -> None:
+    """Read the server's log until it says it accepts connections (the server's own readiness signal).
+
+    Raw reads of the pipe, never a buffered ``readline``: a buffered reader may hold the ready line already while
+    ``select`` on the descriptor waits for more.
+    """
     assert process.stdout is not None
-    log: list[str] = []
+    seen = b""
     deadline = time.monotonic() + START_TIMEOUT_S
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)
         while time.monotonic() < deadline:
             if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
                 break
-            line = process.stdout.readline()
-            if not line:  # the server exited
+            chunk = os.read(process.stdout.fileno(), 65536)
+            if not chunk:  # the server exited
                 break
-            log.append(line)
-            if READY in line:
+            seen += chunk
+            if READY.encode() in seen:
                 return
     process.kill()
     process.wait(timeout=STOP_TIMEOUT_S)
-    raise RuntimeError("redis-server did not become ready:\n" + "".join(log[-20:]))
+    raise RuntimeError("redis-server did not become ready:\n" + "\n".join(seen.decode(errors="replace")
+                                                                          .splitlines()[-20:]))
 
 
-def _stop(process: subprocess.Popen[str], port: int) -> None:
+def _stop(process: subprocess.Popen[bytes], port: int) -> None:
     """SHUTDOWN (which writes the append-only file out), else terminate, else kill; always reaped."""
     if process.poll() is None:
         import redis

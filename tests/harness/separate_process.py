@@ -1,4 +1,5 @@
-"""Starting the reference verifier as a separate process, as a vendor starts theirs, for the target-mode tests."""
+"""Starting a reference role (or a mutant of it) as a separate process, as a vendor starts theirs, for the target-mode
+tests."""
 
 from __future__ import annotations
 
@@ -53,23 +54,21 @@ def wait_ready(process: subprocess.Popen[str]) -> str:
         seen.append(line)
         if line.startswith(READY_LINE):
             return line[len(READY_LINE):].strip()
-        assert process.poll() is None, f"the verifier exited early: {seen}"
-
-
+        assert process.poll() is None, f"the IUT exited early: {seen}"
 
 
 @contextmanager
-def separate_verifier(folder: Path, errors: Path, extra: tuple[str, ...] = ()) -> Iterator[tuple[Path, str]]:
-    """``pki init FOLDER --iut verifier``, then the printed ``serve verifier`` command (plus ``extra``) as a child
-    process; yields (target file, base URI) and stops the child."""
-    made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", "verifier"], capture_output=True, text=True,
+def separate_iut(role: str, folder: Path, errors: Path, extra: tuple[str, ...] = ()) -> Iterator[tuple[Path, str, str]]:
+    """``pki init FOLDER --iut ROLE``, then the printed ``serve ROLE`` command (plus ``extra``) as a child process;
+    yields (target file, base URI, what ``pki init`` printed) and stops the child."""
+    made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", role], capture_output=True, text=True,
                           timeout=STEP_TIMEOUT_S, check=True)
     printed = next(line.strip() for line in made.stdout.splitlines()
-                   if line.strip().startswith("sdcp-conformance serve verifier"))
+                   if line.strip().startswith(f"sdcp-conformance serve {role}"))
     with errors.open("w") as sink:
         process = subprocess.Popen([*cli_words(printed), *extra], stdout=subprocess.PIPE, stderr=sink, text=True)
         try:
-            yield folder / "target.toml", wait_ready(process)
+            yield folder / "target.toml", wait_ready(process), made.stdout
         finally:
             process.terminate()
             try:
@@ -77,3 +76,10 @@ def separate_verifier(folder: Path, errors: Path, extra: tuple[str, ...] = ()) -
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=20)
+
+
+@contextmanager
+def separate_verifier(folder: Path, errors: Path, extra: tuple[str, ...] = ()) -> Iterator[tuple[Path, str]]:
+    """:func:`separate_iut` for a verifier: yields (target file, base URI)."""
+    with separate_iut("verifier", folder, errors, extra) as (target, base_uri, _):
+        yield target, base_uri

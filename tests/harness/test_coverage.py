@@ -57,7 +57,7 @@ def test_profile_rows_are_never_strict_unless_they_restate_the_draft() -> None:
 @pytest.mark.parametrize("catalogue", CATALOGUES, ids=lambda catalogue: catalogue.role)
 def test_each_cases_declared_level_is_that_of_its_own_sentence(catalogue: Catalogue) -> None:
     """A case's level is the level of the row it is about (its first), so what it reports matches its claim."""
-    wrong = {case.id: (case.level.value, TABLE[case.rows[0]].level.value)
+    wrong = {case.id: (case.level.value, TABLE[case.rows[0]].level.value if case.rows else "no row")
              for case in catalogue.cases.values() if not case.rows or TABLE[case.rows[0]].level is not case.level}
     assert not wrong, f"cases whose level is not their first row's (case, row): {wrong}"
 

@@ -360,7 +360,7 @@ def test_a_verdict_that_times_out_is_retried() -> None:
 
 def test_exhausted_retries_stop_the_session() -> None:
     async def scenario() -> None:
-        h = Harness(max_attempts=3)
+        h = Harness(max_attempts=3, retry_window_s=0.0)
         await h.assign()
         for _ in range(3):
             _, _, answer = await h.verifier.next()

@@ -6,9 +6,11 @@ websocket client is the ``websockets`` package. Every wait has a deadline.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -93,9 +95,12 @@ def open_page(path: Path) -> Iterator[Page]:
 
     binary = chromium_path()
     assert binary is not None, "chromium is not installed (apt-get install -y chromium)"
-    with tempfile.TemporaryDirectory(prefix="sdcp-chromium-") as profile:
+    # Chromium's helpers (zygote, renderer, crashpad) live in its process group and can outlive it for a moment,
+    # still writing to the profile: the whole group is killed before the profile is removed.
+    with tempfile.TemporaryDirectory(prefix="sdcp-chromium-", ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
-                                    "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                    "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   start_new_session=True)
         try:
             port = _devtools_port(process)
             threading.Thread(target=_drain, args=(process,), daemon=True).start()  # a full pipe would block it
@@ -115,6 +120,8 @@ def open_page(path: Path) -> Iterator[Page]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
 
 
 def _drain(process: subprocess.Popen[bytes]) -> None:
@@ -157,7 +164,7 @@ def screenshot(path: Path, output: Path, width: int = 1300, height: int = 2200) 
     """A PNG of the page as a person sees it (for the closing note, not for assertions)."""
     binary = chromium_path()
     assert binary is not None
-    with tempfile.TemporaryDirectory(prefix="sdcp-chromium-") as profile:
+    with tempfile.TemporaryDirectory(prefix="sdcp-chromium-", ignore_cleanup_errors=True) as profile:
         subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
                         f"--screenshot={output}", path.resolve().as_uri()], check=True, timeout=DEADLINE_S,
                        capture_output=True, env={**os.environ})

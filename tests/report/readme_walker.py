@@ -25,6 +25,9 @@ NOT_RUN: tuple[tuple[str, str], ...] = (
     (r"fuzz --messages --examples 20000\b", "twenty thousand hostile messages: minutes, CI fuzzes less"),
     (r"fuzz --api --examples 3000\b", "three thousand schemathesis cases: minutes, CI fuzzes less"),
     (r"<file>", "a placeholder for the replay file a failing campaign saves"),
+    (r"^sdcp-conformance selftest --role (drafter|router)$",
+     "a role's whole kill matrix (every mutant against every case): many minutes; the role's mutant tests run "
+     "each mutant's recorded killers under five seeds"),
 )
 """(pattern, why): the commands the walker deliberately does not run."""
 

@@ -11,6 +11,7 @@ not in ``NOT_RUN``.
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -42,20 +43,31 @@ def fresh_copy(destination: Path) -> Path:
     return destination
 
 
-def _router_uri(cwd: Path) -> str:
-    raw = tomllib.loads((cwd / "certs" / "target.toml").read_text(encoding="utf-8"))
-    return str(raw["harness"]["router"])
+PKI_FOLDER = re.compile(r"--pki\s+(\S+)")
+PLACEHOLDER = re.compile(r"<(router-uri|mlc-uri|verifier-\d+|drafter-\d+)>")
 
 
-SUBSTITUTIONS = {"<router-uri>": _router_uri}
-"""Placeholders of the README and where their value is, once the command that prints it has run."""
+def _value(harness: dict[str, object], name: str) -> str:
+    """A placeholder's value in the ``[harness]`` table that ``pki init`` wrote (what it also printed)."""
+    if name == "router-uri":
+        return str(harness["router"])
+    if name == "mlc-uri":
+        return str(harness["cache"])
+    kind, _, number = name.rpartition("-")
+    listed = harness[f"{kind}s"]
+    assert isinstance(listed, list)
+    return str(listed[int(number) - 1])
 
 
 def _filled(text: str, cwd: Path) -> str:
-    for placeholder, value in SUBSTITUTIONS.items():
-        if placeholder in text:
-            text = text.replace(placeholder, value(cwd))
-    return text
+    """The command with its placeholders (``<router-uri>``, ``<verifier-2>``…) replaced from the target file in the
+    folder its ``--pki`` names: the values ``pki init`` printed a reader."""
+    if not PLACEHOLDER.search(text):
+        return text
+    folder = PKI_FOLDER.search(text)
+    assert folder is not None, f"`{text}` has placeholders but no --pki folder to fill them from"
+    raw = tomllib.loads((cwd / folder.group(1) / "target.toml").read_text(encoding="utf-8"))
+    return PLACEHOLDER.sub(lambda match: _value(raw["harness"], match.group(1)), text)
 
 
 def _runnable(command: Command) -> str | None:
@@ -104,6 +116,7 @@ def _stop(servers: list[subprocess.Popen[bytes]]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # three roles' certifications, embedded and as separate processes, run in turn
 def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
     cwd = fresh_copy(tmp_path / "clone")
     walked = commands(readme(cwd))

@@ -4,73 +4,27 @@ pytest plugin) through the target file it wrote."""
 from __future__ import annotations
 
 import json
-import queue
-import shlex
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import IO
 
 import pytest
 
 from sdcp_conformance.harness.target import load_target
-from sdcp_conformance.reference.stack import READY_LINE
+from tests.harness.separate_process import CLI, separate_iut
 
-CLI = [sys.executable, "-m", "sdcp_conformance.cli"]
-READY_TIMEOUT_S = 90.0
 STEP_TIMEOUT_S = 180.0
 SELECTED = ["RTR-SANITY-001", "RTR-6.9-FAILOVER-001", "RTR-6.9-PARTITION-001", "RTR-6.1-ASSIGN-001",
             "RTR-6.6-POLICY-002", "RTR-5.2-UNKNOWN-KIND-001", "RTR-6.1-CANNOT-SERVE-001"]
 
 
-def _lines(stream: IO[str]) -> queue.Queue[str]:
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        for line in stream:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return lines
-
-
-def _wait_ready(lines: queue.Queue[str], process: subprocess.Popen[str]) -> str:
-    seen: list[str] = []
-    while True:
-        try:
-            line = lines.get(timeout=READY_TIMEOUT_S)
-        except queue.Empty:
-            pytest.fail(f"no {READY_LINE!r} line within {READY_TIMEOUT_S} s; got {seen}")
-        seen.append(line)
-        if line.startswith(READY_LINE):
-            return line[len(READY_LINE):].strip()
-        assert process.poll() is None, f"the router exited early: {seen}"
-
-
 @pytest.fixture(scope="module")
 def separate_router(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
     folder = tmp_path_factory.mktemp("router-iut")
-    made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", "router"], capture_output=True, text=True,
-                          timeout=STEP_TIMEOUT_S, check=True)
-    printed = next(line.strip() for line in made.stdout.splitlines()
-                   if line.strip().startswith("sdcp-conformance serve router"))
-    words = shlex.split(printed)
-    with (folder / "router.err").open("w") as errors:
-        process = subprocess.Popen([*CLI, *words[1:]], stdout=subprocess.PIPE, stderr=errors, text=True)
-        try:
-            assert process.stdout is not None
-            base_uri = _wait_ready(_lines(process.stdout), process)
-            yield folder / "target.toml", base_uri, made.stdout
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=20)
+    with separate_iut("router", folder, folder / "router.err") as served:
+        yield served
 
 
 @pytest.mark.slow
@@ -110,3 +64,24 @@ def test_pytest_plugin_against_a_separately_started_router(separate_router: tupl
                           cwd=tmp_path, capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "RTR-6.9-FAILOVER-001 PASSED" in done.stdout and "3 passed" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_separately_served_router_mutant_is_failed_by_its_killer(tmp_path: Path) -> None:
+    """`serve router --mutant NAME`: what a vendor sees when a router is wrong (the bug: status from anyone)."""
+    with separate_iut("router", tmp_path / "iut", tmp_path / "router.err",
+                      ("--mutant", "status-from-anyone")) as (target, _, _):
+        done = subprocess.run([*CLI, "certify", "--target", str(target), "--only", "RTR-P1-RTR-2-STATUS-001",
+                               "--seed", "5", "--report-dir", str(tmp_path / "reports")], capture_output=True,
+                              text=True, timeout=STEP_TIMEOUT_S)
+    assert done.returncode == 1, done.stdout + done.stderr
+    document = json.loads((tmp_path / "reports" / "report.json").read_text(encoding="utf-8"))
+    verdicts = {result["id"]: result["verdict"] for result in document["results"]}
+    assert verdicts["RTR-P1-RTR-2-STATUS-001"] == "FAILED", verdicts
+
+
+def test_serve_router_refuses_an_unknown_mutant(tmp_path: Path) -> None:
+    done = subprocess.run([*CLI, "serve", "router", "--pki", str(tmp_path), "--cache", "https://127.0.0.1:1/",
+                           "--verifier", "https://127.0.0.1:2/", "--drafter", "https://127.0.0.1:3/=bigram-draft-near",
+                           "--mutant", "no-such-mutant"], capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+    assert done.returncode == 2 and "no-such-mutant" in done.stderr, done.stderr

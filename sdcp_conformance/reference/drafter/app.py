@@ -79,6 +79,9 @@ class DrafterConfig:
     router_timeout_s: float = 5.0
     max_attempts: int = 4
     """D-DRF-10, D-DRF-12, D-DRF-14: attempts per exchange, setbacks, output reads."""
+    retry_window_s: float = 30.0
+    """D-DRF-10, P1-DRF-5: a lost verdict is retried "for at least 30 s": the exchange gives up only once it
+    has made ``max_attempts`` attempts and this long has passed since its first one."""
     backoff_s: float = 0.05
     backoff_max_s: float = 2.0
     capacity: int = 16
@@ -125,7 +128,15 @@ class _Slot:
 
 
 class DrafterApp:
-    """An async :data:`~sdcp_conformance.transport.types.Handler` serving ``POST assignments``."""
+    """An async :data:`~sdcp_conformance.transport.types.Handler` serving ``POST assignments``.
+
+    The points where the mutant catalogue plants bugs are methods (``authorized``, ``parse_assignment``,
+    ``validate_assignment``, ``_check_epoch``, ``uniforms``, ``_exchange``, ``_publish``, ``_delete``,
+    ``lease_ms``, ``status``, ``status_interval_s``) and ``session_class`` builds each session's machine;
+    the reference behaviour does not depend on being subclassed.
+    """
+
+    session_class: type[DrafterSession] = DrafterSession
 
     def __init__(
         self,
@@ -174,13 +185,13 @@ class DrafterApp:
         return await self._assign(request)
 
     async def _assign(self, request: Request) -> Response:
-        if request.peer_identity not in self.config.routers:
+        if not self.authorized(request.peer_identity):
             # P1-DRF-1: "it accepts POST assignments only from its routers (else 403
             # sdcp-not-assigned)"; D-DRF-1: before the body is parsed.
             who = request.peer_identity
             raise ProtocolError(ProblemType.NOT_ASSIGNED, f"{who!r} is not one of this drafter's routers")
-        assignment = Assignment.from_cbor(request.body)
-        check_assignment(assignment, self.identity)
+        assignment = self.parse_assignment(request.body)
+        self.validate_assignment(assignment)
         self._check_epoch(assignment)
         prompt = await self._prompt(assignment.prompt)
         committed = await self._committed_tokens(assignment)
@@ -188,6 +199,18 @@ class DrafterApp:
         async with lock:
             await self._install(assignment, prompt, committed)
         return Response(204)
+
+    def authorized(self, peer: str | None) -> bool:
+        """P1-DRF-1: an assignment comes from one of the configured routers."""
+        return peer in self.config.routers
+
+    def parse_assignment(self, body: bytes) -> Assignment:
+        """§5.2, §4.1: the body as an assignment; a contract key the draft does not define is refused."""
+        return Assignment.from_cbor(body)
+
+    def validate_assignment(self, assignment: Assignment) -> None:
+        """Checks that need no I/O and no held state (P1-DRF-2, P1-DRF-3, D-DRF-2)."""
+        check_assignment(assignment, self.identity)
 
     def _check_epoch(self, assignment: Assignment) -> None:
         held = self.sessions.get(assignment.session)
@@ -199,7 +222,7 @@ class DrafterApp:
         self._check_epoch(assignment)  # again: another assignment may have won while we read the cache
         held = self.sessions.get(assignment.session)
         estimates = held.machine.estimates if held is not None else self._new_estimates()  # D-DRF-5
-        machine = DrafterSession(
+        machine = self.session_class(
             assignment, prompt, committed, identity=self.identity, estimates=estimates,
             max_setbacks=self.config.max_attempts,
         )
@@ -215,10 +238,8 @@ class DrafterApp:
 
     async def _cancel(self, slot: _Slot) -> None:
         slot.machine.abandon()
-        task = slot.task
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.wait([task])
+        if slot.task is not None:
+            await _cancelled(slot.task)
 
     async def _prompt(self, value: tuple[int, ...] | str) -> list[int]:
         if not isinstance(value, str):
@@ -300,10 +321,15 @@ class DrafterApp:
         try:
             async with self._model_slots:
                 return await asyncio.to_thread(
-                    self.model.draft, machine.session, machine.context, m, machine.sampling, machine.rule, slot.rng
+                    self.model.draft, machine.session, machine.context, m, machine.sampling, machine.rule,
+                    self.uniforms(slot)
                 )
         finally:
             self._queued -= 1
+
+    def uniforms(self, slot: _Slot) -> np.random.Generator:
+        """D-DRF-9: the session's own generator, never §6.4's HMAC derivation."""
+        return slot.rng
 
     async def _publish(self, machine: DrafterSession, tokens: tuple[int, ...], rows: QRows) -> str | None:
         """Write q_rows under a lease (P1-MLC-3); None when every attempt failed."""
@@ -332,9 +358,14 @@ class DrafterApp:
             log.warning("deleting %s failed, left to its lease: %s", uri, exc)
 
     async def _exchange(self, verifier: str, body: bytes) -> ProposalResult:
-        """P1-DRF-5: "A lost verdict ... is retried with the identical body; a 4xx is final"."""
-        failure = TransportFailure("no attempt made")
-        for attempt in range(1, self.config.max_attempts + 1):
+        """P1-DRF-5: "A lost verdict ... is retried with the identical body, with backoff, for at least 30 s
+        or until a new assignment for the session arrives ...; a 4xx is final" (a new assignment cancels
+        this loop, P1-DRF-7). D-DRF-10: it gives up after ``max_attempts`` attempts once
+        ``retry_window_s`` has passed since the first."""
+        first = self._clock()
+        attempt = 0
+        while True:
+            attempt += 1
             if attempt > 1:
                 await self._sleep(self._backoff(attempt - 1))
             started = self._clock()
@@ -343,8 +374,8 @@ class DrafterApp:
                 self.timing.observe_verify(verifier, self._clock() - started)
                 return result
             log.warning("proposal to %s lost (attempt %d): %s", verifier, attempt, result.detail)
-            failure = result
-        return failure
+            if attempt >= self.config.max_attempts and self._clock() - first >= self.config.retry_window_s:
+                return result
 
     async def _resync(self, machine: DrafterSession) -> Next:
         """P1-DRF-6: read the committed tokens it lacks "with GET …/output" (D-DRF-14)."""
@@ -372,24 +403,29 @@ class DrafterApp:
     async def _attempt(self, call: Coroutine[Any, Any, T], timeout: float) -> T | TransportFailure:
         """One network call under a timeout; a timeout or an exception is a transport failure."""
         try:
-            return await asyncio.wait_for(call, timeout)
+            async with asyncio.timeout(timeout):
+                return await call
         except TimeoutError:
             return TransportFailure(f"no answer within {timeout} s")
         except (OSError, CacheUnavailable) as exc:
             return TransportFailure(f"{type(exc).__name__}: {exc}")
 
     async def _bounded(self, call: Awaitable[T], timeout: float) -> T:
-        return await asyncio.wait_for(call, timeout)
+        async with asyncio.timeout(timeout):
+            return await call
 
     def _backoff(self, k: int) -> float:
         """D-DRF-10: before retry k, ``backoff_s * 2**(k-1)``, at most ``backoff_max_s``."""
         return float(min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (k - 1)))
 
     def lease_ms(self) -> int:
-        """D-DRF-8, P1-DRF-8: at least the whole exchange, every attempt and backoff included."""
-        attempts = self.config.max_attempts
-        backoffs = sum(self._backoff(k) for k in range(1, attempts))
-        return math.ceil(1000 * (attempts * self.config.proposal_timeout_s + backoffs)) + LEASE_MARGIN_MS
+        """D-DRF-8, P1-DRF-8: at least the whole exchange, every attempt and backoff included: the attempts
+        made within ``retry_window_s``, one more backoff and attempt after it, or ``max_attempts`` of them."""
+        config = self.config
+        attempts = config.max_attempts
+        counted = attempts * config.proposal_timeout_s + sum(self._backoff(k) for k in range(1, attempts))
+        windowed = config.retry_window_s + config.backoff_max_s + config.proposal_timeout_s
+        return math.ceil(1000 * max(counted, windowed)) + LEASE_MARGIN_MS
 
     def _observe_accept(self, accepted: int, proposed: int) -> None:
         ratio = accepted / proposed
@@ -424,11 +460,15 @@ class DrafterApp:
             except Exception as exc:  # a router may be down; the next report retries
                 log.warning("status report to %s failed: %s", router, exc)
 
+    def status_interval_s(self) -> float:
+        """§6.1: "Each instance reports status at intervals shorter than its ttl_ms" (D-DRF-15: a third)."""
+        return self.config.status_ttl_ms / 3000
+
     async def report_status_forever(self) -> None:
         """§6.1: "Each instance reports status at intervals shorter than its ttl_ms"."""
         while True:
             await self.report_status_once()
-            await self._sleep(self.config.status_ttl_ms / 3000)
+            await self._sleep(self.status_interval_s())
 
     async def close(self) -> None:
         """Cancel every drafting loop and wait for them to end."""
@@ -436,9 +476,22 @@ class DrafterApp:
         for slot in self.sessions.values():
             slot.machine.abandon()
         for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks)
+            await _cancelled(task)
+
+
+CANCEL_POLL_S = 0.05
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait until it has ended, cancelling again if a cancellation was swallowed.
+
+    D-DRF-18: Python 3.11's ``asyncio.wait_for`` (used by libraries below us) returns the inner result when
+    the inner call finishes just as the outer task is cancelled, so one ``cancel()`` can be lost and the loop
+    it meant to stop runs on (a replaced assignment's old loop went on retrying, and the new assignment's
+    POST waited for it). The old loop is cancelled until it is gone."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait([task], timeout=CANCEL_POLL_S)
 
 
 def _b64url(raw: bytes) -> str:

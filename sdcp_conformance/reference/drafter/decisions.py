@@ -74,10 +74,15 @@ publishes no q_rows (P1-DRF-4)."""
 
 TRANSPORT_RETRIES = "bounded"
 """D-DRF-10: a lost verdict (transport error, timeout, 5xx, 429; P1-DRF-5) is
-resent with the identical body up to ``max_attempts`` times in all, sleeping
-``backoff_s * 2**(k-1)`` (at most ``backoff_max_s``) before retry k. When all
-attempts fail the drafter stops the session; the router reassigns it when the
-drafter's status or the verifier's recovery calls for it (§6.9)."""
+resent with the identical body, sleeping ``backoff_s * 2**(k-1)`` (at most
+``backoff_max_s``) before retry k, until at least ``max_attempts`` attempts
+were made AND ``retry_window_s`` (30 s, P1-DRF-5's "for at least 30 s") has
+passed since the first one, or a new assignment for the session cancels the
+exchange (P1-DRF-7). When every attempt failed the drafter stops the session;
+the router reassigns it when the drafter's status or the verifier's recovery
+calls for it (§6.9). (Until the drafter suite existed the bound was
+``max_attempts`` alone, which gave up after about 0.35 s of 503s: a short
+verifier outage left the session without a drafter.)"""
 
 FINAL_PROBLEMS_STOP = True
 """D-DRF-11: every 4xx other than sdcp-stale-base (resync, P1-DRF-6) and

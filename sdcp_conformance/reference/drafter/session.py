@@ -116,7 +116,13 @@ def check_prompt(prompt: Sequence[int], vocab_size: int) -> tuple[int, ...]:
 
 
 class DrafterSession:
-    """Everything one drafter decides about one assigned session."""
+    """Everything one drafter decides about one assigned session.
+
+    ``stopping``, :meth:`validate`, :meth:`accepts_resync` and :meth:`adopted_digest` are the points where
+    the mutant catalogue plants bugs; the reference behaviour does not depend on being subclassed.
+    """
+
+    stopping: frozenset[Action] = STOPPING_ACTIONS
 
     def __init__(
         self,
@@ -128,7 +134,7 @@ class DrafterSession:
         estimates: Estimates,
         max_setbacks: int = 4,
     ) -> None:
-        check_assignment(assignment, identity)
+        self.validate(assignment, identity)
         self.assignment = assignment
         self.identity = identity
         self.estimates = estimates
@@ -163,6 +169,11 @@ class DrafterSession:
                 f"committed {assignment.committed} and digest",
             )
         self.output, self.digest = tokens, assignment.digest
+
+    @staticmethod
+    def validate(assignment: Assignment, identity: DrafterIdentity) -> None:
+        """The I/O-free checks of :func:`check_assignment` (a hook the mutant catalogue overrides)."""
+        check_assignment(assignment, identity)
 
     # ------------------------------------------------------------------ views
 
@@ -252,7 +263,7 @@ class DrafterSession:
         if _answers(proposal, verdict):
             self.estimates.observe(verdict.accepted, len(proposal.tokens))
             self.last_observed = (verdict.accepted, len(proposal.tokens))
-        if verdict.action in STOPPING_ACTIONS:
+        if verdict.action in self.stopping:
             return self.stop(f"verdict action {verdict.action.name.lower()}")
         return Next.PROPOSE
 
@@ -343,11 +354,21 @@ class DrafterSession:
             raise InvalidArgument("no resynchronisation is pending")
         tokens = list(tokens)
         self._target, self._resync_buffer = None, []
-        if len(self.output) + len(tokens) != target.committed or extend_digest(self.digest, tokens) != target.digest:
+        if not self.accepts_resync(tokens, target):
             return self.fail("the output read back does not reproduce the state's digest")
+        digest = self.adopted_digest(tokens, target)
         self.output.extend(tokens)
-        self.digest, self.round, self.setbacks = target.digest, target.round, 0
+        self.digest, self.round, self.setbacks = digest, target.round, 0
         return Next.PROPOSE
+
+    def accepts_resync(self, tokens: Sequence[int], target: SessionState) -> bool:
+        """P1-DRF-6: the tokens read back complete the committed length and reproduce the state's digest."""
+        return len(self.output) + len(tokens) == target.committed and \
+            extend_digest(self.digest, tokens) == target.digest
+
+    def adopted_digest(self, tokens: Sequence[int], target: SessionState) -> bytes:
+        """The digest the drafter holds after a resynchronisation: the state's, which the tokens reproduce."""
+        return target.digest
 
     # ------------------------------------------------------------------ ending
 

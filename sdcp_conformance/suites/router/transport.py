@@ -12,6 +12,7 @@ from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.router import router_case
+from sdcp_conformance.suites.transport_judging import judge_http1
 from sdcp_conformance.transport.client import FailureKind
 
 MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
@@ -79,16 +80,7 @@ async def http11_is_refused(ctx: RouterContext) -> None:
     request = http1_request(ctx.env.config.base_uri, "POST", "client/sessions", body, SDCP_MEDIA_TYPE)
     offer = TlsOffer(ctx.env.pki.cert("client"), ctx.env.pki.key("client"), alpn=("http/1.1",))
     result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, request)
-    ctx.note(f"HTTP/1.1 probe: {result.describe()}")
-    status = result.http1_status
-    if result.refused or status == 505 or (status is None and result.closed and result.handshake_ok):
-        return
-    acceptable = ["handshake refused", "HTTP/1.1 505", "connection closed without an HTTP/1.x answer"]
-    if status is not None and 200 <= status < 300:
-        ctx.fail(f"the router served a request over HTTP/1.1 ({status}); HTTP/2 or HTTP/3 is REQUIRED",
-                 row="R-5.1-MTLS", expected=acceptable, actual=result.describe())
-    ctx.deviate("P1-TLS-1/HTTP1", f"the router neither answered 505 nor closed the connection: {result.describe()}",
-                expected=acceptable, actual=result.describe())
+    judge_http1(ctx, result, "the router")
 
 
 @router_case("RTR-5.1-TRANSPORT-005", area="transport", section="5.1, P1-TLS-1", quote=f"{MTLS} ... {H2}",

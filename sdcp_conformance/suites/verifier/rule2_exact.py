@@ -169,7 +169,7 @@ async def several_rounds(ctx: CaseContext) -> None:
     await _seeded_rounds(ctx, sources, 4, **sampling)
 
 
-PURPOSE_QUOTE = ("...where purpose is 0 for the acceptance test and 1 for drawing the additional token, taking the "
+PURPOSE_QUOTE = ("where purpose is 0 for the acceptance test and 1 for drawing the additional token, taking the "
                  "first 53 bits of the result divided by 2^53.")
 PURPOSE_TRIES = 100
 PURPOSE_ROUNDS = (4, 12)

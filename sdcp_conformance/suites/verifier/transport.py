@@ -14,7 +14,7 @@ import ssl
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.harness.probes import ProbeResult, TlsOffer, http1_request, tls_probe
+from sdcp_conformance.harness.probes import TlsOffer, http1_request, tls_probe
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.messages import SessionState
 from sdcp_conformance.protocol.problems import (
@@ -23,6 +23,7 @@ from sdcp_conformance.protocol.problems import (
     PROBLEM_URN_PREFIX,
     SDCP_MEDIA_TYPE,
 )
+from sdcp_conformance.suites.transport_judging import judge_http1
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.transport.client import FailureKind
 
@@ -106,29 +107,12 @@ async def tls12_refused(ctx: CaseContext) -> None:
     ctx.require(problem is None, problem or "", expected="handshake refused", actual=result.describe())
 
 
-def _judge_http1(ctx: CaseContext, result: ProbeResult) -> None:
-    """P1-TLS-1: a 505, a refused handshake or a closed connection; serving the request fails."""
-    ctx.note(f"HTTP/1.1 probe: {result.describe()}")
-    status = result.http1_status
-    acceptable = ["handshake refused", "HTTP/1.1 505", "connection closed without an HTTP/1.x answer"]
-    if result.refused or status == 505 or (status is None and result.closed and result.handshake_ok):
-        return
-    if not result.handshake_ok:  # stalled or unreachable: a hang is not a refusal (P1-JUDGE-3)
-        ctx.fail(result.refusal_problem("") or result.describe(), row="R-5.1-MTLS", expected=acceptable,
-                 actual=result.describe())
-    if status is not None and 200 <= status < 300:
-        ctx.fail(f"the IUT served an SDCP request over HTTP/1.1 ({status}); HTTP/2 or HTTP/3 is REQUIRED",
-                 row="R-5.1-MTLS", expected=acceptable, actual=result.describe())
-    ctx.deviate("P1-TLS-1/HTTP1", f"the IUT neither answered 505 nor closed the connection: {result.describe()}",
-                expected=acceptable, actual=result.describe())
-
-
 async def _http1_probe(ctx: CaseContext, alpn: tuple[str, ...]) -> None:
     session = ctx.track()
     request = http1_request(ctx.env.config.base_uri, "POST", "sessions", encode(ctx.opening(session)),
                             SDCP_MEDIA_TYPE)
     result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, _offer(ctx, "router", alpn=alpn), request)
-    _judge_http1(ctx, result)
+    judge_http1(ctx, result, "the IUT")
 
 
 @CATALOGUE.case(

@@ -1,0 +1,73 @@
+"""The router the harness plays for a drafter under test: where the drafter reports its status.
+
+§6.1: "Each instance reports status at intervals shorter than its ttl_ms";
+P1-RTR-1: ``PUT instances/{id}/status`` with ``{id}`` the unpadded base64url of
+the instance's base URI. The inbox keeps every report with its arrival time,
+path, sender and decoded body (or why it did not decode), and answers 204
+(P1-MSG-4), so a case can judge the intervals, the fields and ``accept_milli``.
+Assignments go the other way: the harness sends them with its router
+identity through :class:`~sdcp_conformance.harness.iut.IutLink`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sdcp_conformance.errors import MalformedMessage, ProtocolError
+from sdcp_conformance.harness.arrivals import wait_until
+from sdcp_conformance.harness.transcript import CaseTranscript, next_sequence
+from sdcp_conformance.protocol.messages import Status
+from sdcp_conformance.transport.types import Request, Response
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    sequence: int
+    at: float
+    """Loop time of arrival."""
+    path: str
+    peer: str | None
+    content_type: str | None
+    status: Status | None
+    error: str = ""
+    """Why the body is not a status message (empty when it is)."""
+
+
+@dataclass
+class StatusInbox:
+    """The played router's listener: ``PUT …/instances/{id}/status`` (other resources are 404)."""
+
+    transcript: Callable[[], CaseTranscript | None] = lambda: None
+    reports: list[StatusReport] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def __call__(self, request: Request) -> Response:
+        if request.method != "PUT" or "/instances/" not in request.path or not request.path.endswith("/status"):
+            response = Response(404)
+        else:
+            status, error = None, ""
+            try:
+                status = Status.from_cbor(request.body)
+            except (MalformedMessage, ProtocolError) as exc:
+                error = str(exc)
+            loop = asyncio.get_running_loop()
+            self.reports.append(StatusReport(next_sequence(), loop.time(), request.path, request.peer_identity,
+                                             request.header("content-type"), status, error))
+            self.changed.set()
+            response = Response(400 if error else 204)
+        transcript = self.transcript()
+        if transcript is not None:
+            transcript.record("from-iut", "router", request.method, request.path, request.body, response.status,
+                              b"")
+        return response
+
+    def since(self, sequence: int) -> list[StatusReport]:
+        return [report for report in self.reports if report.sequence > sequence]
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        return await wait_until(self.changed, predicate, timeout_s)
+
+
+__all__ = ["StatusInbox", "StatusReport"]

@@ -1,0 +1,308 @@
+"""The verifier the harness plays for a drafter under test: ``POST proposals`` and ``GET …/output``.
+
+Every assignment the harness sends names one of its played verifiers (§5.2
+``verifier: tstr``), so the drafter's proposals come here. Each proposal
+becomes an :class:`~.played_session.Arrival`, is checked at once against
+the session's state (:func:`~.proposal_checks.review`), and waits in the
+session's queue until the case answers it — with a verdict the harness
+computed, a refusal, a lost answer (503, 429, a reset stream, a dropped
+connection, or no answer at all) — so holding a verdict back is simply not
+answering yet. A retry of a round already decided gets the stored verdict
+(§6.3 Idempotency), a proposal after the harness told the drafter to stop
+gets the refusal a verifier would send, and a proposal for a session of an
+earlier case gets 410 ``sdcp-session-closed`` so the drafter lets it go.
+``GET sessions/{id}/output?from=n`` serves the session's committed tokens
+(or, in a forged-resync case, what the case put there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
+
+from sdcp_conformance.cache.transcript import render_body
+from sdcp_conformance.errors import MalformedMessage, ProtocolError
+from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
+from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts, review
+from sdcp_conformance.harness.transcript import CaseTranscript, Entry, next_sequence
+from sdcp_conformance.protocol.messages import Output, Proposal
+from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE, ProblemType
+from sdcp_conformance.transport.problem import problem_response, status_problem_response
+from sdcp_conformance.transport.types import Request, Response
+
+HOLD_LIMIT_S = 60.0
+"""A proposal no case answers is answered 503 after this long (a case that forgot, or died)."""
+LATE_S = 1.0
+"""D-JUDGE-D10: a proposal that follows the replaced assignment exactly and arrives within this long after the
+new one was accepted was on its way before the drafter received it (P1-DRF-7 abandons it "first", but the bytes
+may already be on the wire): it is refused as a verifier would refuse it and not judged."""
+
+
+def sdcp_response(body: bytes, status: int = 200) -> Response:
+    return Response(status, body, [("content-type", SDCP_MEDIA_TYPE)])
+
+
+def refusal_response(problem: ProblemType, detail: str, state: dict[str, object] | None = None) -> Response:
+    return problem_response(ProtocolError(problem, detail, state=state))
+
+
+QUIET_MIN_S = 0.6
+QUIET_MAX_S = 5.0
+QUIET_DEFAULT_S = 1.5
+
+
+@dataclass
+class Pace:
+    """How fast the drafter proposes after a verdict: sets how long "it stopped proposing" is waited for.
+
+    D-JUDGE-D5: the quiet window is four times the 90th percentile of the verdict-to-next-proposal times seen
+    in this certification (the last 200), within 0.6 s and 5 s (1.5 s before any was seen). A drafter that goes
+    on proposing does so at its usual pace, so it shows up inside the window; a slow one widens the window
+    itself. Times measured while a case slows the drafter down on purpose (``paused``) are not its pace.
+    """
+
+    samples: list[float] = field(default_factory=list)
+    paused: bool = False
+
+    def add(self, seconds: float) -> None:
+        if not self.paused:
+            self.samples = [*self.samples[-199:], seconds]
+
+    def quiet_window(self) -> float:
+        if not self.samples:
+            return QUIET_DEFAULT_S
+        ordered = sorted(self.samples)
+        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+        return min(QUIET_MAX_S, max(QUIET_MIN_S, 4 * p90))
+
+
+@dataclass
+class VerifierBoard:
+    """The sessions the played verifiers serve, shared by every played verifier URI."""
+
+    facts: Callable[[], DrafterFacts]
+    pace: Pace = field(default_factory=Pace)
+    transcript: Callable[[], CaseTranscript | None] = lambda: None
+    sessions: dict[bytes, PlayedSession] = field(default_factory=dict)
+    closed: set[bytes] = field(default_factory=set)
+    strays: list[Arrival] = field(default_factory=list)
+    """Arrivals that name no session of the current case (malformed bodies among them)."""
+
+    def add(self, session: PlayedSession) -> PlayedSession:
+        self.sessions[session.id] = session
+        return session
+
+    def close_all(self) -> None:
+        """End of a case: its sessions are closed; whatever still waits is answered 410 (the drafter stops).
+
+        D-JUDGE-D13: a proposal for a session of an earlier case gets 410 ``sdcp-session-closed`` (the session is
+        over for the harness), one for a session it never played 403 ``sdcp-not-assigned`` (§6.3 step 1): both are
+        final for the drafter, so no case inherits another's traffic."""
+        for session in self.sessions.values():
+            self.closed.add(session.id)
+            for arrival in session.arrivals:
+                _settle(arrival, refusal_response(ProblemType.SESSION_CLOSED, "the case that played this session "
+                                                  "has ended"), Outcome.FINAL, "410 (case over)")
+        self.sessions.clear()
+        self.strays.clear()
+
+    # ------------------------------------------------------------------ POST proposals
+
+    async def receive(self, verifier: str, request: Request, sequence: int | None = None) -> Response:
+        loop = asyncio.get_running_loop()
+        proposal, error = None, ""
+        try:
+            proposal = Proposal.from_cbor(request.body)
+        except (MalformedMessage, ProtocolError) as exc:
+            error = str(exc)
+        arrival = Arrival(sequence or next_sequence(), loop.time(), verifier, request.peer_identity, request.body,
+                          request.header("content-type"), proposal, error)
+        session = self.sessions.get(proposal.session) if proposal is not None else None
+        if session is None or proposal is None:
+            return self._stray(arrival, proposal)
+        retried = self._retry_of_decided(session, arrival)
+        if retried is not None:
+            return retried
+        if _late(session, arrival):
+            arrival.late, arrival.judged = True, True
+            session.arrivals.append(arrival)
+            session.queue.put_nowait(arrival)
+            problem = ProblemType.STALE_EPOCH if proposal.epoch != session.epoch else ProblemType.STALE_BASE
+            state = {"session": session.id, "epoch": session.epoch, "round": session.round,
+                     "committed": len(session.output), "digest": session.digest}
+            response = refusal_response(problem, "the assignment this proposal follows has been replaced", state)
+            _settle(arrival, response, Outcome.FINAL, f"{problem.status} {problem.suffix} (late)")
+            return response
+        arrival.observations = review(session, arrival, self.facts())
+        doubt = session.in_doubt is not None
+        if doubt:  # an assignment is on its way: keep only what is wrong under both the old and the new one
+            old = {observation.row for observation in review(session.before(), arrival, self.facts())}
+            arrival.observations = [observation for observation in arrival.observations if observation.row in old]
+        session.arrivals.append(arrival)
+        if session.answered_at is not None:
+            self.pace.add(arrival.at - session.answered_at)
+            session.answered_at = None
+        early = self._immediate(session, arrival)
+        if early is not None:
+            session.queue.put_nowait(arrival)
+            return early
+        if not doubt:
+            session.open = arrival
+        arrival.future = loop.create_future()
+        session.queue.put_nowait(arrival)
+        try:
+            return await asyncio.wait_for(asyncio.shield(arrival.future), HOLD_LIMIT_S)
+        except TimeoutError:
+            _settle(arrival, status_problem_response(503, "no case answered the proposal"), Outcome.LOST,
+                    "503 (no case answered)")
+            return status_problem_response(503, "no case answered the proposal")
+        except asyncio.CancelledError:
+            if arrival.outcome is Outcome.PENDING:
+                arrival.outcome = Outcome.ABANDONED  # the drafter's request went away (its timeout, a reset)
+                arrival.answer = "abandoned by the drafter"
+            raise
+
+    def _stray(self, arrival: Arrival, proposal: Proposal | None) -> Response:
+        if proposal is None:
+            self.strays.append(arrival)
+            return refusal_response(ProblemType.BAD_MESSAGE, arrival.error)
+        if proposal.session in self.closed:
+            return refusal_response(ProblemType.SESSION_CLOSED, "the session is over")
+        self.strays.append(arrival)
+        return refusal_response(ProblemType.NOT_ASSIGNED, "no such session at this verifier")
+
+    def _retry_of_decided(self, session: PlayedSession, arrival: Arrival) -> Response | None:
+        """§6.9, §6.3 Idempotency: the very proposal a verdict was sent for, sent again, gets that verdict — the
+        drafter did not receive it (its request had timed out, or a new assignment had made it abandon it)."""
+        proposal = arrival.proposal
+        assert proposal is not None
+        round_ = proposal.round
+        if proposal.epoch != session.epoch or session.decided_keys.get(round_) != arrival.key:
+            return None
+        stored = session.verdicts[round_]
+        arrival.twin, arrival.judged = True, True
+        session.arrivals.append(arrival)
+        session.queue.put_nowait(arrival)
+        _settle(arrival, stored, Outcome.VERDICT, f"the stored verdict of round {round_} (a retry)")
+        return stored
+
+    def _immediate(self, session: PlayedSession, arrival: Arrival) -> Response | None:
+        """Answers that need no case: a decided round's stored verdict, the refusal after a stop."""
+        proposal = arrival.proposal
+        assert proposal is not None
+        if proposal.epoch == session.epoch and proposal.round in session.verdicts:
+            stored = session.verdicts[proposal.round]
+            _settle(arrival, stored, Outcome.VERDICT, f"the stored verdict of round {proposal.round}")
+            arrival.twin = True
+            return stored
+        if session.stopped is not None:
+            ended = session.stopped[0] in ("R-6.5.2-STOP-ON-END", "P1-DRF-9", "R-5.2-UNKNOWN-ACTION")
+            problem = ProblemType.SESSION_CLOSED if ended else ProblemType.NOT_ASSIGNED
+            response = refusal_response(problem, f"the drafter was told to stop: {session.stopped[1]}")
+            _settle(arrival, response, Outcome.FINAL, f"{problem.status} {problem.suffix} (after the stop)")
+            return response
+        return None
+
+    # ------------------------------------------------------------------ GET sessions/{id}/output
+
+    def output(self, request: Request) -> Response:
+        parts = request.path.rstrip("/").split("/")
+        try:
+            raw = parts[parts.index("sessions") + 1]
+            session_id = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
+            start = int(parse_qs(request.query).get("from", ["0"])[0])
+        except (ValueError, IndexError, binascii.Error):
+            return refusal_response(ProblemType.BAD_MESSAGE, "bad output request")
+        session = self.sessions.get(session_id)
+        if session is None or start < 0:
+            return status_problem_response(404, "no such session")
+        session.output_reads.append((start, request.peer_identity))
+        session.output_paths.append(raw)
+        session.read.set()
+        tokens = session.served_output()[start:]
+        body = Output(session=session.id, epoch=session.epoch, tokens=tuple(tokens), final=False, from_=start)
+        return sdcp_response(body.to_cbor())
+
+
+def _late(session: PlayedSession, arrival: Arrival) -> bool:
+    proposal = arrival.proposal
+    if session.superseded is None or proposal is None or arrival.at - session.superseded_at > LATE_S:
+        return False
+    now = session.learned
+    fits = now is not None and len(proposal.tokens) <= session.limit and (
+        proposal.epoch, proposal.round, proposal.base, proposal.base_digest) == (
+        session.epoch, now.round + 1, now.committed, now.digest)
+    if fits:
+        return False  # whatever it was sent under, it is a valid proposal under the new assignment
+    if arrival.key in session.abandoned:
+        return True  # a retry of a proposal the new assignment abandoned, sent before the drafter received it
+    epoch, learned, limit = session.superseded
+    old = (epoch, learned.round + 1, learned.committed, learned.digest)
+    if (proposal.epoch, proposal.round, proposal.base, proposal.base_digest) != old:
+        return False
+    now = session.learned
+    if now is None or old != (session.epoch, now.round + 1, now.committed, now.digest):
+        return True  # it follows the replaced assignment, not the new one
+    # The new assignment implies the same position; only its limit may differ (m_init).
+    return session.limit < len(proposal.tokens) <= limit
+
+
+def _settle(arrival: Arrival, response: Response, outcome: Outcome, answer: str) -> None:
+    if arrival.future is not None and not arrival.future.done():
+        arrival.future.set_result(response)
+    if arrival.outcome is Outcome.PENDING:
+        arrival.outcome, arrival.answer = outcome, answer
+
+
+def settle(arrival: Arrival, response: Response, outcome: Outcome, answer: str) -> None:
+    """Answer a held proposal (the case's side of the board)."""
+    _settle(arrival, response, outcome, answer)
+
+
+@dataclass
+class PlayedVerifier:
+    """The handler of one played verifier base URI."""
+
+    base_uri: str
+    board: VerifierBoard
+
+    async def __call__(self, request: Request) -> Response:
+        # The exchange is recorded in the transcript of the case during which it arrived, at the sequence
+        # number of its arrival: a held proposal may be answered (or abandoned) much later.
+        transcript, sequence = self.board.transcript(), next_sequence()
+        base = urlsplit(self.base_uri).path.rstrip("/")
+        path = request.path.rstrip("/")
+        response: Response | None = None
+        try:
+            if request.method == "POST" and path == f"{base}/proposals":
+                response = await self.board.receive(self.base_uri, request, sequence)
+            elif request.method == "GET" and path.startswith(f"{base}/sessions/") and path.endswith("/output"):
+                response = self.board.output(request)
+            else:
+                response = status_problem_response(404, f"the played verifier serves no {request.method} "
+                                                   f"{request.path}")
+            return response
+        finally:
+            if transcript is not None:
+                _record(transcript, sequence, request, response)
+
+
+def _record(transcript: CaseTranscript, sequence: int, request: Request, response: Response | None) -> None:
+    target = request.path + (f"?{request.query}" if request.query else "")
+    if response is None:
+        note = "abandoned by the drafter before the harness answered"
+        status, body, content_type = None, b"", None
+    else:
+        note = f"fault: {response.fault.value}" if response.fault is not None else ""
+        status, body, content_type = response.status, response.body, response.header("content-type")
+    transcript.add(Entry(sequence, "from-iut", "verifier", request.method, target, render_body(request.body),
+                         None if response is not None and response.fault is not None else status,
+                         render_body(body, content_type), note))
+
+
+__all__ = ["HOLD_LIMIT_S", "LATE_S", "Pace", "PlayedVerifier", "VerifierBoard", "refusal_response", "sdcp_response",
+           "settle"]

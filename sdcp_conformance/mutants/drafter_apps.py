@@ -1,0 +1,196 @@
+"""Bugs planted in the reference drafter's loop and HTTP layer (subclasses of ``DrafterApp``)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from sdcp_conformance.protocol.chain import extend_digest
+from sdcp_conformance.protocol.codec import decode
+from sdcp_conformance.protocol.messages import Assignment, Contract, Proposal
+from sdcp_conformance.protocol.problems import ProblemType
+from sdcp_conformance.protocol.rng import PURPOSE_ACCEPT, verify_uniform
+from sdcp_conformance.reference.drafter.app import DrafterApp, _Slot
+from sdcp_conformance.reference.drafter.ports import Problem, ProposalResult, TransportFailure
+
+_CONTRACT_KEYS = frozenset(field.name for field in dataclasses.fields(Contract))
+
+
+class PipelinedProposals(DrafterApp):
+    """Sends the next proposal, drafted as if every token were accepted, before the verdict of the current one."""
+
+    _side: set[asyncio.Task[Any]]
+
+    async def _exchange(self, verifier: str, body: bytes) -> ProposalResult:
+        proposal = Proposal.from_cbor(body)
+        slot = self.sessions.get(proposal.session)
+        if slot is not None:
+            machine = slot.machine
+            context = (*machine.context, *proposal.tokens)
+            tokens, _ = self.model.draft(machine.session, context, len(proposal.tokens), machine.sampling, 1,
+                                         slot.rng)
+            ahead = proposal.replace(round=proposal.round + 1, base=proposal.base + len(proposal.tokens),
+                                     base_digest=extend_digest(proposal.base_digest, proposal.tokens),
+                                     tokens=tokens, q_rows=None)
+            exchange = asyncio.create_task(super()._exchange(verifier, body))
+            await asyncio.sleep(0.01)  # the speculative proposal is ready while the first one is being verified
+            side = asyncio.create_task(self.verifier.post_proposal(verifier, ahead.to_cbor()))
+            self._side = getattr(self, "_side", set())
+            self._side.add(side)
+            side.add_done_callback(self._side.discard)
+            return await exchange
+        return await super()._exchange(verifier, body)
+
+
+class RetryRedrafts(DrafterApp):
+    """A lost verdict is treated like a round without one: the drafter drafts again and sends a new proposal."""
+
+    async def _exchange(self, verifier: str, body: bytes) -> ProposalResult:
+        result = await self._attempt(self.verifier.post_proposal(verifier, body), self.config.proposal_timeout_s)
+        if isinstance(result, TransportFailure):
+            return Problem(ProblemType.Q_UNAVAILABLE, 409, None, f"treated as no verdict: {result.detail}")
+        return result
+
+
+class Retries4xx(DrafterApp):
+    """A refusal is retried like a lost verdict (only stale-base and q-unavailable are understood)."""
+
+    async def _exchange(self, verifier: str, body: bytes) -> ProposalResult:
+        for attempt in range(1, self.config.max_attempts + 1):
+            result = await super()._exchange(verifier, body)
+            retried = isinstance(result, Problem) and result.type not in (ProblemType.STALE_BASE,
+                                                                          ProblemType.Q_UNAVAILABLE)
+            if not retried or attempt == self.config.max_attempts:
+                return result
+            await self._sleep(self._backoff(attempt))
+        return TransportFailure("unreachable")
+
+
+class QRowsDeletedEarly(DrafterApp):
+    """Releases its q_rows as soon as the proposal is sent, before the verdict arrives."""
+
+    async def _exchange(self, verifier: str, body: bytes) -> ProposalResult:
+        uri = Proposal.from_cbor(body).q_rows
+        if uri is not None:
+            await self._delete(uri)
+        return await super()._exchange(verifier, body)
+
+
+class ShortLease(DrafterApp):
+    """Leases its q_rows for 300 ms, much less than a verdict can take."""
+
+    def lease_ms(self) -> int:
+        return 300
+
+
+class NoDelete(DrafterApp):
+    """Never deletes its q_rows: they stay in the MLC until their lease ends."""
+
+    async def _delete(self, uri: str) -> None:
+        return None
+
+
+class AcceptsLowerEpoch(DrafterApp):
+    """Installs any assignment, whatever its epoch."""
+
+    def _check_epoch(self, assignment: Assignment) -> None:
+        return None
+
+
+class AcceptsAnyRouter(DrafterApp):
+    """Accepts assignments from any authenticated client."""
+
+    def authorized(self, peer: str | None) -> bool:
+        return peer is not None
+
+
+class IgnoresDraftersList(DrafterApp):
+    """Never looks at the contract's drafters list."""
+
+    def validate_assignment(self, assignment: Assignment) -> None:
+        super().validate_assignment(assignment.replace(contract=assignment.contract.replace(drafters=None)))
+
+
+class IgnoresUnknownContractKey(DrafterApp):
+    """Drops contract keys it does not know instead of refusing the assignment (§4.1)."""
+
+    def parse_assignment(self, body: bytes) -> Assignment:
+        obj = decode(body)
+        if isinstance(obj, dict) and isinstance(obj.get("contract"), dict):
+            obj["contract"] = {key: value for key, value in obj["contract"].items() if key in _CONTRACT_KEYS}
+        return Assignment.from_obj(obj)
+
+
+class StatusTooRare(DrafterApp):
+    """Reports status every 1.5 ttl_ms, so its status expires between reports."""
+
+    def status_interval_s(self) -> float:
+        return 1.5 * self.config.status_ttl_ms / 1000
+
+
+class AcceptMilliFrozen(DrafterApp):
+    """accept_milli keeps the first a/M it saw, whatever the verdicts say afterwards."""
+
+    def _observe_accept(self, accepted: int, proposed: int) -> None:
+        if self.accept is None:
+            super()._observe_accept(accepted, proposed)
+
+
+class GivesUpQuickly(DrafterApp):
+    """The reference before the drafter suite: a lost verdict is retried max_attempts times, about 0.35 s in all."""
+
+    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(dataclasses.replace(config, retry_window_s=0.0), *args, **kwargs)
+
+
+class ReusedUniforms(DrafterApp):
+    """Seeds a fresh generator with the same seed for every proposal: the same uniforms every round."""
+
+    def uniforms(self, slot: _Slot) -> np.random.Generator:
+        return np.random.default_rng(2026)
+
+
+class _HmacSource:
+    """§6.4's HMAC uniforms for positions 1, 2, … of one round, as a generator's ``random()``."""
+
+    def __init__(self, seed: int, session: bytes, round_: int, fallback: np.random.Generator) -> None:
+        self._seed, self._session, self._round, self._i = seed, session, round_, 0
+        self._fallback = fallback
+
+    def random(self) -> float:
+        self._i += 1
+        return verify_uniform(self._seed, self._session, self._round, self._i, PURPOSE_ACCEPT)
+
+
+class HmacUniforms(DrafterApp):
+    """With a seed in the sampling profile, draws its tokens with §6.4's HMAC uniforms (the verifier's)."""
+
+    def uniforms(self, slot: _Slot) -> np.random.Generator:
+        machine = slot.machine
+        seed = (machine.sampling or {}).get("seed")
+        if seed is None:
+            return slot.rng
+        source: np.random.Generator = _HmacSource(seed, machine.session, machine.round + 1, slot.rng)  # type: ignore[assignment]
+        return source  # duck-typed: LogitsDraftModel only calls random()
+
+
+__all__ = [
+    "AcceptMilliFrozen",
+    "AcceptsAnyRouter",
+    "AcceptsLowerEpoch",
+    "GivesUpQuickly",
+    "HmacUniforms",
+    "IgnoresDraftersList",
+    "IgnoresUnknownContractKey",
+    "NoDelete",
+    "PipelinedProposals",
+    "QRowsDeletedEarly",
+    "Retries4xx",
+    "RetryRedrafts",
+    "ReusedUniforms",
+    "ShortLease",
+    "StatusTooRare",
+]

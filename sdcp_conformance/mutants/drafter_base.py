@@ -1,0 +1,69 @@
+"""The drafter mutants' record: the reference drafter with ONE planted bug, built as the embedded IUT.
+
+A bug lives in a subclass of :class:`~sdcp_conformance.reference.drafter.app.DrafterApp`
+(the loop and the HTTP layer), of :class:`~sdcp_conformance.reference.drafter.session.DrafterSession`
+(the session machine, installed as the app's ``session_class``), or in a wrapper
+around the draft model; the reference files are never edited and no global is
+patched. The reference exposes the points where bugs are planted as methods
+(``authorized``, ``parse_assignment``, ``validate_assignment``, ``uniforms``,
+``lease_ms``, ``status_interval_s``, ``_exchange``, ``_delete``,
+``_check_epoch``; the session's ``stopping``, ``validate``, ``accepts_resync``,
+``adopted_digest``). :data:`UNMUTATED_DRAFTER` builds the plain reference
+through the same factory, so a kill is the planted bug's doing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sdcp_conformance.harness.case import Verdict as CaseVerdict
+from sdcp_conformance.reference.drafter.app import DrafterApp, DrafterConfig
+from sdcp_conformance.reference.drafter.session import DrafterSession
+
+STRICT_KILLS = frozenset({CaseVerdict.FAILED})
+PROFILE_KILLS = frozenset({CaseVerdict.FAILED, CaseVerdict.NON_STRICT})
+
+
+@dataclass(frozen=True)
+class DrafterMutant:
+    """One named faulty variant of the reference drafter."""
+
+    name: str
+    """Stable forever (killers-drafter.json and test IDs use it); unique across roles."""
+    area: str
+    description: str
+    section: str
+    violates: str
+    """The sentence of the draft (or profile item) the bug breaks, verbatim."""
+    app: type[DrafterApp] = DrafterApp
+    session: type[DrafterSession] | None = None
+    model: Callable[[Any], Any] | None = None
+    """Wraps the draft model (the sampling bugs)."""
+    profile_only: bool = False
+    """The bug breaks only a profile choice, so the suite can at most say NON-STRICT about it."""
+
+    @property
+    def kill_verdicts(self) -> frozenset[CaseVerdict]:
+        return PROFILE_KILLS if self.profile_only else STRICT_KILLS
+
+    def factory(self, config: DrafterConfig, model: Any, cache: Any, verifier: Any, router: Any) -> DrafterApp:
+        """``factory(config, model, cache, verifier, router)`` for ``certify(app_factory=..., role="drafter")``."""
+        if self.model is not None:
+            model = self.model(model)
+        app = self.app(config, model, cache, verifier, router)
+        if self.session is not None:
+            app.session_class = self.session
+        return app
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "area": self.area, "description": self.description, "section": self.section,
+                "violates": self.violates, "profile_only": self.profile_only, "role": "drafter"}
+
+
+UNMUTATED_DRAFTER = DrafterMutant("unmutated-drafter", "none", "the reference drafter built through the mutant "
+                                  "factory, no bug planted (a control)", "-", "-")
+
+
+__all__ = ["PROFILE_KILLS", "STRICT_KILLS", "UNMUTATED_DRAFTER", "DrafterMutant"]

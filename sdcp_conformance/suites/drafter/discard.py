@@ -1,0 +1,60 @@
+"""After the verdict the drafter discards its draft beyond the accepted positions (§6.3), and continues (§6.5.2).
+
+Under rule 1 the drafter's next tokens are determined: the draft model's
+greedy continuation of the committed prefix (P1-DRF-4), which the harness
+computes from the closed form. The harness, as verifier, chooses the
+additional token so that a drafter that kept its own rejected token would
+propose different tokens, whatever it drafted: §6.3's "discard its draft
+state for proposed positions beyond the accepted ones" is then visible in
+the very next proposal.
+"""
+
+from __future__ import annotations
+
+from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
+from sdcp_conformance.suites.drafter import CATALOGUE
+from sdcp_conformance.suites.drafter.conversation import tokens_of
+
+DISCARD = ("After the verdict, the drafter MUST discard its draft state for proposed positions beyond the accepted "
+           "ones and MAY release its leases.")
+
+
+def telling_bonus(ctx: DrafterContext, arrival: Arrival, accepted: int) -> int:
+    """A token other than the drafter's own beyond position a whose draft continuation differs from each of theirs
+    (the bigram draft model continues from the last token alone), so kept draft state shows whatever was kept."""
+    kept = tokens_of(arrival)[accepted:] or tokens_of(arrival)[-1:]
+    return next(token for token in range(3, 128) if token not in kept
+                and all(ctx.draft_greedy([token], 2) != ctx.draft_greedy([own], 2) for own in kept))
+
+
+async def _discard_after(ctx: DrafterContext, session: PlayedSession, accepted_each: tuple[int, ...]) -> None:
+    """Each proposal in turn is answered accepting ``accepted`` of its tokens; the next must follow the emission."""
+    arrival = await ctx.take(session, "the proposal to be partly rejected")
+    for wanted in accepted_each:
+        accepted = min(wanted, arrival.m - 1) if arrival.m > 1 else 0
+        ctx.answer(session, arrival, ctx.verdict(session, arrival, accepted=accepted,
+                                                 bonus=telling_bonus(ctx, arrival, accepted)))
+        following = await ctx.take(session, "the proposal after the verdict")
+        expected = ctx.draft_greedy(session.context(), following.m)
+        ctx.check(tokens_of(following) == expected, f"after a verdict accepting {accepted} of {arrival.m} tokens the "
+                  "next proposal is not drafted from the committed prefix: draft state beyond the accepted positions "
+                  "was kept", expected=str(expected), actual=str(tokens_of(following)))
+        arrival = following
+
+
+@CATALOGUE.case("DRF-6.3-DISCARD-001", area="discard", section="6.3", quote=DISCARD, level=Level.MUST,
+                profile=("P1-DRF-4",), rows=("R-6.3-DISCARD",))
+async def nothing_accepted(ctx: DrafterContext) -> None:
+    """A verdict accepting 0 tokens with another additional token: the next proposal follows that token."""
+    session = await ctx.start(rule=1, m_init=4)
+    await _discard_after(ctx, session, (0, 0))
+
+
+@CATALOGUE.case("DRF-6.3-DISCARD-002", area="discard", section="6.3", quote=DISCARD, level=Level.MUST,
+                profile=("P1-DRF-4",), rows=("R-6.3-DISCARD",))
+async def partly_accepted(ctx: DrafterContext) -> None:
+    """Verdicts accepting some tokens: the next proposal follows the verifier's token, not the drafter's."""
+    session = await ctx.start(rule=1, m_init=4)
+    await _discard_after(ctx, session, (3, 1, 2))

@@ -1,0 +1,109 @@
+"""Transport at the drafter's own server (§5.1, P1-TLS-1): mutual certificate authentication is REQUIRED.
+
+The harness connects to the drafter's base URI as a client without a
+certificate, and with one from an unknown CA: the handshake (or at the
+latest the first request on it) must fail; an HTTP answer to a client with
+no certificate means the drafter never required one. Raw probes
+(:mod:`sdcp_conformance.harness.probes`) offer what a correct party never
+would: TLS 1.2, HTTP/1.1.
+"""
+
+from __future__ import annotations
+
+import ssl
+
+from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.probes import TlsOffer, http1_request, tls_probe
+from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
+from sdcp_conformance.suites.drafter import CATALOGUE
+from sdcp_conformance.suites.transport_judging import judge_http1
+from sdcp_conformance.transport.client import FailureKind
+
+MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
+        "is REQUIRED.")
+TLS_PROFILE = "A handshake without a client certificate, with one from an unknown CA, or at TLS 1.2 must fail."
+REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
+
+
+async def _bad_identity(ctx: DrafterContext, identity: str, label: str, *, answered_fails: bool) -> None:
+    session = ctx.track()
+    answer = await ctx.env.iut.send(identity, "POST", "assignments", ctx.assignment(session))
+    if answer.status is None:
+        if answer.failure in REFUSALS:
+            ctx.note(f"refused below HTTP: {answer.describe()}")
+            return
+        ctx.fail(f"a client {label} got no answer at all ({answer.describe()}): the drafter hung instead of refusing "
+                 "the handshake", row="R-5.1-MTLS", expected=["handshake refused"], actual=answer.describe())
+    if answer.ok or answered_fails:
+        ctx.fail(f"a client {label} completed the handshake and got {answer.describe()}: mutual certificate "
+                 "authentication is REQUIRED", row="R-5.1-MTLS", expected=["handshake refused"],
+                 actual=answer.describe())
+    ctx.deviate("P1-TLS-1/HANDSHAKE", f"a client {label} completed the handshake and got {answer.describe()}; "
+                "P1-TLS-1 has the handshake itself fail", expected=["handshake refused"], actual=answer.describe())
+
+
+@CATALOGUE.case("DRF-5.1-TRANSPORT-001", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
+                level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"),
+                standalone=True)
+async def no_client_certificate(ctx: DrafterContext) -> None:
+    """A client presenting no certificate cannot reach POST assignments."""
+    await _bad_identity(ctx, "no-cert", "without a certificate", answered_fails=True)
+
+
+@CATALOGUE.case("DRF-5.1-TRANSPORT-002", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
+                level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"),
+                standalone=True)
+async def certificate_from_another_ca(ctx: DrafterContext) -> None:
+    """A client certificate issued by an unknown CA is refused."""
+    await _bad_identity(ctx, "wrong-ca", "with a certificate from an unknown CA", answered_fails=False)
+
+
+HTTP1_PROFILE = "HTTP/1.1 requests (if ALPN lets them through) are refused with 505 or the connection is closed."
+
+
+def _offer(ctx: DrafterContext, *, max_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3,
+           alpn: tuple[str, ...] = ()) -> TlsOffer:
+    return TlsOffer(ctx.env.pki.cert("router"), ctx.env.pki.key("router"), max_version=max_version, alpn=alpn)
+
+
+@CATALOGUE.case("DRF-5.1-TRANSPORT-003", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
+                level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True)
+async def tls12_refused(ctx: DrafterContext) -> None:
+    """A client offering at most TLS 1.2 (the router's valid certificate, ALPN h2) cannot complete a handshake."""
+    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca,
+                             _offer(ctx, max_version=ssl.TLSVersion.TLSv1_2, alpn=("h2",)), read=False)
+    ctx.note(f"TLS 1.2 probe: {result.describe()}")
+    problem = result.refusal_problem(f"the drafter completed a handshake at {result.tls_version}; TLS 1.3 is "
+                                     "REQUIRED")
+    ctx.require(problem is None, problem or "", expected="handshake refused", actual=result.describe())
+
+
+@CATALOGUE.case("DRF-5.1-TRANSPORT-004", area="transport", section="5.1", quote=f"{MTLS} ... {HTTP1_PROFILE}",
+                level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True)
+async def http11_refused(ctx: DrafterContext) -> None:
+    """The router sending an assignment over HTTP/1.1 (ALPN http/1.1) gets 505 or a closed connection."""
+    request = http1_request(ctx.env.config.base_uri, "POST", "assignments", encode(ctx.assignment(ctx.track())),
+                            SDCP_MEDIA_TYPE)
+    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, _offer(ctx, alpn=("http/1.1",)), request)
+    judge_http1(ctx, result, "the drafter")
+
+
+@CATALOGUE.case("DRF-5.1-TRANSPORT-005", area="transport", section="5.1", quote=MTLS, level=Level.REQUIRED,
+                profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"), standalone=True)
+async def alpn_selects_h2(ctx: DrafterContext) -> None:
+    """Offered both h2 and http/1.1, the drafter selects h2 over TLS 1.3."""
+    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, _offer(ctx, alpn=("h2", "http/1.1")),
+                             read=False)
+    ctx.note(f"ALPN probe: {result.describe()}")
+    ctx.require(result.handshake_ok and result.tls_version == "TLSv1.3", f"a valid client was not served over TLS "
+                f"1.3: {result.describe()}", expected="TLSv1.3 handshake", actual=result.describe())
+    if result.alpn == "h2":
+        return
+    if result.alpn is None:
+        ctx.deviate("P1-TLS-1/H2", "the drafter selected no ALPN protocol (RFC 9113 §3.2 names h2)",
+                    expected=["ALPN h2"], actual="no ALPN")
+        return
+    ctx.fail(f"the drafter selected ALPN {result.alpn!r}; HTTP/2 or HTTP/3 is REQUIRED", expected=["ALPN h2"],
+             actual=str(result.alpn))

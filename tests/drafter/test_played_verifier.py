@@ -1,0 +1,236 @@
+"""The played verifier's checks on single proposals, and the verdicts it builds, against hand-made expectations.
+
+Digests are recomputed here with hashlib (§4.2), greedy tokens from the bigram tables directly, so a wrong
+check in :mod:`sdcp_conformance.harness.roles.proposal_checks` cannot agree with itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from sdcp_conformance.harness.roles.played_cache import CacheEvent
+from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
+from sdcp_conformance.harness.roles.played_verifier import Pace
+from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts, review
+from sdcp_conformance.harness.roles.verdicts import VerdictPlan, build_verdict
+from sdcp_conformance.models.bigram import bigram_table
+from sdcp_conformance.models.registry import mock_model
+from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.messages import Proposal
+
+ME = "https://127.0.0.1:9/drafter/"
+DRAFT, TARGET = "bigram-draft-near", "bigram"
+PROMPT = [5, 9, 14]
+Q_URI = "https://127.0.0.1:9/cache/q/1"
+
+
+def sha(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def contract(rule: int = 1, **changes: Any) -> dict[str, Any]:
+    return {"target": mock_model(TARGET).model_sha256, "tokenizer": mock_model(TARGET).tokenizer_sha256,
+            "drafters": [mock_model(DRAFT).model_sha256], "rule": rule, "m_max": 8, "max_new": 100, "stop": [],
+            "low_rounds": 1000, "fallback": [1]} | changes
+
+
+def chain(contract_obj: dict[str, Any], tokens: list[int]) -> bytes:
+    contract_digest = sha(b"SDCP-CONTRACT-1\x00" + encode(contract_obj))
+    digest = sha(b"SDCP-PREFIX-1\x00" + contract_digest + len(PROMPT).to_bytes(4, "big")
+                 + b"".join(t.to_bytes(4, "big") for t in PROMPT))
+    for token in tokens:
+        digest = sha(digest + token.to_bytes(4, "big"))
+    return digest
+
+
+def greedy(model: str, last: int, count: int) -> list[int]:
+    table, out = bigram_table(model), []
+    for _ in range(count):
+        last = int(np.flatnonzero(table[last] == table[last].max())[0])
+        out.append(last)
+    return out
+
+
+def session(rule: int = 1, **changes: Any) -> PlayedSession:
+    played = PlayedSession(bytes(range(16)), contract(rule, **changes), list(PROMPT))
+    played.assigned(epoch=1, m_init=4, verifier="https://v/", sampling=None)
+    return played
+
+
+def proposal_body(played: PlayedSession, tokens: list[int], **changes: Any) -> dict[str, Any]:
+    body = {"session": played.id, "epoch": 1, "round": played.round + 1, "drafter": ME, "base": len(played.output),
+            "base_digest": chain(played.contract, played.output), "tokens": tokens,
+            "status": {"instance": ME, "role": 1, "load": 0, "queue": 0, "ttl_ms": 3000}}
+    body.update(changes)
+    return {key: value for key, value in body.items() if value is not None}
+
+
+class World:
+    def __init__(self) -> None:
+        self.events: list[CacheEvent] = []
+        self.objects: dict[str, bytes] = {}
+        self.sequence = 0
+
+    def facts(self) -> DrafterFacts:
+        return DrafterFacts(ME, 128, DRAFT, 2.0, lambda uri: [e for e in self.events if uri.endswith(e.path)],
+                            self.objects.get)
+
+    def put(self, uri: str, rows: np.ndarray, lease: int | None = 35000) -> None:
+        self.sequence += 1
+        self.objects[uri] = np.ascontiguousarray(rows, dtype="<f4").tobytes()
+        self.events.append(CacheEvent(self.sequence, 0.0, "PUT", "/cache/q/1", 201, lease,
+                                      None if lease is None else str(lease), 0, ME))
+
+    def arrive(self, played: PlayedSession, body: dict[str, Any], *, raw: bytes | None = None,
+               content_type: str = "application/sdcp+cbor", peer: str = ME) -> Arrival:
+        self.sequence += 1
+        data = raw if raw is not None else encode(body)
+        arrival = Arrival(self.sequence, 0.0, "https://v/", peer, data, content_type, Proposal.from_cbor(data))
+        arrival.observations = review(played, arrival, self.facts())
+        played.arrivals.append(arrival)
+        if played.open is None or arrival.key != played.open.key or played.open.outcome is not Outcome.PENDING:
+            played.open = arrival
+        return arrival
+
+
+def rows_of(arrival: Arrival) -> set[str]:
+    return {observation.row for observation in arrival.observations}
+
+
+def test_a_correct_rule1_proposal_raises_nothing() -> None:
+    played, world = session(), World()
+    arrival = world.arrive(played, proposal_body(played, greedy(DRAFT, PROMPT[-1], 3)))
+    assert arrival.observations == []
+
+
+def test_round_base_digest_and_limit_are_what_the_drafter_was_told() -> None:
+    played, world = session(), World()
+    tokens = greedy(DRAFT, PROMPT[-1], 3)
+    assert rows_of(world.arrive(played, proposal_body(played, tokens, round=2))) == {"R-6.2-ROUND"}
+    played.open = None
+    off_chain = rows_of(world.arrive(played, proposal_body(played, tokens, base_digest=bytes(32))))
+    assert off_chain == {"R-6.2-BASE", "R-4.2-CHAIN"}
+    played.open = None
+    assert "R-6.2-M-BOUNDS" in rows_of(world.arrive(played, proposal_body(played, greedy(DRAFT, PROMPT[-1], 5))))
+
+
+def test_members_status_identity_and_vocabulary() -> None:
+    played, world = session(), World()
+    tokens = greedy(DRAFT, PROMPT[-1], 2)
+    wrong_status = {"instance": ME, "role": 2, "load": 0, "queue": 0, "ttl_ms": 3000}
+    checks = {
+        "R-5.2-STATUS-MEMBER": proposal_body(played, tokens, status=wrong_status),
+        "R-5.2-PROPOSAL": proposal_body(played, tokens, epoch=2),
+    }
+    for row, body in checks.items():
+        played.open = None
+        assert row in rows_of(world.arrive(played, body)), row
+    played.open = None
+    assert "P1-ID-1/PROPOSAL" in rows_of(world.arrive(played, proposal_body(played, tokens), peer="https://x/"))
+    played.open = None
+    assert "R-5.1-MEDIA-TYPE" in rows_of(world.arrive(played, proposal_body(played, tokens),
+                                                      content_type="application/cbor"))
+
+
+def test_one_outstanding_identical_retries_and_other_proposals() -> None:
+    played, world = session(), World()
+    tokens = greedy(DRAFT, PROMPT[-1], 3)
+    first = world.arrive(played, proposal_body(played, tokens))
+    retry = world.arrive(played, proposal_body(played, tokens))
+    assert retry.observations == []  # the same bytes: a retry after the drafter's own timeout
+    other = world.arrive(played, proposal_body(played, tokens[:2]))
+    assert "R-6.2-ONE-OUTSTANDING" in rows_of(other)
+    played.open, first.outcome = first, Outcome.LOST
+    assert "R-6.9-RETRY" in rows_of(world.arrive(played, proposal_body(played, tokens[:1])))
+    played.open = first
+    changed = proposal_body(played, tokens, status={"instance": ME, "role": 1, "load": 9, "queue": 0, "ttl_ms": 3000})
+    assert rows_of(world.arrive(played, changed)) == {"P1-DRF-5/RETRY"}
+
+
+def test_rule1_greedy_and_no_q_rows() -> None:
+    played, world = session(), World()
+    not_greedy = [(greedy(DRAFT, PROMPT[-1], 1)[0] + 1) % 128]
+    assert rows_of(world.arrive(played, proposal_body(played, not_greedy))) == {"P1-DRF-4"}
+    played.open = None
+    with_rows = proposal_body(played, greedy(DRAFT, PROMPT[-1], 1), q_rows=Q_URI)
+    assert rows_of(world.arrive(played, with_rows)) == {"P1-DRF-4"}
+
+
+def test_rule2_rows_written_first_leased_sized_and_covering_their_tokens() -> None:
+    played, world = session(rule=2), World()
+    assert rows_of(world.arrive(played, proposal_body(played, [3]))) == {"R-6.4-CARRY-Q-ROWS"}
+    played.open = None
+    row = np.zeros((1, 128))
+    row[0, 3] = 1.0
+    assert "R-6.2-ARTIFACTS" in rows_of(world.arrive(played, proposal_body(played, [3], q_rows=Q_URI)))
+    world.put(Q_URI, row)
+    played.open = None
+    good = world.arrive(played, proposal_body(played, [3], q_rows=Q_URI))
+    assert good.observations == [] and good.rows is not None and good.rows[0, 3] == 1.0
+    played.open = None
+    assert rows_of(world.arrive(played, proposal_body(played, [4], q_rows=Q_URI))) == {"R-5.2-EXACT-ROW"}
+    world.put(Q_URI, np.full((1, 128), 0.5))
+    played.open = None
+    assert rows_of(world.arrive(played, proposal_body(played, [3], q_rows=Q_URI))) == {"R-5.2-Q-ROWS"}
+    world.put(Q_URI, np.full((2, 128), 1 / 128))
+    played.open = None
+    assert rows_of(world.arrive(played, proposal_body(played, [3], q_rows=Q_URI))) == {"R-5.2-Q-ROWS"}
+    world.put(Q_URI, row, lease=None)
+    played.open = None
+    assert rows_of(world.arrive(played, proposal_body(played, [3], q_rows=Q_URI))) == {"P1-MLC-3/LEASE"}
+    world.put(Q_URI, row, lease=500)
+    played.open = None
+    assert rows_of(world.arrive(played, proposal_body(played, [3], q_rows=Q_URI))) == {"P1-DRF-8/LEASE"}
+
+
+def test_rule1_verdicts_follow_the_target_and_extend_the_chain() -> None:
+    played = session()
+    target_next = greedy(TARGET, PROMPT[-1], 3)
+    tokens = [target_next[0], (target_next[1] + 1) % 128, 7]
+    proposal = Proposal.from_obj(proposal_body(played, tokens))
+    verdict = build_verdict(played, proposal, TARGET, VerdictPlan())
+    bonus = greedy(TARGET, target_next[0], 1)[0]
+    assert (verdict.accepted, list(verdict.emitted)) == (1, [target_next[0], bonus])
+    assert verdict.digest == chain(played.contract, [target_next[0], bonus]) and verdict.committed == 2
+    assert verdict.round == 1 and verdict.action is Action.CONTINUE and verdict.m_cap == 8
+
+
+def test_verdicts_truncate_at_stop_tokens_and_max_new_and_then_finish() -> None:
+    played = session(max_new=2)
+    proposal = Proposal.from_obj(proposal_body(played, [3, 4, 5]))
+    verdict = build_verdict(played, proposal, TARGET, VerdictPlan(accepted=3, bonus=6))
+    assert list(verdict.emitted) == [3, 4] and verdict.action is Action.FINISH
+    stopping = session(stop=[4])
+    verdict = build_verdict(stopping, Proposal.from_obj(proposal_body(stopping, [3, 4, 5])), TARGET,
+                            VerdictPlan(accepted=3, bonus=6))
+    assert list(verdict.emitted) == [3, 4] and verdict.action is Action.FINISH
+    unknown = build_verdict(stopping, Proposal.from_obj(proposal_body(stopping, [3])), TARGET,
+                            VerdictPlan(accepted=1, bonus=9, action=9))
+    assert int(unknown.action) == 9 and encode(unknown.to_obj())
+
+
+def test_the_quiet_window_follows_the_drafters_pace() -> None:
+    pace = Pace()
+    assert pace.quiet_window() == 1.5
+    for _ in range(20):
+        pace.add(0.01)
+    assert pace.quiet_window() == 0.6
+    pace.paused = True
+    pace.add(3.0)
+    assert pace.quiet_window() == 0.6
+    pace.paused = False
+    for _ in range(20):
+        pace.add(0.5)
+    assert pace.quiet_window() == 2.0
+
+
+def test_a_refused_assignment_is_undone() -> None:
+    played = session()
+    saved = played.snapshot()
+    played.assigned(epoch=5, m_init=1, verifier="https://w/", sampling={"temperature_milli": 2}, now=1.0)
+    played.restore(saved)
+    assert played.epoch == 1 and played.limit == 4 and played.verifier == "https://v/" and played.sampling is None
