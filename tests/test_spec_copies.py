@@ -1,8 +1,9 @@
 """The draft and profile shipped in the package are what every quote is checked against.
 
-That the copies equal the project's ground truth (``../shared/spec``, beside a
+That the copies equal the project's ground-truth spec folder (beside a
 developer's checkout only) is checked by ``.ci/run`` before the test suite:
-a user's fresh clone has nothing beside it.
+a user's fresh clone has nothing beside it, and no test looks outside the
+repository.
 """
 
 from __future__ import annotations

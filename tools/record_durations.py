@@ -1,7 +1,7 @@
 """Record each case's duration from a full certification, for ``certify --shard`` to balance the shards.
 
-    sdcp-conformance certify --role verifier --seed 1 --report-dir /tmp/full
-    python tools/record_durations.py /tmp/full
+    sdcp-conformance certify --role verifier --seed 1 --report-dir reports/full
+    python tools/record_durations.py reports/full
 
 writes ``sdcp_conformance/suites/<role>/durations.json`` (case ID → seconds,
 the longest of its runs). Shards stay deterministic without it (unknown cases
