@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sdcp_conformance.harness.target import load_target
-from tests.harness.separate_process import CLI, separate_iut
+from tests.harness.separate_process import certify_target, separate_iut
 
 STEP_TIMEOUT_S = 240.0
 CASES = ("DRF-SANITY-001", "DRF-6.2-PROPOSAL-001", "DRF-6.2-ARTIFACTS-001", "DRF-6.3-DISCARD-001",
@@ -41,12 +40,8 @@ def test_pki_init_says_what_the_drafter_is_configured_with(separate_drafter: tup
 def test_certify_a_separately_started_reference_drafter(separate_drafter: tuple[Path, str, str],
                                                          tmp_path: Path) -> None:
     target, base_uri, _ = separate_drafter
-    reports = tmp_path / "reports"
-    only = [word for case in CASES for word in ("--only", case)]
-    done = subprocess.run([*CLI, "certify", "--target", str(target), *only, "--seed", "5", "--report-dir",
-                           str(reports)], capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+    done, document = certify_target(target, CASES, tmp_path / "reports", timeout_s=STEP_TIMEOUT_S)
     assert done.returncode == 0, done.stdout + done.stderr
-    document = json.loads((reports / "report.json").read_text(encoding="utf-8"))
     assert document["environment"]["embedded"] is False and document["environment"]["iut"] == base_uri
     assert set(document["counts"]) == {"PASSED"}, document["counts"]
     assert document["counts"]["PASSED"] == len(CASES) + 1  # the sanity case runs first and last
@@ -75,10 +70,8 @@ def test_a_separately_served_drafter_mutant_is_failed_by_its_killer(tmp_path: Pa
     a switch, a §6.5.2 MUST)."""
     with separate_iut("drafter", tmp_path / "pki", tmp_path / "drafter.err",
                       ("--mutant", "drf-continues-after-switch")) as (target, _, _):
-        done = subprocess.run([*CLI, "certify", "--target", str(target), "--only", "DRF-6.5.2-SWITCH-001",
-                               "--seed", "5", "--report-dir", str(tmp_path / "reports")], capture_output=True,
-                              text=True, timeout=STEP_TIMEOUT_S)
+        done, document = certify_target(target, ["DRF-6.5.2-SWITCH-001"], tmp_path / "reports",
+                                        timeout_s=STEP_TIMEOUT_S)
     assert done.returncode == 1, done.stdout + done.stderr
-    document = json.loads((tmp_path / "reports" / "report.json").read_text(encoding="utf-8"))
     verdicts = {result["id"]: result["verdict"] for result in document["results"]}
     assert verdicts["DRF-6.5.2-SWITCH-001"] == "FAILED", verdicts

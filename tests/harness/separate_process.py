@@ -3,6 +3,7 @@ tests."""
 
 from __future__ import annotations
 
+import json
 import queue
 import shlex
 import subprocess
@@ -11,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
@@ -83,3 +84,13 @@ def separate_verifier(folder: Path, errors: Path, extra: tuple[str, ...] = ()) -
     """:func:`separate_iut` for a verifier: yields (target file, base URI)."""
     with separate_iut("verifier", folder, errors, extra) as (target, base_uri, _):
         yield target, base_uri
+
+
+def certify_target(target: Path, cases: tuple[str, ...] | list[str], reports: Path, *, seed: int = 5,
+                   timeout_s: float = 240.0) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``certify --target`` of these cases, as a vendor runs it; (the finished command, its report.json)."""
+    only = [word for case in cases for word in ("--only", case)]
+    done = subprocess.run([*CLI, "certify", "--target", str(target), *only, "--seed", str(seed), "--report-dir",
+                           str(reports)], capture_output=True, text=True, timeout=timeout_s)
+    found = reports / "report.json"
+    return done, json.loads(found.read_text(encoding="utf-8")) if found.exists() else {}

@@ -3,7 +3,6 @@ pytest plugin) through the target file it wrote."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sdcp_conformance.harness.target import load_target
-from tests.harness.separate_process import CLI, separate_iut
+from tests.harness.separate_process import CLI, certify_target, separate_iut
 
 STEP_TIMEOUT_S = 180.0
 SELECTED = ["RTR-SANITY-001", "RTR-6.9-FAILOVER-001", "RTR-6.9-PARTITION-001", "RTR-6.1-ASSIGN-001",
@@ -43,12 +42,8 @@ def test_pki_init_prints_the_routers_configuration(separate_router: tuple[Path, 
 def test_certify_a_separately_started_reference_router(separate_router: tuple[Path, str, str],
                                                        tmp_path: Path) -> None:
     target, base_uri, _ = separate_router
-    reports = tmp_path / "reports"
-    only = [word for case in SELECTED for word in ("--only", case)]
-    done = subprocess.run([*CLI, "certify", "--target", str(target), *only, "--seed", "5", "--report-dir",
-                           str(reports)], capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+    done, document = certify_target(target, SELECTED, tmp_path / "reports", timeout_s=STEP_TIMEOUT_S)
     assert done.returncode == 0, done.stdout + done.stderr
-    document = json.loads((reports / "report.json").read_text(encoding="utf-8"))
     assert document["environment"]["embedded"] is False and document["environment"]["iut"] == base_uri
     assert document["counts"] == {"PASSED": len(SELECTED) + 1}
 
@@ -71,11 +66,9 @@ def test_a_separately_served_router_mutant_is_failed_by_its_killer(tmp_path: Pat
     """`serve router --mutant NAME`: what a vendor sees when a router is wrong (the bug: status from anyone)."""
     with separate_iut("router", tmp_path / "iut", tmp_path / "router.err",
                       ("--mutant", "status-from-anyone")) as (target, _, _):
-        done = subprocess.run([*CLI, "certify", "--target", str(target), "--only", "RTR-P1-RTR-2-STATUS-001",
-                               "--seed", "5", "--report-dir", str(tmp_path / "reports")], capture_output=True,
-                              text=True, timeout=STEP_TIMEOUT_S)
+        done, document = certify_target(target, ["RTR-P1-RTR-2-STATUS-001"], tmp_path / "reports",
+                                        timeout_s=STEP_TIMEOUT_S)
     assert done.returncode == 1, done.stdout + done.stderr
-    document = json.loads((tmp_path / "reports" / "report.json").read_text(encoding="utf-8"))
     verdicts = {result["id"]: result["verdict"] for result in document["results"]}
     assert verdicts["RTR-P1-RTR-2-STATUS-001"] == "FAILED", verdicts
 
