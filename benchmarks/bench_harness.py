@@ -77,10 +77,14 @@ def _bound_of(runs: Sequence[Measured], bound: TransportBound) -> float:
 def print_transport(bound: TransportBound) -> None:
     print("\ntransport: h2load -c 1 on the project's HTTP/2 server (trivial handler, TLS 1.3, no client "
           "certificate), median of the interleaved runs before and after driving the verifiers")
-    print(f"{'streams':>9} {'h2load req/s':>13} {'server CPU ms/req':>18}")
+    print(f"{'streams':>9} {'h2load req/s':>13} {'server CPU ms/req':>18} {'H2Client req/s':>15} {'ratio':>6}")
     for streams, rate in sorted(bound.rates.items()):
         spread = "/".join(f"{r:.0f}" for r, _ in bound.runs[streams])
-        print(f"{streams:>9} {rate:>13.0f} {bound.server_cpu_ms[streams]:>18.3f}   runs {spread}")
+        python = bound.python_rate(streams)
+        print(f"{streams:>9} {rate:>13.0f} {bound.server_cpu_ms[streams]:>18.3f} {python:>15.0f} {python / rate:>6.2f}"
+              f"   h2load runs {spread}")
+    print("  (H2Client: the project's client, with its certificate, on the same server: two Python processes doing "
+          "nothing but HTTP/2, as a round's exchanges between a Python harness and a Python IUT are)")
 
 
 def print_exchanges(drive: Drive) -> None:
@@ -202,10 +206,15 @@ def print_summary(standin: Drive, embedded: Drive | None, bound: TransportBound)
     rounds = sum(runs[0].rounds for runs in cases.values())
     allowed = sum(runs[0].rounds / _bound_of(runs, bound) for runs in cases.values())
     ratio = allowed / wall
+    exchanges = statistics.median(m.round_exchanges for m in standin.stat)
+    python = sum(runs[0].rounds * exchanges / bound.python_rate(runs[0].sessions) for runs in cases.values())
     print("\nsummary")
     print(f"  against the stand-in, STAT cases one at a time: {_rate(rounds, wall):.1f} rounds/s = {ratio:.2f} x the "
           f"transport bound of {rounds / allowed:.0f} rounds/s "
           f"(target >= 0.60: {'met' if ratio >= 0.6 else 'NOT met'})")
+    print(f"  the same exchanges with the project's H2Client instead of h2load (both ends Python, no work per round) "
+          f"allow {rounds / python:.0f} rounds/s = {allowed / python:.2f} x the h2load bound; the harness reaches "
+          f"{python / wall:.2f} x that")
     cpu = statistics.median(m.took.cpu_s / m.rounds for m in standin.stat)
     iut = statistics.median((m.took.iut_cpu_s or 0.0) / m.rounds for m in standin.stat)
     print(f"  harness CPU per round against the stand-in: {1000 * cpu:.2f} ms, so at most {1 / cpu:.0f} rounds/s on "

@@ -4,10 +4,16 @@ The server is bench_transport.py's (``--serve``: a trivial handler, in a child p
 for no client certificate, since h2load cannot present one); h2load keeps one connection and a given number of
 streams in flight. Runs at every level are interleaved, so a change of the machine's load touches them alike, and
 the server process's CPU per request is read from ``/proc``.
+
+Interleaved with them, the project's own client (``H2Client``, with its client certificate, on the server's mTLS
+listener) at the same levels: two Python processes doing nothing but HTTP/2, which is what a round's exchanges are
+when both parties are written in Python (the harness's cache and client; the stand-in's server and client), so the
+rate of rounds that no Python harness can pass against a Python IUT on this machine.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import statistics
@@ -17,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench_transport import _h2client_rate
 from harness_iuts import cpu_of
 
 from sdcp_conformance.protocol import codec
@@ -48,13 +55,25 @@ class TransportBound:
     """The server process's CPU per request, by streams."""
 
     runs: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    python_rates: dict[int, float] = field(default_factory=dict)
+    """Median requests/s of the project's H2Client on the same server, by streams."""
+    python_runs: dict[int, list[float]] = field(default_factory=dict)
 
     def merged(self, other: TransportBound) -> TransportBound:
         """Both measurements' runs together (one before the verifiers were driven, one after)."""
-        return _bound({s: [*self.runs.get(s, []), *other.runs.get(s, [])] for s in {*self.runs, *other.runs}})
+        levels = {*self.runs, *other.runs}
+        return _bound({s: [*self.runs.get(s, []), *other.runs.get(s, [])] for s in levels},
+                      {s: [*self.python_runs.get(s, []), *other.python_runs.get(s, [])] for s in levels})
 
     def rate(self, streams: int) -> float:
-        return self.rates[min(self.rates, key=lambda measured: (abs(measured - streams), measured))]
+        return self.rates[_level(self.rates, streams)]
+
+    def python_rate(self, streams: int) -> float:
+        return self.python_rates[_level(self.python_rates, streams)]
+
+
+def _level(rates: dict[int, float], streams: int) -> int:
+    return min(rates, key=lambda measured: (abs(measured - streams), measured))
 
 
 def measure_transport(work: Path, streams: Sequence[int], total: int, repeat: int) -> TransportBound:
@@ -62,13 +81,15 @@ def measure_transport(work: Path, streams: Sequence[int], total: int, repeat: in
     work.mkdir(parents=True, exist_ok=True)
     pki = init_pki(work / "transport-pki", {"server": "https://127.0.0.1:1/server/",
                                             "harness": "https://127.0.0.1:2/harness/"})
+    python_runs: dict[int, list[float]] = {s: [] for s in streams}
     body = work / "proposal.cbor"
     body.write_bytes(PROPOSAL)
     child = subprocess.Popen([sys.executable, str(TRANSPORT_SCRIPT), "--serve", str(pki.directory)],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdin is not None
-        port = json.loads(child.stdout.readline())["open"]  # h2load cannot present a client certificate
+        ports = json.loads(child.stdout.readline())
+        port = ports["open"]  # h2load cannot present a client certificate
         _h2load(port, min(total, 2000), 8, body)  # warm-up
         runs: dict[int, list[tuple[float, float]]] = {s: [] for s in streams}
         for _ in range(repeat):
@@ -76,16 +97,18 @@ def measure_transport(work: Path, streams: Sequence[int], total: int, repeat: in
                 cpu = cpu_of(child.pid)
                 rate = _h2load(port, total, s, body)
                 runs[s].append((rate, 1000 * (cpu_of(child.pid) - cpu) / total))
+                python_runs[s].append(asyncio.run(_h2client_rate(pki, ports["mtls"], total, s)))
     finally:
         if child.stdin is not None:
             child.stdin.close()
         child.wait(timeout=30)
-    return _bound(runs)
+    return _bound(runs, python_runs)
 
 
-def _bound(runs: dict[int, list[tuple[float, float]]]) -> TransportBound:
+def _bound(runs: dict[int, list[tuple[float, float]]], python_runs: dict[int, list[float]]) -> TransportBound:
     return TransportBound({s: statistics.median(rate for rate, _ in measured) for s, measured in runs.items()},
-                          {s: statistics.median(ms for _, ms in measured) for s, measured in runs.items()}, runs)
+                          {s: statistics.median(ms for _, ms in measured) for s, measured in runs.items()}, runs,
+                          {s: statistics.median(measured) for s, measured in python_runs.items()}, python_runs)
 
 
 __all__ = ["PROPOSAL", "TransportBound", "measure_transport"]

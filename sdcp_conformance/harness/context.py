@@ -45,9 +45,17 @@ class TrackedSession:
     round: int = 0
     verdicts: dict[int, Verdict] = field(default_factory=dict)
 
+    _d0: tuple[str, tuple[int, ...], bytes] | None = field(default=None, repr=False, compare=False)
+    """(repr of the contract, the prompt, d[0]): read every round, recomputed only when a case changed either.
+    ``repr`` tells 1, 1.0 and True apart, which encode differently."""
+
     @property
     def d0(self) -> bytes:
-        return prefix_digest(contract_digest(self.contract), self.prompt)
+        key, prompt = repr(self.contract), tuple(self.prompt)
+        cached = self._d0
+        if cached is None or cached[0] != key or cached[1] != prompt:
+            cached = self._d0 = (key, prompt, prefix_digest(contract_digest(self.contract), self.prompt))
+        return cached[2]
 
     _chain: tuple[bytes, list[int], list[bytes]] | None = field(default=None, repr=False, compare=False)
     """(d[0], the output it was computed for, d[1..n]): ``digest`` is read after every round of sessions that

@@ -165,25 +165,59 @@ class DraftedRound:
     """False when a row is fragile: the round is sent but the test ignores it."""
 
 
+@dataclass(frozen=True)
+class _Position:
+    """What a design knows about one position, a function of the token before it (bigram closed form)."""
+
+    q: F
+    """The published row (binary32 values)."""
+    cumulative: F
+    """Its running sums in ascending id (P1-SAMP-2's order), over their total."""
+    p: F
+    ties: npt.NDArray[np.bool_]
+    fragile: bool
+
+
+@cache
+def _position(kind: str, last: int, profile: tuple[tuple[str, int], ...]) -> _Position:
+    sampling = dict(profile)
+    row = draft_row(kind, [last], sampling)
+    if sampling.get("top_p_milli", 1000) < 1000:
+        row = avoid_fragile(row, sampling)
+    row = published(row)
+    running = np.cumsum(row)  # a sequential sum, as P1-SAMP-2 takes it
+    arrays = (row, running / running[-1], target_row(MODEL, [last], sampling), topk_ties(MODEL, [last], sampling))
+    for array in arrays:
+        array.setflags(write=False)
+    return _Position(*arrays, fragile=fragile(last, profile))
+
+
+def _draw(position: _Position, u: float) -> int:
+    """P1-SAMP-2 on the published row: the smallest k with u < (d[0]+...+d[k]) / sum(d)."""
+    return min(int(np.searchsorted(position.cumulative, u, side="right")), position.q.size - 1)
+
+
 def draft_round(design: Design, context: Sequence[int], sampling: Mapping[str, int], m: int,
                 uniforms: Sequence[float], tolerance: Tolerance) -> DraftedRound:
-    """Sample M tokens from the published rows with the drafter's ``uniforms`` and build the exact law."""
-    tokens: list[int] = []
-    rows: list[F] = []
-    truncating = sampling.get("top_p_milli", 1000) < 1000
-    for i in range(m):
-        row = draft_row(design.q_kind, [*context, *tokens], sampling)
-        if truncating:
-            row = avoid_fragile(row, sampling)
-        row = published(row)
-        tokens.append(plain.draw(row.tolist(), uniforms[i]))
-        rows.append(row)
-    contexts = [[*context, *tokens[:i]] for i in range(m + 1)]
-    p = np.stack([target_row(MODEL, c, sampling) for c in contexts])
-    q = np.stack(rows)
+    """Sample M tokens from the published rows with the drafter's ``uniforms`` and build the exact law.
+
+    Every row here depends on the context only through its last token (the bigram closed form of
+    :data:`MODEL`), so each position's rows are computed once per (design kind, token, profile).
+    """
     key = _profile_key(sampling)
-    counted = not truncating or not any(fragile(c[-1], key) for c in contexts)
-    ties = np.stack([topk_ties(MODEL, c, sampling) for c in contexts])
+    tokens: list[int] = []
+    positions: list[_Position] = []
+    for i in range(m):
+        position = _position(design.q_kind, tokens[-1] if tokens else context[-1], key)
+        tokens.append(_draw(position, uniforms[i]))
+        positions.append(position)
+    positions.append(_position(design.q_kind, tokens[-1], key))
+    contexts = [[*context, *tokens[:i]] for i in range(m + 1)]
+    p = np.stack([position.p for position in positions])
+    q = np.stack([position.q for position in positions[:m]])
+    truncating = sampling.get("top_p_milli", 1000) < 1000
+    counted = not truncating or not any(position.fragile for position in positions)
+    ties = np.stack([position.ties for position in positions])
     law = RoundLaw(p, q, tuple(tokens), frozenset(design.stop), profile_variants(MODEL, contexts, sampling),
                    tolerance, ties if ties.any() else None)
     return DraftedRound(tuple(tokens), q, law, counted)

@@ -73,6 +73,7 @@ DEFAULT_RHO = 2.0**-8
 """Entry-wise relative tolerance on the IUT's p (see the module docstring)."""
 
 PIT_BINS = 10
+_PIT_EDGES = np.linspace(0.0, 1.0, PIT_BINS + 1)
 MIX_WEIGHTS = (0.25, 0.75)
 
 
@@ -212,6 +213,20 @@ def outcome_law(accept: F, draws: F, bonus: F, reject: F | None = None) -> F:
     return law
 
 
+def outcome_laws(accept: F, draws: F, bonus: F) -> F:
+    """:func:`outcome_law` of a batch: K x M acceptances, K x M x V draw rows, K x V bonus rows -> K x (M+1) x V.
+
+    One pass of numpy for every family of a round: the families differ only in these three inputs.
+    """
+    k, m = accept.shape
+    reach = np.ones((k, m + 1))
+    np.cumprod(accept, axis=1, out=reach[:, 1:])
+    law = np.empty((k, m + 1, bonus.shape[1]))
+    np.multiply((reach[:, :m] * (1.0 - accept))[:, :, None], draws, out=law[:, :m])
+    np.multiply(reach[:, m:], bonus, out=law[:, m])
+    return law
+
+
 def _draw_bounds(low: F, high: F, p: F) -> tuple[F, F]:
     """Bounds on the normalised residual from bounds on its unnormalised entries (row-wise)."""
     r_lo, r_hi = np.maximum(0.0, low), np.maximum(0.0, high)
@@ -311,13 +326,25 @@ class RoundLaw:
         m, v = self.m, self.p.shape[1]
         labels = np.arange((m + 1) * v, dtype=np.int64).reshape(m + 1, v)
         first = next((i for i, token in enumerate(self.tokens) if token in self.stop), None)
-        if first is not None:  # every outcome that emits x[1..first+1] and stops there is one cell
-            labels[first + 1:] = labels[first, self.tokens[first]]
+        self._merged = first is not None
+        if first is None:  # no stop token proposed: every outcome is its own cell
+            return labels, labels.size
+        # Every outcome that emits x[1..first+1] and stops there is one cell.
+        labels[first + 1:] = labels[first, self.tokens[first]]
         _, inverse = np.unique(labels.ravel(), return_inverse=True)
         return inverse.reshape(m + 1, v).astype(np.int64), int(inverse.max()) + 1
 
     def on_cells(self, law: F) -> F:
-        return np.bincount(self.labels.ravel(), weights=law.ravel(), minlength=self.cells).astype(np.float64)
+        """A law on (a, y) (shape (M+1) x V, or K of them: K x (M+1) x V) summed onto the cells."""
+        batch = law.shape[:-2]
+        flat = law.reshape(*batch, -1)
+        if not self._merged:
+            return flat.astype(np.float64, copy=True)
+        if not batch:
+            return np.bincount(self.labels.ravel(), weights=flat, minlength=self.cells).astype(np.float64)
+        labels = self.labels.ravel()
+        rows = [np.bincount(labels, weights=row, minlength=self.cells) for row in flat.reshape(-1, labels.size)]
+        return np.stack(rows).reshape(*batch, self.cells).astype(np.float64)
 
     def cell_of(self, emitted: Sequence[int]) -> int | None:
         """The cell of an observed emission, or None if no outcome of rule 2 emits it."""
@@ -335,21 +362,21 @@ class RoundLaw:
 # ---------------------------------------------------------------------- alternative families
 
 
-def _bonus_from_q(law: RoundLaw) -> F:
-    return outcome_law(law.alpha, law.draws, _normalised(law.q[-1]))
+Parts = tuple[F, F, F]
+"""A family's (acceptance probabilities M, draw rows M x V, bonus row V): its law is their :func:`outcome_law`."""
 
 
-def _family_rows(law: RoundLaw, p: F, *, draw_only: bool = False) -> F:
+def _family_rows(law: RoundLaw, p: F, *, draw_only: bool = False) -> Parts:
     """The law of an engine that uses rows ``p`` (for the draw only, or for everything)."""
     m = law.m
     x = np.asarray(law.tokens)
     accept = law.alpha if draw_only else np.minimum(1.0, p[np.arange(m), x] / law.qx)
     rest = np.maximum(0.0, p[:m] - law.q)
     draws = np.where((rest.sum(axis=1) > 0)[:, None], _normalised(rest), _normalised(p[:m]))
-    return outcome_law(accept, draws, _normalised(p[m:m + 1])[0])
+    return accept, draws, _normalised(p[m:m + 1])[0]
 
 
-def _uniform_reused(law: RoundLaw) -> F:
+def _uniform_reused(law: RoundLaw) -> Parts:
     """One r for the test and the draw: given a rejection r lies in [alpha, 1), so y is a CDF slice."""
     draws = law.draws
     cumulative = np.cumsum(draws, axis=1)
@@ -358,39 +385,46 @@ def _uniform_reused(law: RoundLaw) -> F:
     start = law.alpha[:, None]
     overlap = np.clip(np.minimum(upper, 1.0) - np.maximum(lower, start), 0.0, None)
     sliced = np.where((law.alpha < 1.0)[:, None], _normalised(overlap), draws)
-    return outcome_law(law.alpha, sliced, law.p[law.m])
+    return law.alpha, sliced, law.p[law.m]
 
 
-def _accept_with_p(law: RoundLaw) -> F:
+def _accept_with_p(law: RoundLaw) -> Parts:
     """Exact-match verification (or q taken as one-hot): accept with p(x), else emit a fresh y != x."""
     m = law.m
     without = law.p[:m].copy()
     without[np.arange(m), np.asarray(law.tokens)] = 0.0
-    return outcome_law(law.px, _normalised(without), law.p[m])
+    return law.px, _normalised(without), law.p[m]
 
 
-FAMILIES: dict[str, Callable[[RoundLaw], F]] = {
-    "residual-from-p": lambda law: outcome_law(law.alpha, _normalised(law.p[:law.m]), law.p[law.m]),
-    "residual-softmax": lambda law: outcome_law(
+FAMILIES: dict[str, Callable[[RoundLaw], Parts]] = {
+    "residual-from-p": lambda law: (law.alpha, _normalised(law.p[:law.m]), law.p[law.m]),
+    "residual-softmax": lambda law: (
         law.alpha, _normalised(np.exp(law.residual - law.residual.max(axis=1, keepdims=True))), law.p[law.m]),
-    "bonus-from-q": _bonus_from_q,
-    "bonus-from-p[M]": lambda law: outcome_law(law.alpha, law.draws, law.p[law.m - 1]),
+    "bonus-from-q": lambda law: (law.alpha, law.draws, _normalised(law.q[-1])),
+    "bonus-from-p[M]": lambda law: (law.alpha, law.draws, law.p[law.m - 1]),
     "rows-shifted": lambda law: _family_rows(law, np.concatenate([law.p[1:], law.p[-1:]])),
     "uniform-reused": _uniform_reused,
     "accept-with-p(x)": _accept_with_p,
-    "ratio-inverted": lambda law: outcome_law(
-        np.minimum(1.0, law.qx / np.maximum(law.px, 1e-300)), law.draws, law.p[law.m]),
+    "ratio-inverted": lambda law: (np.minimum(1.0, law.qx / np.maximum(law.px, 1e-300)), law.draws, law.p[law.m]),
 }
-"""Alternative laws, each the exact law of one class of engine bug on this round."""
+"""Alternative laws, each the exact law of one class of engine bug on this round (as its parts)."""
+
+
+def alternative_matrix(law: RoundLaw) -> tuple[list[str], F]:
+    """Every family's law on ``law``'s cells, one row each (profile families only where the profile makes them
+    differ), computed in one batch."""
+    parts = {name: build(law) for name, build in FAMILIES.items()}
+    for name, rows in law.variants.items():
+        parts[f"profile:{name}"] = _family_rows(law, rows)
+        parts[f"profile:{name}:draw-only"] = _family_rows(law, rows, draw_only=True)
+    accept, draws, bonus = (np.stack(column) for column in zip(*parts.values(), strict=True))
+    return list(parts), law.on_cells(outcome_laws(accept, draws, bonus))
 
 
 def alternatives(law: RoundLaw) -> dict[str, F]:
-    """Every family's law on ``law``'s cells (profile families only where the profile makes them differ)."""
-    laws = {name: build(law) for name, build in FAMILIES.items()}
-    for name, rows in law.variants.items():
-        laws[f"profile:{name}"] = _family_rows(law, rows)
-        laws[f"profile:{name}:draw-only"] = _family_rows(law, rows, draw_only=True)
-    return {name: law.on_cells(matrix) for name, matrix in laws.items()}
+    """:func:`alternative_matrix` by family name."""
+    names, matrix = alternative_matrix(law)
+    return dict(zip(names, matrix, strict=True))
 
 
 # ---------------------------------------------------------------------- robust e-values
@@ -407,14 +441,14 @@ def robust_mean(lower: F, upper: F, g: F) -> float:
 
 
 def _robust_means(lower: F, upper: F, g: F) -> F:
-    """:func:`robust_mean` of every row of ``g`` (the same operations, row-wise; one dot product per row)."""
+    """:func:`robust_mean` of every row of ``g`` at once (the same knapsack, row-wise)."""
     remaining = max(0.0, 1.0 - float(lower.sum()))
-    order = np.argsort(-g, axis=1, kind="stable")
+    order = np.argsort(-g, axis=1)  # ties in g add the same amount in any order
     room = (upper - lower)[order]
     taken = np.clip(remaining - (np.cumsum(room, axis=1) - room), 0.0, room)
     ordered = np.take_along_axis(g, order, axis=1)
-    return np.asarray([float(np.dot(lower, row)) + float(np.dot(kept, by_bet))
-                       for row, kept, by_bet in zip(g, taken, ordered, strict=True)])
+    means: F = g @ lower + np.einsum("ij,ij->i", taken, ordered)
+    return means
 
 
 @dataclass
@@ -480,37 +514,41 @@ class Rule2EProcess(AveragedEProcess):
             self.decisive = self.decisive or (f"{what}: an outcome that no verifier within the tolerance can "
                                               f"produce (exact probability {_prob(law, cell)})")
             return
-        bets = self._bets(law)
-        bets["pit-histogram"] = self._pit_bet(law, cell)
-        # Every component's bet at once, row by row of one matrix: the same arithmetic as one bet at a time
-        # (element-wise operations, row-wise sorts and scans, one dot product per row), without paying
-        # numpy's per-call cost two dozen times per round.
-        names = list(bets)
-        alternatives = np.stack([bets[name] for name in names])
-        g = _ratio(alternatives, law.upper_cells)
+        names, bets = self._bets(law, cell)
+        # Every component's bet at once, one row each of one matrix: numpy's per-call cost is paid once per
+        # round, not once per component.
+        g = _ratio(bets, law.upper_cells)
         norms = _robust_means(law.lower_cells, law.upper_cells, g)
+        factors = np.log(np.maximum(g[:, cell], 1e-300) / norms)
+        # Power bookkeeping (reported, not tested): E_A[log factor] and log P_A(no impossible cell) per row.
         logs = np.log(np.maximum(g, 1e-300) / norms[:, None])
-        for row, name in enumerate(names):
-            component = self.components.setdefault(name, Component(name))
-            component.log_wealth += math.log(max(g[row, cell], 1e-300) / norms[row])
-            alternative = alternatives[row]
-            live = law.possible & (alternative > 0)
-            component.power_log += float(np.dot(alternative[live], logs[row][live]))
-            # Sums of one row at a time: numpy sums a matrix's rows in another order than a vector.
-            miss = float(alternative[law.possible].sum() / max(alternative.sum(), 1e-300))
-            component.power_miss += math.log(max(min(miss, 1.0), 1e-300))
+        live = law.possible & (bets > 0)
+        expected = np.einsum("ij,ij->i", np.where(live, bets, 0.0), np.where(live, logs, 0.0))
+        miss = bets[:, law.possible].sum(axis=1) / np.maximum(bets.sum(axis=1), 1e-300)
+        misses = np.log(np.clip(miss, 1e-300, 1.0))
+        for name, factor, power, missed in zip(names, factors.tolist(), expected.tolist(), misses.tolist(),
+                                               strict=True):
+            component = self.components.get(name)
+            if component is None:
+                component = self.components[name] = Component(name)
+            component.log_wealth += factor
+            component.power_log += power
+            component.power_miss += missed
         self._remember(law, cell)
         self.max_log_e = max(self.max_log_e, self.log_e)
 
-    def _bets(self, law: RoundLaw) -> dict[str, F]:
-        bets: dict[str, F] = {}
-        for name, alternative in alternatives(law).items():
-            for weight in MIX_WEIGHTS:
-                bets[f"{name}@{weight}"] = (1 - weight) * law.exact_cells + weight * alternative
+    def _bets(self, law: RoundLaw, cell: int) -> tuple[list[str], F]:
+        """The components' bets, one row each: every family mixed with the exact law at each weight, the memory
+        bet and the PIT histogram bet."""
+        names, matrix = alternative_matrix(law)
+        weights = np.asarray(MIX_WEIGHTS)[None, :, None]
+        mixed = ((1 - weights) * law.exact_cells + weights * matrix[:, None, :]).reshape(-1, law.cells)
         seen = self._memory.get(_law_key(law), [])
         empirical = np.bincount(seen, minlength=law.cells) / len(seen) if seen else law.exact_cells
-        bets["memory"] = 0.5 * law.exact_cells + 0.5 * empirical
-        return bets
+        memory = 0.5 * law.exact_cells + 0.5 * empirical
+        bets = np.concatenate([mixed, memory[None], self._pit_bet(law, cell)[None]])
+        labels = [f"{name}@{weight}" for name in names for weight in MIX_WEIGHTS]
+        return [*labels, "memory", "pit-histogram"], bets
 
     def _pit_bet(self, law: RoundLaw, cell: int) -> F:
         """Nonparametric component: a histogram bet on the randomised PIT (cells by ascending exact probability).
@@ -525,7 +563,7 @@ class Rule2EProcess(AveragedEProcess):
         starts[order] = np.cumsum(base[order]) - base[order]
         total = sum(self._pit_counts)
         bins = PIT_BINS * np.asarray([(count + 0.5) / (total + PIT_BINS / 2) for count in self._pit_counts])
-        edges = np.linspace(0.0, 1.0, PIT_BINS + 1)
+        edges = _PIT_EDGES
         ends = starts + base
         overlap = np.clip(np.minimum(ends[:, None], edges[None, 1:]) - np.maximum(starts[:, None], edges[None, :-1]),
                           0.0, None)
@@ -606,12 +644,15 @@ __all__ = [
     "FAMILIES",
     "AveragedEProcess",
     "Component",
+    "Parts",
     "RoundLaw",
     "Rule2EProcess",
     "Tolerance",
+    "alternative_matrix",
     "alternatives",
     "case_alpha",
     "outcome_law",
+    "outcome_laws",
     "profile_variants",
     "robust_mean",
     "sample_cell",

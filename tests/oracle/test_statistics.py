@@ -9,11 +9,16 @@ import pytest
 
 from sdcp_conformance.models.bigram import bigram_logits
 from sdcp_conformance.mutants.rule2_stats import ENGINES
+from sdcp_conformance.oracle.rule2 import distribution as plain_distribution
+from sdcp_conformance.oracle.rule2 import draw as plain_draw
 from sdcp_conformance.oracle.rule2_designs import DESIGNS, design, draft_round, drafter_uniforms
 from sdcp_conformance.oracle.statistics import (
+    FAMILIES,
     RoundLaw,
     Rule2EProcess,
     Tolerance,
+    _robust_means,
+    alternative_matrix,
     alternatives,
     outcome_law,
     robust_mean,
@@ -158,3 +163,58 @@ def test_sample_cell_stays_in_support() -> None:
     law = _law()
     generator = np.random.default_rng(1)
     assert all(law.possible[sample_cell(law, law.exact, generator)] for _ in range(50))
+
+
+def _stopping_law() -> RoundLaw:
+    """A stop-in-proposals round whose proposal holds the stop token, so that outcomes merge into cells."""
+    plan = design("stop-in-proposals")
+    for seed in range(50):
+        law = _law(plan.name, seed)
+        if set(law.tokens[:-1]) & law.stop:
+            return law
+    raise AssertionError("no seed proposed a stop token before the last position")
+
+
+@pytest.mark.parametrize("make", [lambda: _law("profile-and-policy"), _stopping_law], ids=["plain", "merged"])
+def test_batched_family_laws_equal_one_at_a_time(make: object) -> None:
+    """alternative_matrix computes every family in one batch; each row must be that family's own law on cells."""
+    law = make()  # type: ignore[operator]
+    names, matrix = alternative_matrix(law)
+    assert law.cells < (law.m + 1) * law.p.shape[1] or make is not _stopping_law
+    for name, row in zip(names, matrix, strict=True):
+        if name.startswith("profile:"):
+            variant = law.variants[name.split(":")[1]]
+            draw_only = name.endswith(":draw-only")
+            m = law.m
+            rest = np.maximum(0.0, variant[:m] - law.q)
+            accept = law.alpha if draw_only else np.minimum(1.0, variant[np.arange(m), list(law.tokens)] / law.qx)
+            draws = rest / rest.sum(axis=1, keepdims=True)
+            one = outcome_law(accept, draws, variant[m] / variant[m].sum())
+        else:
+            one = outcome_law(*FAMILIES[name](law))
+        merged = np.bincount(law.labels.ravel(), weights=one.ravel(), minlength=law.cells)
+        np.testing.assert_allclose(row, merged, rtol=0, atol=1e-15, err_msg=name)
+
+
+def test_robust_means_of_many_rows_equal_one_row_at_a_time() -> None:
+    rng = np.random.default_rng(4)
+    exact = rng.dirichlet(np.ones(300))
+    lower, upper = exact * 0.98, np.minimum(1.0, exact * 1.02)
+    g = rng.random((7, 300)) * (rng.random((7, 300)) < 0.8)
+    g[3] = g[2]  # ties between rows and inside them
+    g[4, :50] = 0.5
+    np.testing.assert_allclose(_robust_means(lower, upper, g), [robust_mean(lower, upper, row) for row in g],
+                               rtol=1e-13)
+
+
+def test_drafted_tokens_follow_the_published_rows_by_p1_samp_2() -> None:
+    """draft_round draws by P1-SAMP-2 from exactly the rows it publishes (§5.2), as the plain statement does."""
+    for plan in DESIGNS:
+        values = drafter_uniforms(random.Random(plan.name), plan.m)
+        drafted = draft_round(plan, list(plan.prompt(0)), plan.sampling, plan.m, values, Tolerance())
+        expected = [plain_draw(row.tolist(), u) for row, u in zip(drafted.q, values, strict=True)]
+        assert list(drafted.tokens) == expected, plan.name
+        for i in range(len(drafted.tokens)):  # and each row is the one after the token before it
+            last = drafted.tokens[i - 1] if i else plan.prompt(0)[-1]
+            p = plain_distribution(bigram_logits(last).tolist(), plan.sampling, 2)
+            np.testing.assert_allclose(drafted.law.p[i], p, rtol=0, atol=1e-15)
