@@ -49,6 +49,11 @@ from sdcp_conformance.harness.case import Case, Catalogue
 from sdcp_conformance.harness.certify import default_catalogue
 from sdcp_conformance.oracle.rule2_designs import design
 
+TRANSPORT_GROUPS = ("server (H2Server)", "client (IutLink, H2Client)", "TLS and sockets (asyncio transports)",
+                    "event loop (asyncio)")
+"""The profile's groups that are the harness's share of moving a round's bytes (its cache serves four exchanges,
+its client sends one): what is left when the harness does nothing else."""
+
 STAT_CASES = ("VER-6.4-RULE2-STAT-001", "VER-6.4-RULE2-STAT-003", "VER-6.4-RULE2-STAT-008")
 ORDINARY = ("rule-1", "fencing", "idempotency")
 VERIFIERS = (("stand-in (own process)", "standin"), ("reference (own process)", "reference"),
@@ -216,6 +221,15 @@ def print_summary(standin: Drive, embedded: Drive | None, bound: TransportBound)
           f"allow {rounds / python:.0f} rounds/s = {allowed / python:.2f} x the h2load bound; the harness reaches "
           f"{python / wall:.2f} x that")
     cpu = statistics.median(m.took.cpu_s / m.rounds for m in standin.stat)
+    if standin.profile is not None:
+        groups = by_group(standin.profile[0])
+        busy = sum(seconds for group, seconds in groups.items() if group != IDLE)
+        transport = cpu * sum(groups.get(group, 0.0) for group in TRANSPORT_GROUPS) / busy
+        need = allowed / rounds / 0.6  # seconds per round at 0.6 x the bound
+        print(f"  of the harness's CPU per round, moving the round's bytes (server, client, TLS, event loop) takes "
+              f"{1000 * transport:.2f} ms and the rest (oracle, drafting, encoding, judging, cache app) "
+              f"{1000 * (cpu - transport):.2f} ms; 0.6 x the bound needs a round every {1000 * need:.2f} ms, so "
+              f"the harness's whole CPU per round must fall below that on its one core (the IUT has the other)")
     iut = statistics.median((m.took.iut_cpu_s or 0.0) / m.rounds for m in standin.stat)
     print(f"  harness CPU per round against the stand-in: {1000 * cpu:.2f} ms, so at most {1 / cpu:.0f} rounds/s on "
           f"one core without ever waiting ({allowed / rounds / cpu:.2f} x the bound); the stand-in's own CPU per "
