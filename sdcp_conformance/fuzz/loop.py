@@ -22,9 +22,20 @@ T = TypeVar("T")
 STEP_TIMEOUT_S = 90.0
 """Longer than the IUT link's own timeouts (40 s), so a hung IUT shows up as a failed answer first."""
 
+CANCEL_GRACE_S = 30.0
+"""How long an interrupted step may take to finish its cancellation."""
+
 
 class StepTimeout(Exception):
     """A step did not finish within its deadline (the IUT or the harness hung)."""
+
+
+async def _until_ended(coroutine: Coroutine[Any, Any, T], ended: threading.Event) -> T:
+    """``coroutine``, and ``ended`` set once it has finished, its clean-up after a cancellation included."""
+    try:
+        return await coroutine
+    finally:
+        ended.set()
 
 
 class LoopThread:
@@ -41,12 +52,19 @@ class LoopThread:
         self.loop.run_forever()
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float = STEP_TIMEOUT_S) -> T:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        ended = threading.Event()
+        future = asyncio.run_coroutine_threadsafe(_until_ended(coroutine, ended), self.loop)
         try:
             return future.result(timeout_s)
         except FutureTimeout:
             future.cancel()
             raise StepTimeout(f"the step did not finish within {timeout_s} s") from None
+        except KeyboardInterrupt:
+            # Ctrl-C while the loop runs the step: the step is cancelled and given time to clean up (an
+            # environment half started stops what it started) before the interrupt goes on.
+            future.cancel()
+            ended.wait(CANCEL_GRACE_S)
+            raise
 
     def start(self, target: TargetConfig | None = None, *, app_factory: AppFactory | None = None,
               workdir: Path | None = None) -> Environment:
@@ -75,4 +93,4 @@ class LoopThread:
         self.close()
 
 
-__all__ = ["STEP_TIMEOUT_S", "LoopThread", "StepTimeout"]
+__all__ = ["CANCEL_GRACE_S", "STEP_TIMEOUT_S", "LoopThread", "StepTimeout"]

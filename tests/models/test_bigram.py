@@ -45,7 +45,7 @@ def nucleus_size(row: np.ndarray, top_p: float) -> int:
 def test_every_entry_is_exact_in_bfloat16(model_id: str) -> None:
     table = bigram_table(model_id)
     assert table.shape == (VOCAB_SIZE, VOCAB_SIZE)
-    as_bf16 = torch.from_numpy(table).to(torch.bfloat16).to(torch.float64).numpy()
+    as_bf16 = torch.tensor(table).to(torch.bfloat16).to(torch.float64).numpy()  # a copy: the table is read-only
     assert np.array_equal(as_bf16, table)
     numerators = table * 16
     assert np.array_equal(numerators, np.round(numerators)) and np.abs(numerators).max() <= 255

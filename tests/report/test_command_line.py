@@ -18,6 +18,7 @@ from sdcp_conformance.cli import COMMANDS, load_command, main, role_areas
 from sdcp_conformance.harness.certify import default_catalogue
 from sdcp_conformance.harness.suites import SUITES
 from tests.report.conftest import Run, cli
+from tests.report.interrupts import interrupt, start_interruptible
 
 HEAVY = ("torch", "schemathesis", "hypothesis", "matplotlib")
 
@@ -180,18 +181,16 @@ def test_generate_against_a_stack_from_elsewhere_and_after_it_stopped(tmp_path: 
 
 def test_ctrl_c_writes_a_partial_report_marked_interrupted_and_exits_130(tmp_path: Path) -> None:
     env = {**os.environ, "TERM": "dumb"}
-    run = subprocess.Popen([sys.executable, "-m", "sdcp_conformance.cli", "certify", "--seed", "1", "--report-dir",
-                            str(tmp_path / "r")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True)
+    run = start_interruptible([sys.executable, "-m", "sdcp_conformance.cli", "certify", "--seed", "1",
+                               "--report-dir", str(tmp_path / "r")], env=env)
     assert run.stdout is not None
     seen = []
     for line in run.stdout:  # one line per finished case: interrupt after the third
         seen.append(line)
         if line.startswith("[  3/"):
             break
-    run.send_signal(signal.SIGINT)
-    rest = run.stdout.read()
-    assert run.wait(timeout=120) == 130, "".join(seen) + rest
+    rest = interrupt(run)
+    assert run.returncode == 130, "".join(seen) + rest
     assert "Aborted!" not in rest and "Traceback" not in rest
     document = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))
     assert document["run"]["status"] == "INTERRUPTED" and document["run"]["interrupted"] is True

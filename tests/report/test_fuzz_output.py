@@ -8,6 +8,7 @@ from pathlib import Path
 from sdcp_conformance.fuzz.cli import _table, cbor_text
 from sdcp_conformance.fuzz.stateful import FuzzStats
 from tests.report.conftest import cli
+from tests.report.interrupts import interrupt, start_interruptible
 
 
 def test_bytes_read_as_cbor_diagnostic_notation() -> None:
@@ -45,17 +46,15 @@ def test_a_found_failure_prints_counts_that_agree_and_a_replay_line(tmp_path: Pa
 
 def test_ctrl_c_stops_a_campaign_with_exit_130(tmp_path: Path) -> None:
     import os
-    import signal
-    import subprocess
     import sys
 
-    run = subprocess.Popen([sys.executable, "-m", "sdcp_conformance.cli", "fuzz", "--examples", "100000", "--seed",
-                            "1", "--database", "", "--out", str(tmp_path)], env={**os.environ, "TERM": "dumb"},
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = start_interruptible([sys.executable, "-m", "sdcp_conformance.cli", "fuzz", "--examples", "100000",
+                               "--seed", "1", "--database", "", "--out", str(tmp_path)],
+                              env={**os.environ, "TERM": "dumb"})
     assert run.stdout is not None
     first = run.stdout.readline()  # printed before the campaign starts
     assert first.startswith("fuzzing the embedded reference verifier"), first
-    run.send_signal(signal.SIGINT)
-    rest = run.stdout.read()
-    assert run.wait(timeout=120) == 130, rest
+    rest = interrupt(run)
+    assert run.returncode == 130, rest
     assert "interrupted (Ctrl-C)" in rest and "Aborted!" not in rest and "Traceback" not in rest
+    assert "Task was destroyed" not in rest  # the half-started environment was cancelled and cleaned up
