@@ -174,19 +174,28 @@ def print_reference(embedded: Drive, standin: Drive) -> None:
     print("  (reference CPU ms/r: the embedded process's CPU per round minus the harness's own against the stand-in)")
 
 
+def _ms_per_round(drive: Drive) -> dict[str, float]:
+    """The profile's busy groups scaled to the CPU per round measured without the profiler (ms per round)."""
+    assert drive.profile is not None
+    groups = by_group(drive.profile[0])
+    busy = sum(seconds for group, seconds in groups.items() if group != IDLE)
+    unprofiled = statistics.median(m.took.cpu_s / m.rounds for m in drive.stat)
+    return {group: 1000 * unprofiled * seconds / busy for group, seconds in groups.items() if group != IDLE}
+
+
 def print_profile(drive: Drive, count: int) -> None:
     assert drive.profile is not None
     stats, rounds, took = drive.profile
     groups = by_group(stats)
-    busy = sum(seconds for group, seconds in groups.items() if group != IDLE)
+    scaled = _ms_per_round(drive)
+    total = sum(scaled.values())
     unprofiled = statistics.median(m.took.cpu_s / m.rounds for m in drive.stat)
     print(f"\nprofile of the harness process against the {drive.label} (cProfile, the STAT cases again: {rounds} "
           f"rounds, {took.wall_s:.1f} s wall under the profiler); shares scaled to the median {1000 * unprofiled:.2f} "
           "ms CPU per round measured without it")
     print(f"{'group':<54} {'share':>6} {'ms/round':>9}")
-    for group, seconds in groups.items():
-        if group != IDLE:
-            print(f"{group:<54} {100 * seconds / busy:>5.1f}% {1000 * unprofiled * seconds / busy:>9.3f}")
+    for group, ms in scaled.items():
+        print(f"{group:<54} {100 * ms / total:>5.1f}% {ms:>9.3f}")
     print(f"{'(' + IDLE + ', not work; profiled)':<54} {'':>6} {1000 * groups.get(IDLE, 0.0) / rounds:>9.3f}")
     print(f"top {count} project functions by own time (profiled seconds, calls):")
     for name, seconds, calls in top_functions(stats, count):
@@ -222,9 +231,7 @@ def print_summary(standin: Drive, embedded: Drive | None, bound: TransportBound)
           f"{python / wall:.2f} x that")
     cpu = statistics.median(m.took.cpu_s / m.rounds for m in standin.stat)
     if standin.profile is not None:
-        groups = by_group(standin.profile[0])
-        busy = sum(seconds for group, seconds in groups.items() if group != IDLE)
-        transport = cpu * sum(groups.get(group, 0.0) for group in TRANSPORT_GROUPS) / busy
+        transport = sum(_ms_per_round(standin).get(group, 0.0) for group in TRANSPORT_GROUPS) / 1000
         need = allowed / rounds / 0.6  # seconds per round at 0.6 x the bound
         print(f"  of the harness's CPU per round, moving the round's bytes (server, client, TLS, event loop) takes "
               f"{1000 * transport:.2f} ms and the rest (oracle, drafting, encoding, judging, cache app) "

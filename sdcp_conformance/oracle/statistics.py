@@ -205,15 +205,11 @@ def outcome_law(accept: F, draws: F, bonus: F, reject: F | None = None) -> F:
 
     ``reject`` (default 1 - accept) lets interval bounds pass their own extreme.
     """
-    m = accept.size
-    reach = np.concatenate([[1.0], np.cumprod(accept)])
-    law = np.empty((m + 1, bonus.size))
-    law[:m] = (reach[:m] * (1.0 - accept if reject is None else reject))[:, None] * draws
-    law[m] = reach[m] * bonus
+    law: F = outcome_laws(accept[None], draws[None], bonus[None], None if reject is None else reject[None])[0]
     return law
 
 
-def outcome_laws(accept: F, draws: F, bonus: F) -> F:
+def outcome_laws(accept: F, draws: F, bonus: F, reject: F | None = None) -> F:
     """:func:`outcome_law` of a batch: K x M acceptances, K x M x V draw rows, K x V bonus rows -> K x (M+1) x V.
 
     One pass of numpy for every family of a round: the families differ only in these three inputs.
@@ -222,7 +218,7 @@ def outcome_laws(accept: F, draws: F, bonus: F) -> F:
     reach = np.ones((k, m + 1))
     np.cumprod(accept, axis=1, out=reach[:, 1:])
     law = np.empty((k, m + 1, bonus.shape[1]))
-    np.multiply((reach[:, :m] * (1.0 - accept))[:, :, None], draws, out=law[:, :m])
+    np.multiply((reach[:, :m] * (1.0 - accept if reject is None else reject))[:, :, None], draws, out=law[:, :m])
     np.multiply(reach[:, m:], bonus, out=law[:, m])
     return law
 
@@ -326,7 +322,6 @@ class RoundLaw:
         m, v = self.m, self.p.shape[1]
         labels = np.arange((m + 1) * v, dtype=np.int64).reshape(m + 1, v)
         first = next((i for i, token in enumerate(self.tokens) if token in self.stop), None)
-        self._merged = first is not None
         if first is None:  # no stop token proposed: every outcome is its own cell
             return labels, labels.size
         # Every outcome that emits x[1..first+1] and stops there is one cell.
@@ -337,13 +332,11 @@ class RoundLaw:
     def on_cells(self, law: F) -> F:
         """A law on (a, y) (shape (M+1) x V, or K of them: K x (M+1) x V) summed onto the cells."""
         batch = law.shape[:-2]
-        flat = law.reshape(*batch, -1)
-        if not self._merged:
-            return flat.astype(np.float64, copy=True)
-        if not batch:
-            return np.bincount(self.labels.ravel(), weights=flat, minlength=self.cells).astype(np.float64)
+        flat = law.reshape(-1, self.labels.size)
+        if self.cells == self.labels.size:  # no outcomes merged: the labels are the identity
+            return flat.reshape(*batch, self.cells).astype(np.float64, copy=True)
         labels = self.labels.ravel()
-        rows = [np.bincount(labels, weights=row, minlength=self.cells) for row in flat.reshape(-1, labels.size)]
+        rows = [np.bincount(labels, weights=row, minlength=self.cells) for row in flat]
         return np.stack(rows).reshape(*batch, self.cells).astype(np.float64)
 
     def cell_of(self, emitted: Sequence[int]) -> int | None:
@@ -563,10 +556,9 @@ class Rule2EProcess(AveragedEProcess):
         starts[order] = np.cumsum(base[order]) - base[order]
         total = sum(self._pit_counts)
         bins = PIT_BINS * np.asarray([(count + 0.5) / (total + PIT_BINS / 2) for count in self._pit_counts])
-        edges = _PIT_EDGES
         ends = starts + base
-        overlap = np.clip(np.minimum(ends[:, None], edges[None, 1:]) - np.maximum(starts[:, None], edges[None, :-1]),
-                          0.0, None)
+        overlap = np.clip(np.minimum(ends[:, None], _PIT_EDGES[None, 1:])
+                          - np.maximum(starts[:, None], _PIT_EDGES[None, :-1]), 0.0, None)
         u = min(float(starts[cell] + self.rng.random() * base[cell]), 1.0 - 1e-12)
         self._pit_counts[min(PIT_BINS - 1, int(u * PIT_BINS))] += 1
         bet: F = overlap @ bins
