@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from sdcp_conformance.transport import event_loops
+
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
@@ -228,7 +230,7 @@ class SdcpSuite:
         from sdcp_conformance.harness.suites import load_object, role_suite
 
         if self.env is None and not self.start_error:
-            self.loop = asyncio.new_event_loop()
+            self.loop = event_loops.new_event_loop()
             try:
                 environment_class = load_object(role_suite(self.role).environment)
                 beside = getattr(environment_class, "start_beside_others", None) if self.beside_others else None

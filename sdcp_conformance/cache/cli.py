@@ -12,6 +12,7 @@ import click
 from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.cache.store import MemoryStore, ObjectStore, SqliteStore
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.pki import load_pki
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 
@@ -97,7 +98,7 @@ def serve_cache(
     store: ObjectStore = SqliteStore(db) if db is not None else MemoryStore()
     app = CacheApp(store, enforce_fences=not no_fence_enforcement)
     try:
-        asyncio.run(_serve(app, config))
+        event_loops.run(_serve(app, config))
     finally:
         store.close()
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from sdcp_conformance.harness.environment import AppFactory, Environment
 from sdcp_conformance.harness.target import TargetConfig
+from sdcp_conformance.transport import event_loops
 
 T = TypeVar("T")
 
@@ -42,7 +43,7 @@ class LoopThread:
     """Owns one event loop on a daemon thread and the :class:`Environment` started on it."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = event_loops.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="sdcp-fuzz-loop", daemon=True)
         self._thread.start()
         self.environment: Environment | None = None

@@ -22,7 +22,6 @@ cannot run because an earlier one failed says so instead of failing again.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import socket
 import ssl
@@ -33,6 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sdcp_conformance.harness.target import TargetConfig
+from sdcp_conformance.transport import event_loops
 
 TIMEOUT_S = 5.0
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
@@ -245,7 +245,7 @@ def _models(config: TargetConfig, ready: bool, party: str) -> Check:
     if not ready:
         return Check("models", SKIP, "needs a working HTTP/2 connection")
     try:
-        outcomes = asyncio.run(_open_sessions(config, party, config.models))
+        outcomes = event_loops.run(_open_sessions(config, party, config.models))
     except Exception as exc:  # reported in the line, like every other check's failure
         return Check("models", FAIL, f"could not open sessions: {type(exc).__name__}: {exc}")
     bad = [f"{model}: {problem}" for model, problem in outcomes if problem]

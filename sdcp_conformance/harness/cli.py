@@ -18,7 +18,6 @@ When the sanity case does not pass against a target, the preflight
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import secrets
 import sys
@@ -44,6 +43,7 @@ from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.runner import CaseResult, RunReport, order_cases
 from sdcp_conformance.harness.suites import SUITES
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig, load_target, render_target, require_models
+from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
 
 TARGET_FILE = "target.toml"
@@ -101,9 +101,9 @@ def _run(target: TargetConfig | None, role: str, selected: Sequence[str], seed: 
          expected: ExpectedFailures | None, progress: Callable[[CaseResult], None], strict: bool,
          factory: Callable[..., Any] | None, workdir: Path) -> RunReport:
     try:
-        return asyncio.run(run_certification(target, role=role, selectors=selected, seed=seed,
-                                             expected_failures=expected, progress=progress, strict=strict,
-                                             app_factory=factory, workdir=workdir))
+        return event_loops.run(run_certification(target, role=role, selectors=selected, seed=seed,
+                                                 expected_failures=expected, progress=progress, strict=strict,
+                                                 app_factory=factory, workdir=workdir))
     except OSError as exc:  # a listener of the target file's [harness] could not bind, say
         click.echo(f"Error: the harness could not start: {exc}", err=True)
         sys.exit(EXIT_NO_HARNESS)

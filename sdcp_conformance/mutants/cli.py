@@ -8,7 +8,6 @@ shows as a logged traceback) go to ``--log FILE``, not above the output.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from sdcp_conformance.harness.runner import CaseResult
 from sdcp_conformance.harness.runner import Progress as CaseProgress
 from sdcp_conformance.mutants.registry import ROLE_MUTANTS, RoleMutant, find_mutant, killers_path, mutants_for
 from sdcp_conformance.mutants.selftest import SelftestReport, run_selftest, write_killers
+from sdcp_conformance.transport import event_loops
 
 
 @click.command()
@@ -94,8 +94,8 @@ def _per_seed(console: Console, mutants: list[RoleMutant], seeds: list[int], rol
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as bars:
         task = bars.add_task(f"{len(mutants)} mutants x {len(seeds)} seeds", total=len(mutants) * len(seeds))
-        matrix = asyncio.run(killers_under_seeds(mutants, seeds, role=role, killers=killers, jobs=jobs,
-                                                 progress=lambda name, seed, killed: bars.advance(task)))
+        matrix = event_loops.run(killers_under_seeds(mutants, seeds, role=role, killers=killers, jobs=jobs,
+                                                     progress=lambda name, seed, killed: bars.advance(task)))
     table = Table(title=f"Kill matrix per seed ({role}, recorded killers only)")
     table.add_column("mutant", no_wrap=True)
     for seed in seeds:
@@ -125,8 +125,8 @@ def _run(console: Console, mutants: list[RoleMutant], selectors: tuple[str, ...]
                 bars.advance(task)
             return advance
 
-        return asyncio.run(run_selftest(mutants, selectors=selectors, seed=seed, jobs=jobs,
-                                        with_reference=with_reference, progress=factory, role=role))
+        return event_loops.run(run_selftest(mutants, selectors=selectors, seed=seed, jobs=jobs,
+                                            with_reference=with_reference, progress=factory, role=role))
 
 
 def _print_reference(console: Console, report: SelftestReport) -> None:

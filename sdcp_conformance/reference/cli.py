@@ -23,6 +23,7 @@ from sdcp_conformance.reference.contracts import stack_contract
 from sdcp_conformance.reference.roles import RunningRole, start_drafter, start_router, start_verifier
 from sdcp_conformance.reference.stack import READY_LINE, STACK_FILE, Stack, StackOptions, load_model, resolve_model
 from sdcp_conformance.reference.verifier.service import PartyTls
+from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.pki import load_pki
 
 console = Console(stderr=True)
@@ -96,7 +97,7 @@ def serve(ctx: click.Context, target: str, drafters: tuple[str, ...], verifiers:
             finally:
                 await stack.stop()
 
-    asyncio.run(run())
+    event_loops.run(run())
 
 
 @contextlib.asynccontextmanager
@@ -149,7 +150,7 @@ def _checkpoint(model: str, option: str = "--model") -> Checkpoint:
 def _serving(run: Any, what: str) -> None:
     """``asyncio.run`` a server; a port that cannot be bound is a one-line usage error (exit 2)."""
     try:
-        asyncio.run(run)
+        event_loops.run(run)
     except OSError as exc:
         _usage_error(f"{what} cannot listen: {exc.strerror or exc} (is another server on its port?)")
 
@@ -294,7 +295,7 @@ def generate(prompt: str, rule: int, max_new: int, temperature: float | None, to
         top_p_milli=None if top_p is None else round(top_p * 1000), seed=sampling_seed,
     )
     options = _options(target=target, drafters=drafters, verifiers=verifiers, device=device, dtype=dtype, seed=seed)
-    tokens = asyncio.run(_generate(stack_dir, options, contract, prompt_ids, tokenizer, max_new))
+    tokens = event_loops.run(_generate(stack_dir, options, contract, prompt_ids, tokenizer, max_new))
     click.echo(" ".join(str(token) for token in tokens))
     click.echo(tokenizer.decode(tokens))
 

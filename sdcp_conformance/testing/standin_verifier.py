@@ -42,6 +42,7 @@ from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.reference.links import MlcCache
 from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.ports import ScoreItem, TargetModel
+from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.origins import H2Origins
 from sdcp_conformance.transport.pki import load_pki
 from sdcp_conformance.transport.server import H2Server, ServerConfig
@@ -166,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--pin-load", type=int, default=None, choices=range(101), metavar="0..100",
                         help="Report this load instead of the measured one (always 0 here).")
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.pki, args.party, args.router, host=args.host, pinned_load=args.pin_load))
+    event_loops.run(serve(args.pki, args.party, args.router, host=args.host, pinned_load=args.pin_load))
 
 
 __all__ = ["READY_LINE", "ClosedFormBigram", "InlineScorer", "OriginsRouterLink", "main", "serve", "standin_app"]

@@ -44,6 +44,7 @@ from pathlib import Path
 from types import TracebackType
 
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.limits import ServerLimits
 from sdcp_conformance.transport.server_connection import ServerConnection
 from sdcp_conformance.transport.tls import serve_tls, server_ssl_context
@@ -229,7 +230,7 @@ class _ThreadedServer(contextlib.AbstractContextManager["RunningServer"]):
         self._running: RunningServer | None = None
 
     def __enter__(self) -> RunningServer:
-        loop = asyncio.new_event_loop()
+        loop = event_loops.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="sdcp-h2-server", daemon=True)
         thread.start()
         try:

@@ -96,11 +96,12 @@ def open_page(path: Path) -> Iterator[Page]:
     binary = chromium_path()
     assert binary is not None, "chromium is not installed (apt-get install -y chromium)"
     # Chromium's helpers (zygote, renderer, crashpad) live in its process group and can outlive it for a moment,
-    # still writing to the profile: the whole group is killed before the profile is removed.
+    # still writing to the profile: the whole group is killed before the profile is removed. Its own scratch
+    # directories (org.chromium.Chromium.*) go under TMPDIR, so inside the profile too, and are removed with it.
     with tempfile.TemporaryDirectory(prefix="sdcp-chromium-", ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
                                     "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   start_new_session=True)
+                                   start_new_session=True, env={**os.environ, "TMPDIR": profile})
         try:
             port = _devtools_port(process)
             threading.Thread(target=_drain, args=(process,), daemon=True).start()  # a full pipe would block it
