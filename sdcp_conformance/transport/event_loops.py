@@ -6,9 +6,9 @@ inside ``asyncio.new_event_loop()`` leaves an object whose ``__init__`` never fi
 after the command has already reported its clean interruption. It happened in CI to ``fuzz`` interrupted just as
 its campaign started.
 
-So the commands build every event loop through :func:`new_event_loop`, which holds a Ctrl-C back until the loop is
-whole (then closes it and lets the interrupt go on), and run coroutines with :func:`run` (``asyncio.run`` with that
-factory).
+Decision D-CTRL-C-BUILD: the commands build every event loop through :func:`new_event_loop`, which holds a Ctrl-C
+back until the loop is whole (then closes it and lets the interrupt go on), and run coroutines with :func:`run`
+(``asyncio.run`` with that factory).
 """
 
 from __future__ import annotations
