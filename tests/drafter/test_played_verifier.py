@@ -234,3 +234,22 @@ def test_a_refused_assignment_is_undone() -> None:
     played.assigned(epoch=5, m_init=1, verifier="https://w/", sampling={"temperature_milli": 2}, now=1.0)
     played.restore(saved)
     assert played.epoch == 1 and played.limit == 4 and played.verifier == "https://v/" and played.sampling is None
+
+
+def test_after_a_late_proposal_the_limit_may_be_the_assignments_until_the_next_verdict() -> None:
+    """D-JUDGE-D-LATE-LIMIT: the harness answered a proposal the drafter had abandoned for its new assignment;
+    the drafter, resynchronised, may still use m_init (§6.2), but never more, and the next verdict binds again."""
+    played, world = session(), World()  # m_init 4, m_max 8
+    played.decided(1, greedy(TARGET, PROMPT[-1], 2), m_cap=1)
+    three = greedy(DRAFT, played.context()[-1], 3)
+    assert "R-6.2-M-BOUNDS" in rows_of(world.arrive(played, proposal_body(played, three)))  # control: 3 > m_cap 1
+    played.open = None
+    played.may_not_have_learned_the_last_verdict()
+    assert rows_of(world.arrive(played, proposal_body(played, three))) == set()
+    played.open = None
+    five = greedy(DRAFT, played.context()[-1], 5)
+    assert "R-6.2-M-BOUNDS" in rows_of(world.arrive(played, proposal_body(played, five)))  # over m_init 4
+    played.open = None
+    played.decided(2, greedy(TARGET, played.context()[-1], 2), m_cap=2)
+    three = greedy(DRAFT, played.context()[-1], 3)
+    assert "R-6.2-M-BOUNDS" in rows_of(world.arrive(played, proposal_body(played, three)))

@@ -126,6 +126,8 @@ class PlayedSession:
     sampling: dict[str, int] | None = None
     learned: Learned | None = None
     limit: int = 0
+    assignment_limit: int = 0
+    """min(m_max, m_init) of the assignment held: the limit before its first verdict (§6.2)."""
     open: Arrival | None = None
     finals: dict[bytes, str] = field(default_factory=dict)
     stopped: tuple[str, str] | None = None
@@ -204,13 +206,13 @@ class PlayedSession:
         self.forged_output = self.forged_after = None  # the assignment carries the committed tokens
         self.epoch, self.verifier, self.sampling = epoch, verifier, sampling
         self.learned = Learned(self.round, len(self.output), self.digest, "assignment")
-        self.limit = min(self.m_max, m_init)
+        self.limit = self.assignment_limit = min(self.m_max, m_init)
         self.open = None
         self.stopped = None
         self.finals.clear()
 
-    _TOLD = ("epoch", "verifier", "sampling", "learned", "limit", "open", "stopped", "superseded", "superseded_at",
-             "abandoned", "forged_output", "forged_after")
+    _TOLD = ("epoch", "verifier", "sampling", "learned", "limit", "assignment_limit", "open", "stopped", "superseded",
+             "superseded_at", "abandoned", "forged_output", "forged_after")
 
     def snapshot(self) -> dict[str, Any]:
         """What an assignment changes (so that a refused one can be undone)."""
@@ -238,6 +240,13 @@ class PlayedSession:
         """The session moved on without this drafter (another drafter, self-decoding): nothing is told yet."""
         self.output.extend(emitted)
         self.round = round_
+
+    def may_not_have_learned_the_last_verdict(self) -> None:
+        """D-JUDGE-D-LATE-LIMIT: the drafter proposed under its assignment after the harness had answered another
+        proposal with a verdict. That verdict answered a request the drafter may have abandoned (P1-DRF-7: it sent
+        it just before the assignment reached it), so its m_cap may never have reached the drafter: until the next
+        verdict, M may go up to the assignment's limit as well (§6.2: "m_init before the first")."""
+        self.limit = max(self.limit, self.assignment_limit)
 
     def told_state(self) -> None:
         """A 409 sdcp-stale-base with the current state was sent: that is what the drafter learns."""

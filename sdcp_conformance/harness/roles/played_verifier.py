@@ -136,6 +136,7 @@ class VerifierBoard:
                      "committed": len(session.output), "digest": session.digest}
             response = refusal_response(problem, "the assignment this proposal follows has been replaced", state)
             _settle(arrival, response, Outcome.FINAL, f"{problem.status} {problem.suffix} (late)")
+            session.may_not_have_learned_the_last_verdict()
             return response
         arrival.observations = review(session, arrival, self.facts())
         doubt = session.in_doubt is not None
