@@ -161,7 +161,9 @@ def _table(stats: Any, *, finished: bool = False, failure: Any = None) -> Table:
         table.add_row("NON-STRICT findings", str(len(stats.judge.deviations)))
     table.add_row("elapsed", f"{elapsed:.0f} s")
     failure = failure if finished else stats.failure
-    if failure is None:
+    if failure is None and getattr(stats, "flaky", False):
+        table.add_row("failure", "FLAKY: seen, but not again on the same steps (details below)")
+    elif failure is None:
         table.add_row("failure", "none" if finished else "none yet")
     else:
         table.add_row("failure", cbor_text(failure.message.splitlines()[0])[:100] + " (details below)")
@@ -183,15 +185,19 @@ def _counts(console: Console, stats: Any, *, requested: int | None) -> None:
                   highlight=False, soft_wrap=True)
 
 
+FLAKY_NOTE = ("[red]FLAKY[/red]: a failure was seen but did not happen again on the same steps (a nondeterministic "
+              "bug in the IUT); its steps are below when they were kept")
+
+
 def _summary(console: Console, result: Any, *, requested: int | None = None) -> None:
     stats = result.stats
     _counts(console, stats, requested=requested)
     _deviations(console, stats.judge)
     if getattr(stats, "flaky", False):
-        console.print("[red]FLAKY[/red]: a failure was seen but did not happen again on the same steps (a "
-                      "nondeterministic bug in the IUT); its steps are below when they were kept")
+        console.print(FLAKY_NOTE)
     if result.failure is None:
-        console.print("[green]no failure found[/green]")
+        if not getattr(stats, "flaky", False):
+            console.print("[green]no failure found[/green]")
         return
     failure = result.failure
     flaky = " [red]flaky: it did not fail again on replay[/red]" if failure.flaky else ""

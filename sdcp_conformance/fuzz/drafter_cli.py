@@ -42,8 +42,11 @@ def fuzz_drafter(console: Console, *, target: TargetConfig | None, replay_path: 
     console.print(f"{stats.examples} examples, {stats.steps} steps in {stats.elapsed:.0f} s")
     cli._deviations(console, stats.judge)
     if failure is None:
+        if stats.flaky:  # exit 1 says so too: a failure was seen, so the run did not pass
+            console.print(cli.FLAKY_NOTE)
+            return 1
         console.print("[green]no failure found[/green]")
-        return 1 if stats.flaky else 0
+        return 0
     flaky = " [red]flaky: it did not fail again on replay[/red]" if failure.flaky else ""
     console.print(f"[red]FAILURE[/red] ({failure.level} {failure.row}, {len(failure.steps)} steps after "
                   f"shrinking){flaky}:")

@@ -93,8 +93,9 @@ class RuntimeDraftModel(LogitsDraftModel):
 
     Each next-token row comes from :class:`RuntimeModel`, which feeds only the
     tokens its cache does not hold yet; sampling and the published rows are
-    :class:`LogitsDraftModel`'s. Calls are serialised by the drafter
-    (``draft_concurrency`` 1), so the current session key is plain state.
+    :class:`LogitsDraftModel`'s. Calls are serialised by the drafter (its
+    model executor of ``draft_concurrency`` 1 threads, D-DRF-19), so the
+    current session key is plain state.
     """
 
     def __init__(self, model: RuntimeModel) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from sdcp_conformance.cli import main
@@ -22,3 +24,19 @@ def test_fuzz_command_runs_keeps_its_database_and_replays(tmp_path: Path) -> Non
     assert still.exit_code == 1 and "still fails" in still.output
     fixed = runner.invoke(main, ["fuzz", "--replay", str(saved), "--mutant", "none"])
     assert fixed.exit_code == 0 and "fixed" in fixed.output
+
+
+def test_a_flaky_drafter_campaign_fails_and_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A failure seen once and not again on its steps (kept or not) exits 1, and nothing says it passed."""
+    from sdcp_conformance.fuzz import drafter_campaign
+    from sdcp_conformance.fuzz.drafter_stateful import DrafterFuzzStats
+
+    def flaky_campaign(config: Any, progress: Any = None) -> Any:
+        stats = DrafterFuzzStats(examples=3, steps=9, flaky=True)
+        return drafter_campaign.DrafterCampaignResult(stats, None, None)
+
+    monkeypatch.setattr(drafter_campaign, "run_drafter_campaign", flaky_campaign)
+    result = CliRunner().invoke(main, ["fuzz", "--role", "drafter", "--examples", "3", "--out", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "FLAKY" in result.output and "no failure found" not in result.output
+    assert "none" not in result.output.split("failure", 1)[1].splitlines()[0]  # the table's failure row

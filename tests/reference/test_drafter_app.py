@@ -12,6 +12,7 @@ import base64
 import hashlib
 import json
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -202,11 +203,12 @@ class GreedyVerifier:
 
 
 class Harness:
-    def __init__(self, verifier: Any = None, **config: Any) -> None:
+    def __init__(self, verifier: Any = None, model: Any = None, **config: Any) -> None:
         self.cache, self.router = FakeCache(), FakeRouter()
         self.verifier = verifier if verifier is not None else ScriptedVerifier()
         self.sleeps: list[float] = []
-        model = LogitsDraftModel(draft_logits, vocab_size=V, model_sha256=MODEL, tokenizer_sha256=TOKENIZER)
+        if model is None:
+            model = LogitsDraftModel(draft_logits, vocab_size=V, model_sha256=MODEL, tokenizer_sha256=TOKENIZER)
         settings = {"seed": 7, "t_draft_prior_s": 0.0} | config
         self.app = DrafterApp(
             DrafterConfig(base_uri=ME, routers=frozenset({ROUTER, ROUTER_B}), cache_base=CACHE, **settings),
@@ -545,6 +547,76 @@ def test_a_higher_epoch_replaces_the_loop_and_a_lower_one_is_stale() -> None:
         status, problem = await h.assign(epoch=1)
         assert status == 409 and problem["type"].endswith("sdcp-stale-epoch")
         answer.set_result(verdict_for(second, [], [1], 0, action=4))
+        await h.finished()
+
+    run(scenario())
+
+
+class ThreadConfinedModel(LogitsDraftModel):
+    """A draft model that, like the torch runtime, must be called by one thread at a time: it counts the calls
+    running at once (draft and forget), and its first draft blocks until the test releases it."""
+
+    def __init__(self) -> None:
+        super().__init__(draft_logits, vocab_size=V, model_sha256=MODEL, tokenizer_sha256=TOKENIZER)
+        self.entered, self.release, self.overlapped = threading.Event(), threading.Event(), threading.Event()
+        self._lock = threading.Lock()
+        self.running = self.most_at_once = self.drafts = 0
+        self.forgets: list[bytes] = []
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+            if self.running > 1:
+                self.overlapped.set()
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.running -= 1
+
+    def draft(self, *args: Any) -> Any:
+        self._enter()
+        try:
+            self.drafts += 1
+            if self.drafts == 1:
+                self.entered.set()
+                assert self.release.wait(10), "the test never released the first draft"
+            return super().draft(*args)
+        finally:
+            self._leave()
+
+    def forget(self, session_key: bytes) -> None:
+        self._enter()
+        try:
+            self.forgets.append(session_key)
+        finally:
+            self._leave()
+
+
+def test_a_replaced_loops_draft_still_running_keeps_the_model_to_itself() -> None:
+    """D-DRF-19: the new assignment cancels the old loop while its draft runs on the model's thread; the new
+    loop's draft and the old loop's forget wait for that draft to end, and the new loop proposes."""
+
+    async def scenario() -> None:
+        model = ThreadConfinedModel()
+        h = Harness(model=model)
+        await h.assign()
+        assert await asyncio.to_thread(model.entered.wait, 10)  # the first loop's draft is on the model
+        assert (await h.assign(epoch=2))[0] == 204  # P1-DRF-7: cancels the first loop, its draft runs on
+        for _ in range(1000):  # until the new loop has asked for its draft (D-DRF-15: queue counts it)
+            if h.app.status().queue:
+                break
+            await asyncio.sleep(0)
+        assert h.app.status().queue == 1
+        # Nothing may enter the model beside the blocked draft: the new loop's draft and the old one's forget
+        # wait (before D-DRF-19 both entered within milliseconds).
+        assert not await asyncio.to_thread(model.overlapped.wait, 0.5), "a model call ran beside the old draft"
+        assert model.drafts == 1 and model.forgets == []
+        model.release.set()
+        proposal, _, answer = await h.verifier.next()
+        assert proposal.epoch == 2 and proposal.round == 1
+        assert model.most_at_once == 1 and model.forgets == [SESSION]
+        answer.set_result(verdict_for(proposal, [], [1], 0, action=4))
         await h.finished()
 
     run(scenario())

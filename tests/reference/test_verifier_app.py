@@ -22,7 +22,7 @@ from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.contract import digest_of
 from sdcp_conformance.protocol.messages import Contract, Event
-from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
+from sdcp_conformance.reference.verifier.app import ScoreBatcher, VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.ports import AppendOutcome, CacheUnavailable, ScoreItem
 from sdcp_conformance.transport.types import Request
 
@@ -365,3 +365,45 @@ def test_a_prompt_reference_that_is_no_url_is_a_bad_message() -> None:
                 await HttpxObjectClient(http, timeout=1.0).get("https://127.0.0.1:1/a\x11b")
 
     run(scenario())
+
+
+class ThreadConfinedModel(FakeModel):
+    """Records what is called on it, and whether a scoring pass was running at the time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate, self.entered = threading.Event(), threading.Event()
+        self.scoring = False
+        self.calls: list[Any] = []
+
+    def score(self, items: Sequence[ScoreItem]) -> list[npt.NDArray[np.float64]]:
+        self.scoring = True
+        self.entered.set()
+        try:
+            return super().score(items)
+        finally:
+            self.scoring = False
+            self.calls.append("score")
+
+    def forget(self, session: bytes) -> None:
+        self.calls.append(("forget", session, self.scoring))
+
+
+def test_a_forget_asked_for_during_a_scoring_pass_runs_after_it() -> None:
+    """D-VER-10: a session reopened while its item is being scored keeps its cache until the pass ends."""
+
+    async def scenario() -> None:
+        model = ThreadConfinedModel()
+        batcher = ScoreBatcher(model, 8)  # type: ignore[arg-type]
+        scoring = asyncio.create_task(batcher.score(ScoreItem(SESSION, (3, 1, 4), (5,))))
+        assert await asyncio.to_thread(model.entered.wait, 10)
+        batcher.forget(SESSION)
+        assert model.calls == [], "the cache was dropped under the running pass"
+        model.gate.set()
+        await asyncio.wait_for(scoring, 10)
+        assert model.calls == ["score", ("forget", SESSION, False)]
+        batcher.forget(b"idle" * 4)  # no pass running: at once
+        assert model.calls[-1] == ("forget", b"idle" * 4, False)
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -161,7 +163,9 @@ class DrafterApp:
         self._clock = clock
         self._sleep = sleep
         self._seeds = np.random.SeedSequence(config.seed)
-        self._model_slots = asyncio.Semaphore(config.draft_concurrency)
+        self._model_thread = ThreadPoolExecutor(config.draft_concurrency, thread_name_prefix="sdcp-drafter-model")
+        """Every model call (draft, forget) runs here, in the order asked for (D-DRF-19, ``MODEL_CALLS_QUEUED``)."""
+        self._closed = False
         self._queued = 0
         self._serial = 0
         self._locks: dict[bytes, asyncio.Lock] = {}
@@ -282,7 +286,12 @@ class DrafterApp:
             machine.fail(f"{type(exc).__name__}: {exc}")
         finally:
             machine.abandon()
-            self.model.forget(machine.session)
+            self._forget(machine.session)
+
+    def _forget(self, session: bytes) -> None:
+        """The model drops the session's state once a draft still running for it has ended (D-DRF-19)."""
+        if not self._closed:
+            self._model_thread.submit(self.model.forget, session)
 
     async def _round(self, slot: _Slot) -> Next:
         machine = slot.machine
@@ -319,11 +328,9 @@ class DrafterApp:
         machine = slot.machine
         self._queued += 1
         try:
-            async with self._model_slots:
-                return await asyncio.to_thread(
-                    self.model.draft, machine.session, machine.context, m, machine.sampling, machine.rule,
-                    self.uniforms(slot)
-                )
+            call = functools.partial(self.model.draft, machine.session, machine.context, m, machine.sampling,
+                                     machine.rule, self.uniforms(slot))
+            return await asyncio.get_running_loop().run_in_executor(self._model_thread, call)
         finally:
             self._queued -= 1
 
@@ -477,6 +484,8 @@ class DrafterApp:
             slot.machine.abandon()
         for task in tasks:
             await _cancelled(task)
+        self._closed = True
+        self._model_thread.shutdown(wait=False)  # a draft still running ends on its own; nothing waits for it
 
 
 CANCEL_POLL_S = 0.05

@@ -134,3 +134,13 @@ MEASURED_TIMING_DEFAULT = True
 default (§6.2); ``DrafterConfig.measured_timing = False`` uses the configured
 priors instead, so that a seeded run (same session id, same drafter) repeats
 exactly — wall-clock timing would otherwise change M and thereby the rounds."""
+
+MODEL_CALLS_QUEUED = True
+"""D-DRF-19: every call into the draft model (draft, forget) is queued on the
+drafter's own executor of ``draft_concurrency`` threads, in the order asked for,
+never run on a thread of its own. A drafting loop that a new assignment cancels
+(P1-DRF-7) cannot stop the thread its draft runs on; the next loop's draft, and
+the old loop's ``forget``, wait for it. Otherwise they ran beside it on a model
+that is thread-confined (the torch runtime's per-session KV caches), the new
+loop failed, and the session fell silent — the drafter fuzzer found this as a
+flaky R-6.5.2-CONTINUE."""

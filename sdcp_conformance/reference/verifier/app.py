@@ -91,6 +91,7 @@ class ScoreBatcher:
         self._max_batch = max_batch
         self._pending: list[tuple[ScoreItem, asyncio.Future[object]]] = []
         self._worker: asyncio.Task[None] | None = None
+        self._forgets: list[bytes] = []
         self.in_flight = 0
         self.batch_sizes: list[int] = []
 
@@ -100,6 +101,13 @@ class ScoreBatcher:
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._drain())
         return await future
+
+    def forget(self, session: bytes) -> None:
+        """Drop ``session``'s cached prefix now, or after the pass running on the model's thread (D-VER-10)."""
+        if self.in_flight:
+            self._forgets.append(session)
+        else:
+            self._model.forget(session)
 
     @property
     def queued(self) -> int:
@@ -122,6 +130,9 @@ class ScoreBatcher:
                         future.set_result(rows)
             finally:
                 self.in_flight = 0
+                forgets, self._forgets = self._forgets, []
+                for session in forgets:  # on this thread, before the next pass (D-VER-10)
+                    self._model.forget(session)
 
 
 @dataclass
@@ -244,7 +255,7 @@ class VerifierApp:
         machine = self.new_session(request, opening, prompt, model.vocab_size, committed)
         if existing is not None and existing.self_decoder is not None:
             existing.self_decoder.cancel()
-        model.forget(opening.session)
+        self.batchers[opening.contract.target].forget(opening.session)
         self.sessions[opening.session] = _SessionSlot(machine, opening.commit_log)
         return _ok(machine.state(), 201)
 

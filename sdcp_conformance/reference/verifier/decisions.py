@@ -49,3 +49,10 @@ SERVES_SEVERAL_MODELS = True
 conformance harness uses ``bigram`` and ``ctx`` together); each session is
 scored by the model whose SHA-256 its contract's ``target`` names, and a
 contract naming none of them is refused (§6.1)."""
+
+FORGET_AFTER_THE_PASS = True
+"""D-VER-10: dropping a session's cached prefix (a reopened or replaced
+session) is done by the model's batcher between scoring passes, never beside
+one: the model is thread-confined, and a pass then running may hold an item
+of that very session, whose cache would be dropped under it (the pass fails,
+and with it every other session's item in it)."""
