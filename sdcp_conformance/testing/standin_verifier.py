@@ -79,7 +79,8 @@ class ClosedFormBigram:
 
 
 class InlineScorer:
-    """The app's batcher interface (``score``, ``queued``, ``in_flight``, ``batch_sizes``) scoring at once.
+    """The app's batcher interface (``score``, ``forget``, ``queued``, ``in_flight``, ``batch_sizes``), scoring at
+    once.
 
     Nothing ever queues, so the measured load is 0 (a target for this verifier says ``load = "reported"``,
     or pins the load with ``--pin-load``).
@@ -93,6 +94,9 @@ class InlineScorer:
 
     async def score(self, item: ScoreItem) -> object:
         return self._model.score([item])[0]
+
+    def forget(self, session: bytes) -> None:
+        self._model.forget(session)  # no pass ever runs beside it: scoring is inline (D-VER-10 holds trivially)
 
 
 class OriginsRouterLink:
@@ -127,7 +131,7 @@ def standin_app(base_uri: str, router_uri: str, origins: H2Origins, *, pinned_lo
                             output_wait_s=output_wait_s, round_wait_s=20.0)
     model = ClosedFormBigram()
     app = VerifierApp(config, model, MlcCache(origins), OriginsRouterLink(origins, router_uri, base_uri))
-    app.batchers = {model.model_sha256: InlineScorer(model)}  # type: ignore[dict-item]
+    app.batchers = {model.model_sha256: InlineScorer(model)}
     return app
 
 

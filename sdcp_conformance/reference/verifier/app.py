@@ -14,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from sdcp_conformance.errors import MalformedMessage, ProtocolError
@@ -77,6 +78,20 @@ class VerifierConfig:
     """Scoring items in flight that count as 100 % load."""
     max_batch: int = 64
     status_ttl_ms: int = 5000
+
+
+class Scorer(Protocol):
+    """What the app asks of a model's scoring (a :class:`ScoreBatcher`, or a stand-in's inline scorer)."""
+
+    in_flight: int
+    batch_sizes: list[int]
+
+    @property
+    def queued(self) -> int: ...
+
+    async def score(self, item: ScoreItem) -> object: ...
+
+    def forget(self, session: bytes) -> None: ...
 
 
 class ScoreBatcher:
@@ -162,7 +177,8 @@ class VerifierApp:
         self.model = served[0]
         self.cache = cache
         self.router = router
-        self.batchers = {digest: ScoreBatcher(candidate, config.max_batch) for digest, candidate in self.models.items()}
+        self.batchers: dict[bytes, Scorer] = {
+            digest: ScoreBatcher(candidate, config.max_batch) for digest, candidate in self.models.items()}
         self.sessions: dict[bytes, _SessionSlot] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._base_path = urlsplit(config.base_uri).path.rstrip("/")
@@ -220,7 +236,7 @@ class VerifierApp:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    def _batcher(self, machine: VerifierSession) -> ScoreBatcher:
+    def _batcher(self, machine: VerifierSession) -> Scorer:
         return self.batchers[machine.contract.target]
 
     def _require_router(self, request: Request) -> None:
@@ -511,4 +527,4 @@ def _from_parameter(query: str) -> int:
     return int(values[0])
 
 
-__all__ = ["ScoreBatcher", "VerifierApp", "VerifierConfig"]
+__all__ = ["ScoreBatcher", "Scorer", "VerifierApp", "VerifierConfig"]
