@@ -193,10 +193,11 @@ def _summary(console: Console, result: Any, *, requested: int | None = None) -> 
     stats = result.stats
     _counts(console, stats, requested=requested)
     _deviations(console, stats.judge)
-    if getattr(stats, "flaky", False):
+    seen_flaky = getattr(stats, "flaky", False)
+    if seen_flaky:
         console.print(FLAKY_NOTE)
     if result.failure is None:
-        if not getattr(stats, "flaky", False):
+        if not seen_flaky:
             console.print("[green]no failure found[/green]")
         return
     failure = result.failure

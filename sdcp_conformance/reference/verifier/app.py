@@ -271,7 +271,7 @@ class VerifierApp:
         machine = self.new_session(request, opening, prompt, model.vocab_size, committed)
         if existing is not None and existing.self_decoder is not None:
             existing.self_decoder.cancel()
-        self.batchers[opening.contract.target].forget(opening.session)
+        self._batcher(machine).forget(opening.session)
         self.sessions[opening.session] = _SessionSlot(machine, opening.commit_log)
         return _ok(machine.state(), 201)
 
