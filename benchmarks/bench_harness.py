@@ -1,29 +1,34 @@
-"""Rounds per second the harness drives, side by side: a stand-in verifier, the reference, and the transport bound.
+"""Rounds per second the harness drives, side by side: fast stand-in verifiers, the reference, and the transport bound.
 
 Run: ``python benchmarks/bench_harness.py [--stat ID ...] [--ordinary SELECTOR ...] [--reps N] [--seed N]
-[--h2load-requests N] [--no-separate-reference] [--no-embedded-reference] [--no-profile]``
-(h2load: ``apt-get install -y nghttp2-client``). In one run it measures (issue 16):
+[--h2load-requests N] [--no-python-standin] [--no-separate-reference] [--no-embedded-reference] [--no-profile]``
+(h2load: ``apt-get install -y nghttp2-client``; the Node.js stand-in: ``apt-get install -y nodejs npm``). In one
+run it measures (issue 16):
 
 * **the statistical driver** (``suites/verifier/rule2_stats.py``): the selected ``VER-6.4-RULE2-STAT-*`` cases,
   one at a time (``--reps`` runs each, interleaved across the verifiers; medians printed), then all of them at once
   as a certification runs them (``run_catalogue``, 4 jobs). A round is a proposal answered with a verdict, counted
   in the case's transcript (``harness_drive.py`` says how the runs are ordered and warmed up);
 * **ordinary cases** (default: rule 1, fencing, idempotency, those that need only ``bigram``), one at a time;
-* against (a) the **stand-in** (``sdcp_conformance.testing.standin_verifier``: the reference's session machine on
-  the bigram closed form, no torch) in its own process, (b) the **reference** verifier in its own process
-  (``serve verifier --model bigram``) and (c) the **embedded** reference (in this process, as ``certify`` runs
+* against (a) the **stand-in on Node.js** (``sdcp_conformance.testing.standin_node``: a verifier in JavaScript on
+  Node's HTTP/2, which is nghttp2, so that a round costs the IUT little and the harness's own limit shows),
+  (b) the **Python stand-in** (``sdcp_conformance.testing.standin_verifier``: the reference's session machine on
+  the bigram closed form, no torch), each in its own process, (c) the **reference** verifier in its own process
+  (``serve verifier --model bigram``) and (d) the **embedded** reference (in this process, as ``certify`` runs
   it), whose scoring passes are timed;
 * the **transport bound**: h2load's requests/s on the project's HTTP/2 server (a trivial handler, in a child
   process, one connection, as many streams as the driver keeps in flight) divided by the HTTP exchanges a round
   costs, counted in the transcripts (the proposal, and the IUT's q_rows GET and commit-log GET / PUT / read-back
   GET on the harness's cache);
-* the harness's **CPU per round** (this process's CPU; a separate IUT's CPU is read from ``/proc`` apart);
-* a **profile** of where the harness's own time goes (cProfile over the STAT cases against the stand-in,
-  grouped by module: ``harness_profile.py``), and the time to write the reports of those cases.
+* the harness's **CPU per round**: this process's and its rule-2 judge process's (``harness/rule2_judging.py``),
+  each read apart; a separate IUT's CPU is read from ``/proc`` too;
+* a **profile** of where the harness process's own time goes (cProfile over the STAT cases against the first
+  stand-in, grouped by module: ``harness_profile.py``; the judge process is not profiled), and the time to write
+  the reports of those cases.
 
-It prints ratios: rounds/s against the stand-in over the transport bound (issue 16 asks >= 0.6), and against the
-reference, what limits it. The machine's load average is printed before and after: the figures are only as
-quiet as the machine was.
+It prints ratios: rounds/s against the Node.js stand-in over the transport bound (issue 16 asks >= 0.6), and
+against the reference, what limits it. The machine's load average is printed before and after: the figures are
+only as quiet as the machine was.
 """
 
 from __future__ import annotations
@@ -56,8 +61,8 @@ its client sends one): what is left when the harness does nothing else."""
 
 STAT_CASES = ("VER-6.4-RULE2-STAT-001", "VER-6.4-RULE2-STAT-003", "VER-6.4-RULE2-STAT-008")
 ORDINARY = ("rule-1", "fencing", "idempotency")
-VERIFIERS = (("stand-in (own process)", "standin"), ("reference (own process)", "reference"),
-             ("reference (embedded)", "embedded"))
+VERIFIERS = (("stand-in, Node.js (own process)", "node"), ("stand-in, Python (own process)", "standin"),
+             ("reference (own process)", "reference"), ("reference (embedded)", "embedded"))
 
 
 def _rate(rounds: float, seconds: float) -> float:
@@ -108,17 +113,18 @@ def print_stat(drives: Sequence[Drive], bound: TransportBound) -> None:
     reps = len(next(iter(drives[0].by_case().values())))
     print(f"\nstatistical driver, one case at a time: medians of {reps} interleaved runs (rounds = verdicts; "
           "bound = h2load at the case's streams / exchanges per round)")
-    print(f"{'verifier':<24} {'case':<23} {'sess':>4} {'rounds':>6} {'wall s':>6} {'rounds/s (min-max)':>19} "
-          f"{'harness CPU ms/r':>16} {'IUT CPU ms/r':>12} {'bound r/s':>9} {'ratio':>6}")
+    print(f"{'verifier':<31} {'case':<23} {'sess':>4} {'rounds':>6} {'wall s':>6} {'rounds/s (min-max)':>19} "
+          f"{'harness CPU ms/r':>16} {'of it judge':>11} {'IUT CPU ms/r':>12} {'bound r/s':>9} {'ratio':>6}")
     for drive in drives:
         for case_id, runs in drive.by_case().items():
             rates = [_rate(m.rounds, m.took.wall_s) for m in runs]
             failed = [m.result.verdict.value for m in runs if m.result.verdict.value != "PASSED"]
             limit = _bound_of(runs, bound)
-            print(f"{drive.label:<24} {case_id:<23} {runs[0].sessions:>4} {runs[0].rounds:>6} "
+            print(f"{drive.label:<31} {case_id:<23} {runs[0].sessions:>4} {runs[0].rounds:>6} "
                   f"{_median(runs, lambda m: m.took.wall_s):>6.2f} "
                   f"{statistics.median(rates):>7.1f} ({min(rates):>4.0f}-{max(rates):>4.0f}) "
-                  f"{_median(runs, lambda m: 1000 * m.took.cpu_s / m.rounds):>16.2f} {_iut_ms(runs):>12} "
+                  f"{_median(runs, lambda m: 1000 * m.took.cpu_s / m.rounds):>16.2f} "
+                  f"{_median(runs, lambda m: 1000 * m.took.judge_cpu_s / m.rounds):>11.2f} {_iut_ms(runs):>12} "
                   f"{limit:>9.0f} {statistics.median(rates) / limit:>6.2f}" + (f"  {failed}" if failed else ""))
         if drive.together is not None:
             report, took = drive.together
@@ -126,15 +132,15 @@ def print_stat(drives: Sequence[Drive], bound: TransportBound) -> None:
             streams = min(32, sum(runs[0].sessions for runs in drive.by_case().values()))
             limit = bound.rate(streams) / statistics.mean(m.round_exchanges for m in drive.stat)
             iut = f"{1000 * took.iut_cpu_s / rounds:.2f}" if took.iut_cpu_s is not None else "(in-proc)"
-            print(f"{drive.label:<24} {f'together, {JOBS} jobs, ' + report.status:<23} {streams:>4} {rounds:>6} "
+            print(f"{drive.label:<31} {f'together, {JOBS} jobs, ' + report.status:<23} {streams:>4} {rounds:>6} "
                   f"{took.wall_s:>6.2f} {_rate(rounds, took.wall_s):>7.1f} {'':>11} "
-                  f"{1000 * took.cpu_s / rounds:>16.2f} {iut:>12} {limit:>9.0f} "
-                  f"{_rate(rounds, took.wall_s) / limit:>6.2f}")
+                  f"{1000 * took.cpu_s / rounds:>16.2f} {1000 * took.judge_cpu_s / rounds:>11.2f} {iut:>12} "
+                  f"{limit:>9.0f} {_rate(rounds, took.wall_s) / limit:>6.2f}")
 
 
 def print_ordinary(drives: Sequence[Drive]) -> None:
     print("\nordinary cases, one at a time, interleaved across the verifiers (rounds = verdicts)")
-    print(f"{'verifier':<24} {'cases':>5} {'passed':>6} {'rounds':>6} {'exchanges':>9} {'wall s':>7} "
+    print(f"{'verifier':<31} {'cases':>5} {'passed':>6} {'rounds':>6} {'exchanges':>9} {'wall s':>7} "
           f"{'rounds/s':>8} {'harness CPU ms/r':>16} {'IUT CPU ms/r':>12}")
     for drive in drives:
         rounds = sum(m.rounds for m in drive.ordinary)
@@ -144,7 +150,7 @@ def print_ordinary(drives: Sequence[Drive]) -> None:
         passed = sum(m.result.verdict.value == "PASSED" for m in drive.ordinary)
         iut_all = [m.took.iut_cpu_s for m in drive.ordinary]
         iut = f"{1000 * sum(x or 0.0 for x in iut_all) / rounds:.2f}" if None not in iut_all else "(in-proc)"
-        print(f"{drive.label:<24} {len(drive.ordinary):>5} {passed:>6} {rounds:>6} {traffic:>9} {wall:>7.2f} "
+        print(f"{drive.label:<31} {len(drive.ordinary):>5} {passed:>6} {rounds:>6} {traffic:>9} {wall:>7.2f} "
               f"{_rate(rounds, wall):>8.1f} {1000 * cpu / max(1, rounds):>16.2f} {iut:>12}")
     slow = sorted(drives[0].ordinary, key=lambda m: -m.took.wall_s)[:4]
     print("  slowest against the " + drives[0].label + ": " + ", ".join(
@@ -179,7 +185,7 @@ def _ms_per_round(drive: Drive) -> dict[str, float]:
     assert drive.profile is not None
     groups = by_group(drive.profile[0])
     busy = sum(seconds for group, seconds in groups.items() if group != IDLE)
-    unprofiled = statistics.median(m.took.cpu_s / m.rounds for m in drive.stat)
+    unprofiled = statistics.median((m.took.cpu_s - m.took.judge_cpu_s) / m.rounds for m in drive.stat)
     return {group: 1000 * unprofiled * seconds / busy for group, seconds in groups.items() if group != IDLE}
 
 
@@ -189,10 +195,10 @@ def print_profile(drive: Drive, count: int) -> None:
     groups = by_group(stats)
     scaled = _ms_per_round(drive)
     total = sum(scaled.values())
-    unprofiled = statistics.median(m.took.cpu_s / m.rounds for m in drive.stat)
+    unprofiled = statistics.median((m.took.cpu_s - m.took.judge_cpu_s) / m.rounds for m in drive.stat)
     print(f"\nprofile of the harness process against the {drive.label} (cProfile, the STAT cases again: {rounds} "
           f"rounds, {took.wall_s:.1f} s wall under the profiler); shares scaled to the median {1000 * unprofiled:.2f} "
-          "ms CPU per round measured without it")
+          "ms CPU per round of the harness process measured without it")
     print(f"{'group':<54} {'share':>6} {'ms/round':>9}")
     for group, ms in scaled.items():
         print(f"{group:<54} {100 * ms / total:>5.1f}% {ms:>9.3f}")
@@ -214,33 +220,44 @@ def print_profile(drive: Drive, count: int) -> None:
                                               for name, seconds, _ in top_functions(profile, 6)))
 
 
-def print_summary(standin: Drive, embedded: Drive | None, bound: TransportBound) -> None:
-    cases = standin.by_case()
+def _ratio(drive: Drive, bound: TransportBound) -> tuple[float, float, float]:
+    """(rounds/s, ratio to the bound, the bound's rounds/s) of the STAT cases one at a time, medians summed."""
+    cases = drive.by_case()
     wall = sum(_median(runs, lambda m: m.took.wall_s) for runs in cases.values())
     rounds = sum(runs[0].rounds for runs in cases.values())
     allowed = sum(runs[0].rounds / _bound_of(runs, bound) for runs in cases.values())
-    ratio = allowed / wall
+    return _rate(rounds, wall), allowed / wall, rounds / allowed
+
+
+def print_summary(standin: Drive, python: Drive | None, embedded: Drive | None, bound: TransportBound) -> None:
+    cases = standin.by_case()
+    wall = sum(_median(runs, lambda m: m.took.wall_s) for runs in cases.values())
+    rounds = sum(runs[0].rounds for runs in cases.values())
+    rate, ratio, limit = _ratio(standin, bound)
     exchanges = statistics.median(m.round_exchanges for m in standin.stat)
-    python = sum(runs[0].rounds * exchanges / bound.python_rate(runs[0].sessions) for runs in cases.values())
+    python_floor = sum(runs[0].rounds * exchanges / bound.python_rate(runs[0].sessions) for runs in cases.values())
     print("\nsummary")
-    print(f"  against the stand-in, STAT cases one at a time: {_rate(rounds, wall):.1f} rounds/s = {ratio:.2f} x the "
-          f"transport bound of {rounds / allowed:.0f} rounds/s "
-          f"(target >= 0.60: {'met' if ratio >= 0.6 else 'NOT met'})")
+    print(f"  against the {standin.label}, STAT cases one at a time: {rate:.1f} rounds/s = {ratio:.2f} x the "
+          f"transport bound of {limit:.0f} rounds/s (target >= 0.60: {'met' if ratio >= 0.6 else 'NOT met'})")
+    if python is not None:
+        rate_py, ratio_py, _ = _ratio(python, bound)
+        print(f"  against the {python.label}: {rate_py:.1f} rounds/s = {ratio_py:.2f} x the bound (a Python IUT pays "
+              "as much per round for HTTP/2 as the harness does, so it sets the pace)")
     print(f"  the same exchanges with the project's H2Client instead of h2load (both ends Python, no work per round) "
-          f"allow {rounds / python:.0f} rounds/s = {allowed / python:.2f} x the h2load bound; the harness reaches "
-          f"{python / wall:.2f} x that")
+          f"allow {rounds / python_floor:.0f} rounds/s = {(rounds / python_floor) / limit:.2f} x the h2load bound")
     cpu = statistics.median(m.took.cpu_s / m.rounds for m in standin.stat)
-    if standin.profile is not None:
-        transport = sum(_ms_per_round(standin).get(group, 0.0) for group in TRANSPORT_GROUPS) / 1000
-        need = allowed / rounds / 0.6  # seconds per round at 0.6 x the bound
-        print(f"  of the harness's CPU per round, moving the round's bytes (server, client, TLS, event loop) takes "
-              f"{1000 * transport:.2f} ms and the rest (oracle, drafting, encoding, judging, cache app) "
-              f"{1000 * (cpu - transport):.2f} ms; 0.6 x the bound needs a round every {1000 * need:.2f} ms, so "
-              f"the harness's whole CPU per round must fall below that on its one core (the IUT has the other)")
+    judge = statistics.median(m.took.judge_cpu_s / m.rounds for m in standin.stat)
     iut = statistics.median((m.took.iut_cpu_s or 0.0) / m.rounds for m in standin.stat)
-    print(f"  harness CPU per round against the stand-in: {1000 * cpu:.2f} ms, so at most {1 / cpu:.0f} rounds/s on "
-          f"one core without ever waiting ({allowed / rounds / cpu:.2f} x the bound); the stand-in's own CPU per "
-          f"round: {1000 * iut:.2f} ms ({1 / iut:.0f} rounds/s); wall per round {1000 * wall / rounds:.2f} ms")
+    print(f"  harness CPU per round against the {standin.label}: {1000 * cpu:.2f} ms = its process "
+          f"{1000 * (cpu - judge):.2f} ms + its rule-2 judge process {1000 * judge:.2f} ms; the stand-in's own: "
+          f"{1000 * iut:.2f} ms; wall per round {1000 * wall / rounds:.2f} ms (0.6 x the bound needs "
+          f"{1000 / (0.6 * limit):.2f} ms; the three processes share 2 cores: {1000 * (cpu + iut) / 2:.2f} ms of CPU "
+          "per core per round)")
+    if standin.profile is not None:
+        transport = sum(_ms_per_round(standin).get(group, 0.0) for group in TRANSPORT_GROUPS)
+        print(f"  of the harness process's CPU per round, moving the round's bytes (server, client, TLS, event loop) "
+              f"takes {transport:.2f} ms and the rest (drafting, encoding, judging verdicts, cache app) "
+              f"{1000 * (cpu - judge) - transport:.2f} ms")
     if embedded is not None:
         e_cases = embedded.by_case()
         e_wall = sum(_median(runs, lambda m: m.took.wall_s) for runs in e_cases.values())
@@ -248,11 +265,12 @@ def print_summary(standin: Drive, embedded: Drive | None, bound: TransportBound)
         scoring = sum(_median(runs, lambda m: m.took.scoring.wall_s if m.took.scoring else 0.0)
                       for runs in e_cases.values())
         e_cpu = statistics.median(m.took.cpu_s / m.rounds for m in embedded.stat)
+        e_judge = statistics.median(m.took.judge_cpu_s / m.rounds for m in embedded.stat)
         print(f"  against the {embedded.label}: {_rate(e_rounds, e_wall):.1f} rounds/s "
-              f"({_rate(e_rounds, e_wall) / _rate(rounds, wall):.2f} x the stand-in's); its scoring passes take "
+              f"({_rate(e_rounds, e_wall) / rate:.2f} x the {standin.label}'s); its scoring passes take "
               f"{100 * scoring / e_wall:.0f} % of the wall time ({1000 * scoring / e_rounds:.2f} ms per round); "
-              f"harness and reference share one process: {1000 * e_cpu:.2f} ms CPU per round "
-              f"(at most {1 / e_cpu:.0f} rounds/s on one core)")
+              f"harness and reference share one process: {1000 * (e_cpu - e_judge):.2f} ms CPU per round "
+              f"(at most {1 / (e_cpu - e_judge):.0f} rounds/s on one core), the judge process {1000 * e_judge:.2f} ms")
 
 
 def _cases(catalogue: Catalogue, stat: Sequence[str], ordinary: Sequence[str]) -> tuple[list[Case], list[Case]]:
@@ -268,6 +286,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--h2load-requests", type=int, default=8000)
     parser.add_argument("--repeat", type=int, default=3, help="h2load runs per level, before and after")
+    parser.add_argument("--no-python-standin", action="store_true")
     parser.add_argument("--no-separate-reference", action="store_true")
     parser.add_argument("--no-embedded-reference", action="store_true")
     parser.add_argument("--no-profile", action="store_true")
@@ -278,8 +297,9 @@ def main() -> None:
     catalogue = default_catalogue("verifier")
     cases = _cases(catalogue, args.stat, args.ordinary)
     verifiers = [VERIFIERS[0]]
-    verifiers += [] if args.no_separate_reference else [VERIFIERS[1]]
-    verifiers += [] if args.no_embedded_reference else [VERIFIERS[2]]
+    verifiers += [] if args.no_python_standin else [VERIFIERS[1]]
+    verifiers += [] if args.no_separate_reference else [VERIFIERS[2]]
+    verifiers += [] if args.no_embedded_reference else [VERIFIERS[3]]
     before = load_average()
     print(f"load average before: {before} (2 cores shared with other work); seed {args.seed}; "
           f"STAT cases {', '.join(c.id for c in cases[0])}; {len(cases[1])} ordinary cases")
@@ -291,7 +311,8 @@ def main() -> None:
         drives = asyncio.run(drive_all(verifiers, cases, catalogue, args.seed, args.reps, work,
                                        profile=not args.no_profile))
         bound = bound.merged(measure_transport(work / "after", streams, args.h2load_requests, args.repeat))
-    embedded = next((drive for drive in drives if drive.label == VERIFIERS[2][0]), None)
+    embedded = next((drive for drive in drives if drive.label == VERIFIERS[3][0]), None)
+    python = next((drive for drive in drives if drive.label == VERIFIERS[1][0]), None)
     print_transport(bound)
     print_exchanges(drives[0])
     print_stat(drives, bound)
@@ -300,7 +321,7 @@ def main() -> None:
         print_reference(embedded, drives[0])
     if drives[0].profile is not None:
         print_profile(drives[0], args.top)
-    print_summary(drives[0], embedded, bound)
+    print_summary(drives[0], python, embedded, bound)
     print(f"\nload average before {before}, after {load_average()}")
 
 

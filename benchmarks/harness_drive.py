@@ -21,7 +21,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness_iuts import Child, Meter, Took, bigram_target, exchanges, reference_command, standin_command, verdicts
+from harness_iuts import (
+    Child,
+    Meter,
+    Took,
+    bigram_target,
+    exchanges,
+    node_standin_command,
+    reference_command,
+    standin_command,
+    verdicts,
+)
 
 from sdcp_conformance.harness.case import Case, Catalogue
 from sdcp_conformance.harness.environment import Environment
@@ -95,7 +105,8 @@ async def _start(label: str, kind: str, work: Path, children: list[Child]) -> Dr
         env = await Environment.start(None, workdir=folder)
         return Drive(label, env, Meter(env, None))
     target = bigram_target(folder)
-    child = Child(standin_command(target) if kind == "standin" else reference_command(target), folder / "iut.log")
+    commands = {"node": node_standin_command, "standin": standin_command, "reference": reference_command}
+    child = Child(commands[kind](target), folder / "iut.log")
     children.append(child)
     child.ready()
     env = await Environment.start(target)
@@ -104,7 +115,8 @@ async def _start(label: str, kind: str, work: Path, children: list[Child]) -> Dr
 
 async def drive_all(verifiers: Sequence[tuple[str, str]], cases: tuple[list[Case], list[Case]], catalogue: Catalogue,
                     seed: int, reps: int, work: Path, *, profile: bool) -> list[Drive]:
-    """``verifiers``: (label, kind) with kind ``standin``, ``reference`` (own process) or ``embedded``."""
+    """``verifiers``: (label, kind) with kind ``node`` or ``standin`` (the stand-ins), ``reference`` (own process) or
+    ``embedded``."""
     stat, ordinary = cases
     drives: list[Drive] = []
     children: list[Child] = []

@@ -2,8 +2,11 @@
 
 * the embedded reference verifier (in the harness's process, torch scoring on a worker thread), with its
   scoring passes timed;
-* a verifier in its own process (the stand-in of ``sdcp_conformance.testing.standin_verifier``, or the
-  reference's ``serve verifier``), whose CPU time is read from ``/proc`` so it is never the harness's.
+* a verifier in its own process (the Node.js stand-in of ``sdcp_conformance.testing.standin_node``, the Python
+  one of ``sdcp_conformance.testing.standin_verifier``, or the reference's ``serve verifier``), whose CPU time
+  is read from ``/proc`` so it is never the harness's.
+
+The harness's CPU is its own process's plus its rule-2 judge process's (``harness.rule2_judging``), read apart.
 """
 
 from __future__ import annotations
@@ -91,6 +94,11 @@ def bigram_target(folder: Path) -> TargetConfig:
     return load_target(path)
 
 
+def node_standin_command(target: TargetConfig) -> list[str]:
+    return [sys.executable, "-m", "sdcp_conformance.testing.standin_node", "--pki", str(target.pki),
+            "--party", "verifier", "--router", target.router]
+
+
 def standin_command(target: TargetConfig) -> list[str]:
     return [sys.executable, "-m", "sdcp_conformance.testing.standin_verifier", "--pki", str(target.pki),
             "--party", "verifier", "--router", target.router]
@@ -167,11 +175,14 @@ class Took:
 
     wall_s: float
     cpu_s: float
-    """The harness process's CPU (the embedded reference's included, when it is the IUT)."""
+    """The harness's CPU: its process's (the embedded reference's included, when it is the IUT) and its rule-2
+    judge process's."""
     iut_cpu_s: float | None
     """The IUT process's CPU, when it has its own process."""
     scoring: ScoreTally | None
     """The embedded reference's scoring passes meanwhile."""
+    judge_cpu_s: float = 0.0
+    """Of :attr:`cpu_s`, the rule-2 judge process's share."""
 
 
 class Meter:
@@ -183,6 +194,8 @@ class Meter:
         self.scoring = time_scoring(env)
 
     async def measure(self, work: Awaitable[T]) -> tuple[T, Took]:
+        judge_pid = self.env.judge_host().pid
+        judge = cpu_of(judge_pid) if judge_pid is not None else 0.0
         wall, cpu = time.perf_counter(), time.process_time()
         iut = self.child.cpu_s() if self.child is not None else None
         scored = dataclasses.replace(self.scoring) if self.scoring is not None else None
@@ -190,8 +203,10 @@ class Meter:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         iut_cpu = self.child.cpu_s() - iut if self.child is not None and iut is not None else None
         scoring = self.scoring.since(scored) if self.scoring is not None and scored is not None else None
-        return value, Took(wall, cpu, iut_cpu, scoring)
+        after = self.env.judge_host().pid
+        judge_cpu = cpu_of(after) - (judge if after == judge_pid else 0.0) if after is not None else 0.0
+        return value, Took(wall, cpu + judge_cpu, iut_cpu, scoring, judge_cpu)
 
 
 __all__ = ["Child", "Meter", "ScoreTally", "Took", "bigram_target", "cpu_of", "exchanges", "load_average",
-           "reference_command", "standin_command", "time_scoring", "verdicts"]
+           "node_standin_command", "reference_command", "standin_command", "time_scoring", "verdicts"]

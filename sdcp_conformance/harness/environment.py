@@ -22,6 +22,7 @@ from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.arrivals import wait_until
 from sdcp_conformance.harness.iut import Identity, IutLink
 from sdcp_conformance.harness.judging import run_nonce
+from sdcp_conformance.harness.rule2_judging import JudgeHost, new_judge_host
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.protocol.codec import decode
@@ -128,6 +129,7 @@ class Environment:
         """Mixed into every session ID the cases draw (D-ID-1: a rerun never meets the last run's sessions)."""
         self._serving: set[str] = set()
         """The harness listeners bound so far (``cache``, ``router``)."""
+        self._judges: JudgeHost | None = None
 
     # ------------------------------------------------------------------ identities
 
@@ -174,6 +176,13 @@ class Environment:
         self.current = context.transcript
         self._active[_path_of(context.cache_uri(""))] = context
         return context
+
+    def judge_host(self) -> JudgeHost:
+        """Where the statistical cases' rule-2 tests run (a worker process started on first use); ended by
+        :meth:`stop`."""
+        if self._judges is None:
+            self._judges = new_judge_host()
+        return self._judges
 
     def owns(self, context: CaseContext, session_id: bytes) -> None:
         """``context`` opened this session: events about it belong to its evidence."""
@@ -303,6 +312,9 @@ class Environment:
 
     async def stop(self) -> None:
         await self.iut.aclose()
+        if self._judges is not None:
+            await self._judges.aclose()
+            self._judges = None
         if self.embedded is not None:
             await self.embedded.stop()
             self.embedded = None

@@ -14,7 +14,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +25,7 @@ from sdcp_conformance.oracle.statistics import (
     DEFAULT_RHO,
     RoundLaw,
     Tolerance,
+    outcome_of,
     profile_variants,
     target_row,
     topk_ties,
@@ -155,14 +156,53 @@ def _robust_tokens(key: tuple[tuple[str, int], ...]) -> F:
 
 
 @dataclass(frozen=True)
+class RoundSpec:
+    """What fixes a drafted round's exact law: a few small values, so the law can be rebuilt wherever the test runs.
+
+    Under the bigram closed form of :data:`MODEL` every row of a round (q, p, the profile variants, the top-k
+    ties) depends on the context only through its last token, so the law is a function of these fields alone;
+    :meth:`law` rebuilds it the same way in any process.
+    """
+
+    q_kind: str
+    stop: tuple[int, ...]
+    profile: tuple[tuple[str, int], ...]
+    """The sampling profile without its seed (sorted items)."""
+    last: int
+    """The last token of the context the proposal extends."""
+    tokens: tuple[int, ...]
+    rho: float
+
+    def law(self) -> RoundLaw:
+        sampling = dict(self.profile)
+        positions = [_position(self.q_kind, token, self.profile) for token in (self.last, *self.tokens)]
+        m = len(self.tokens)
+        contexts = [[self.last, *self.tokens[:i]] for i in range(m + 1)]  # each row needs only its last token
+        ties = np.stack([position.ties for position in positions])
+        return RoundLaw(np.stack([position.p for position in positions]),
+                        np.stack([position.q for position in positions[:m]]), self.tokens, frozenset(self.stop),
+                        profile_variants(MODEL, contexts, sampling), Tolerance(self.rho),
+                        ties if ties.any() else None)
+
+    def outcome(self, emitted: Sequence[int]) -> tuple[int, int] | None:
+        """The rule-2 outcome (a, y) that emits ``emitted``, or None if none does (no law needed)."""
+        return outcome_of(self.tokens, frozenset(self.stop), VOCAB_SIZE, emitted)
+
+
+@dataclass(frozen=True)
 class DraftedRound:
-    """A proposal: the tokens, the published rows, and the exact law of its outcome."""
+    """A proposal: the tokens, the published rows, and what fixes the exact law of its outcome."""
 
     tokens: tuple[int, ...]
     q: F
-    law: RoundLaw
+    spec: RoundSpec
     counted: bool
     """False when a row is fragile: the round is sent but the test ignores it."""
+
+    @cached_property
+    def law(self) -> RoundLaw:
+        """The exact law of the outcome, built on first use (the harness's test builds it from :attr:`spec`)."""
+        return self.spec.law()
 
 
 @dataclass(frozen=True)
@@ -199,7 +239,7 @@ def _draw(position: _Position, u: float) -> int:
 
 def draft_round(design: Design, context: Sequence[int], sampling: Mapping[str, int], m: int,
                 uniforms: Sequence[float], tolerance: Tolerance) -> DraftedRound:
-    """Sample M tokens from the published rows with the drafter's ``uniforms`` and build the exact law.
+    """Sample M tokens from the published rows with the drafter's ``uniforms``; the round's law follows from them.
 
     Every row here depends on the context only through its last token (the bigram closed form of
     :data:`MODEL`), so each position's rows are computed once per (design kind, token, profile).
@@ -211,16 +251,12 @@ def draft_round(design: Design, context: Sequence[int], sampling: Mapping[str, i
         position = _position(design.q_kind, tokens[-1] if tokens else context[-1], key)
         tokens.append(_draw(position, uniforms[i]))
         positions.append(position)
-    positions.append(_position(design.q_kind, tokens[-1], key))
-    contexts = [[*context, *tokens[:i]] for i in range(m + 1)]
-    p = np.stack([position.p for position in positions])
-    q = np.stack([position.q for position in positions[:m]])
+    positions.append(_position(design.q_kind, tokens[-1], key))  # p[M+1]'s row
     truncating = sampling.get("top_p_milli", 1000) < 1000
     counted = not truncating or not any(position.fragile for position in positions)
-    ties = np.stack([position.ties for position in positions])
-    law = RoundLaw(p, q, tuple(tokens), frozenset(design.stop), profile_variants(MODEL, contexts, sampling),
-                   tolerance, ties if ties.any() else None)
-    return DraftedRound(tuple(tokens), q, law, counted)
+    q = np.stack([position.q for position in positions[:m]])
+    spec = RoundSpec(design.q_kind, design.stop, key, context[-1], tuple(tokens), tolerance.rho)
+    return DraftedRound(tuple(tokens), q, spec, counted)
 
 
 def sampling_for(design: Design, session_round: int) -> Mapping[str, int]:
@@ -274,6 +310,7 @@ __all__ = [
     "TRUNCATED",
     "Design",
     "DraftedRound",
+    "RoundSpec",
     "avoid_fragile",
     "design",
     "draft_round",

@@ -197,6 +197,34 @@ def _top_p_first(model: str, context: Sequence[int], sampling: Mapping[str, int]
     return normalised
 
 
+# ---------------------------------------------------------------------- observations
+
+
+def emission(tokens: Sequence[int], stop: frozenset[int], a: int, y: int) -> tuple[int, ...]:
+    """§6.3: the first ``a`` proposed tokens and y, truncated after the first stop token."""
+    emitted = [*tokens[:a], y]
+    for index, token in enumerate(emitted):
+        if token in stop:
+            return tuple(emitted[: index + 1])
+    return tuple(emitted)
+
+
+def outcome_of(tokens: Sequence[int], stop: frozenset[int], vocab: int, emitted: Sequence[int]
+               ) -> tuple[int, int] | None:
+    """The outcome (a, y) of rule 2 that emits ``emitted`` for a proposal of ``tokens``, or None if none does.
+
+    Needs no law: the harness checks a verdict with it as soon as it arrives, wherever the test is computed."""
+    emitted = list(emitted)
+    if not emitted or len(emitted) > len(tokens) + 1:
+        return None
+    a, y = len(emitted) - 1, emitted[-1]
+    if not 0 <= y < vocab or list(tokens[:a]) != emitted[:a]:
+        return None
+    if emission(tokens, stop, a, y) != tuple(emitted):
+        return None
+    return a, y
+
+
 # ---------------------------------------------------------------------- one round's law
 
 
@@ -312,11 +340,7 @@ class RoundLaw:
 
     def emission(self, a: int, y: int) -> tuple[int, ...]:
         """§6.3: the accepted tokens and y, truncated after the first stop token."""
-        tokens = [*self.tokens[:a], y]
-        for index, token in enumerate(tokens):
-            if token in self.stop:
-                return tuple(tokens[: index + 1])
-        return tuple(tokens)
+        return emission(self.tokens, self.stop, a, y)
 
     def _cells(self) -> tuple[Ints, int]:
         m, v = self.m, self.p.shape[1]
@@ -341,15 +365,8 @@ class RoundLaw:
 
     def cell_of(self, emitted: Sequence[int]) -> int | None:
         """The cell of an observed emission, or None if no outcome of rule 2 emits it."""
-        emitted = list(emitted)
-        if not emitted or len(emitted) > self.m + 1:
-            return None
-        a, y = len(emitted) - 1, emitted[-1]
-        if not 0 <= y < self.p.shape[1] or list(self.tokens[:a]) != emitted[:a]:
-            return None
-        if self.emission(a, y) != tuple(emitted):
-            return None
-        return int(self.labels[a, y])
+        outcome = outcome_of(self.tokens, self.stop, self.p.shape[1], emitted)
+        return None if outcome is None else int(self.labels[outcome])
 
 
 # ---------------------------------------------------------------------- alternative families
@@ -567,6 +584,10 @@ class Rule2EProcess(AveragedEProcess):
     def _remember(self, law: RoundLaw, cell: int) -> None:
         self._memory.setdefault(_law_key(law), []).append(cell)
 
+    def forget_outcomes(self) -> None:
+        """Drop the outcomes kept for the memory bet (a test that is over needs them no more; they are large)."""
+        self._memory.clear()
+
     # ------------------------------------------------------------------ reporting
 
     def strongest(self, count: int = 3) -> list[Component]:
@@ -643,8 +664,10 @@ __all__ = [
     "alternative_matrix",
     "alternatives",
     "case_alpha",
+    "emission",
     "outcome_law",
     "outcome_laws",
+    "outcome_of",
     "profile_variants",
     "robust_mean",
     "sample_cell",

@@ -66,10 +66,17 @@ def separate_iut(role: str, folder: Path, errors: Path, extra: tuple[str, ...] =
                           timeout=STEP_TIMEOUT_S, check=True)
     printed = next(line.strip() for line in made.stdout.splitlines()
                    if line.strip().startswith(f"sdcp-conformance serve {role}"))
+    with running([*cli_words(printed), *extra], errors) as base_uri:
+        yield folder / "target.toml", base_uri, made.stdout
+
+
+@contextmanager
+def running(command: list[str], errors: Path) -> Iterator[str]:
+    """``command`` as a child process (its stderr to ``errors``) until the block ends; yields its ready line's URI."""
     with errors.open("w") as sink:
-        process = subprocess.Popen([*cli_words(printed), *extra], stdout=subprocess.PIPE, stderr=sink, text=True)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=sink, text=True)
         try:
-            yield folder / "target.toml", wait_ready(process), made.stdout
+            yield wait_ready(process)
         finally:
             process.terminate()
             try:

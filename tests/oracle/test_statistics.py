@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ from sdcp_conformance.models.bigram import bigram_logits
 from sdcp_conformance.mutants.rule2_stats import ENGINES
 from sdcp_conformance.oracle.rule2 import distribution as plain_distribution
 from sdcp_conformance.oracle.rule2 import draw as plain_draw
-from sdcp_conformance.oracle.rule2_designs import DESIGNS, design, draft_round, drafter_uniforms
+from sdcp_conformance.oracle.rule2_designs import DESIGNS, DraftedRound, design, draft_round, drafter_uniforms
 from sdcp_conformance.oracle.statistics import (
     FAMILIES,
     RoundLaw,
@@ -112,13 +114,14 @@ def test_outcome_law_sums_to_one() -> None:
     assert outcome_law(accept, draws, np.full(4, 0.25)).sum() == pytest.approx(1.0)
 
 
-def _simulate(name: str, engine: object, seed: int, alpha: float, budget: int) -> Rule2EProcess:
+def simulated_rounds(name: str, engine: Callable[..., Any] | None, seed: int
+                     ) -> Iterator[tuple[DraftedRound, list[int]]]:
+    """A design's rounds, wave after wave, each drafted and answered by the reference's rule 2 or a mutant
+    ``engine``: (the drafted round, its emission after truncation), without end."""
     plan = design(name)
     rng, generator = random.Random(seed), np.random.default_rng(seed)
-    test = Rule2EProcess(alpha, random.Random(seed + 1))
     contexts = [list(plan.prompt(i)) for i in range(plan.sessions)]
-    sent = 0
-    while sent < budget and not test.rejected:
+    while True:
         for index in range(plan.sessions):
             drafted = draft_round(plan, contexts[index], plan.sampling, plan.m, drafter_uniforms(rng, plan.m),
                                   Tolerance())
@@ -127,12 +130,20 @@ def _simulate(name: str, engine: object, seed: int, alpha: float, budget: int) -
                 emitted = reference_rule2(law.p, law.q, list(law.tokens), _Uniforms(generator)).emitted
             else:
                 logits = np.stack([bigram_logits(([*contexts[index], *law.tokens[:i]])[-1]) for i in range(law.m + 1)])
-                emitted = engine(logits, dict(plan.sampling), law.q, list(law.tokens), _Uniforms(generator)).emitted  # type: ignore[operator]
+                emitted = engine(logits, dict(plan.sampling), law.q, list(law.tokens), _Uniforms(generator)).emitted
             kept, finished = truncate(emitted, plan.stop, 10**9, 0)
-            if drafted.counted:
-                test.update(law, law.cell_of(kept))
+            yield drafted, kept
             contexts[index] = list(plan.prompt(index)) if finished else [*contexts[index], *kept]
-            sent += 1
+
+
+def _simulate(name: str, engine: Callable[..., Any] | None, seed: int, alpha: float, budget: int) -> Rule2EProcess:
+    sessions = design(name).sessions
+    test = Rule2EProcess(alpha, random.Random(seed + 1))
+    for sent, (drafted, kept) in enumerate(simulated_rounds(name, engine, seed)):
+        if sent % sessions == 0 and (sent >= budget or test.rejected):  # checked between waves
+            break
+        if drafted.counted:
+            test.update(drafted.law, drafted.law.cell_of(kept))
     return test
 
 

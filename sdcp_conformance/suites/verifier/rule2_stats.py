@@ -10,14 +10,24 @@ statistical cases), whatever the stopping round; an outcome that no
 tolerated verifier can produce fails at once. Each case is one adversarial
 design of :mod:`sdcp_conformance.oracle.rule2_designs`.
 
+The test of a round (its exact law, the alternatives, the e-process) is most of
+the harness's work per round (issue 16), and no round waits for it: each
+verdict is checked at once, and the round goes to
+:class:`~sdcp_conformance.harness.rule2_judging.Rule2Feed` as a small
+:class:`~sdcp_conformance.oracle.rule2_designs.RoundSpec`, to be judged in a
+worker process when the harness has a second CPU
+(:mod:`sdcp_conformance.harness.rule2_judging`), in (wave, slot) order either way.
+
 Configuration: ``SDCP_RULE2_ALPHA`` (default 1e-6, the whole certification's
-rule-2 statistical false-alarm budget) and ``SDCP_RULE2_RHO`` (default 2^-8,
-the entry-wise relative tolerance on the IUT's p).
+rule-2 statistical false-alarm budget), ``SDCP_RULE2_RHO`` (default 2^-8,
+the entry-wise relative tolerance on the IUT's p) and ``SDCP_RULE2_JUDGE``
+(``process`` or ``inline``: where the tests run).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import random
 from collections.abc import Mapping
@@ -25,8 +35,9 @@ from dataclasses import dataclass
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.rule2_judging import Rule2Feed
 from sdcp_conformance.oracle.rule2_designs import DESIGNS, Design, DraftedRound, design, draft_round, drafter_uniforms
-from sdcp_conformance.oracle.rule2_trace import TracedEProcess
+from sdcp_conformance.oracle.rule2_judge import JudgedRound
 from sdcp_conformance.oracle.statistics import DEFAULT_ALPHA, DEFAULT_RHO, Rule2EProcess, Tolerance, case_alpha
 from sdcp_conformance.protocol.messages import SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
@@ -40,6 +51,8 @@ STATISTICAL = ("Statistical: the verifier's values are unseeded (CSPRNG), so sin
                "fails with probability <= alpha / {cases}; outcomes impossible for every such verifier fail at once. "
                "Rounds whose top-p cut lies within the tolerance of a row's running sum are sent but not counted.")
 MAX_NEW = 1_000_000
+_FEEDS = itertools.count(1)
+"""Numbers the tests a run's cases open on their shared judge host."""
 CONTRACT_M_MAX = 8
 
 
@@ -96,47 +109,30 @@ async def _send(ctx: CaseContext, slot: _Slot, drafted: DraftedRound) -> Verdict
     return await ctx.propose_ok(session, drafted.tokens, q_rows=uri)
 
 
-def _judge(ctx: CaseContext, test: Rule2EProcess, drafted: DraftedRound, verdict: Verdict) -> None:
-    emitted = list(verdict.emitted)
-    law = drafted.law
-    cell = law.cell_of(emitted)
-    if cell is not None and not any(token in law.stop for token in emitted):
+def _check(ctx: CaseContext, drafted: DraftedRound, verdict: Verdict) -> JudgedRound:
+    """What the harness checks of a verdict at once; the round, as its test will judge it."""
+    emitted = tuple(verdict.emitted)
+    stop = drafted.spec.stop
+    if drafted.spec.outcome(emitted) is not None and not any(token in stop for token in emitted):
         ctx.require(verdict.accepted == len(emitted) - 1,
                     f"round {verdict.round}: accepted {verdict.accepted} but emitted {len(emitted)} tokens "
                     "(a accepted tokens and one additional token)", expected=str(len(emitted) - 1),
                     actual=str(verdict.accepted))
-    if drafted.counted:
-        test.update(law, cell, f"round {verdict.round} proposing {list(drafted.tokens)} emitted {emitted}")
-
-
-class _InOrder:
-    """Feeds the e-process in (wave, slot) order whatever order the verdicts arrive in, so the test's decision
-    depends on the outcomes only, never on timing; stops everyone once it rejects."""
-
-    def __init__(self, ctx: CaseContext, test: Rule2EProcess, width: int) -> None:
-        self.ctx, self.test, self.width = ctx, test, width
-        self.waiting: dict[tuple[int, int], tuple[DraftedRound, Verdict]] = {}
-        self.next = (0, 0)
-
-    def put(self, wave: int, position: int, drafted: DraftedRound, verdict: Verdict) -> None:
-        self.waiting[(wave, position)] = (drafted, verdict)
-        while self.next in self.waiting and not self.test.rejected:
-            item, answer = self.waiting.pop(self.next)
-            _judge(self.ctx, self.test, item, answer)
-            wave_, position_ = self.next
-            self.next = (wave_, position_ + 1) if position_ + 1 < self.width else (wave_ + 1, 0)
+    return JudgedRound(drafted.spec, emitted, drafted.counted,
+                       f"round {verdict.round} proposing {list(drafted.tokens)} emitted {list(emitted)}")
 
 
 async def _lane(ctx: CaseContext, plan: Design, slots: list[_Slot], position: int, waves: int,
-                streams: tuple[random.Random, random.Random], judge: _InOrder, tolerance: Tolerance) -> None:
+                streams: tuple[random.Random, random.Random], feed: Rule2Feed, tolerance: Tolerance) -> None:
     """One slot's rounds, each drafted as soon as the last verdict is in: while this lane drafts, the others'
     proposals are at the IUT, so the harness's CPU and the verifier's overlap. Each lane draws its drafter
     values from its own seeded stream (designs with identical sessions share one stream per wave), so what is
-    proposed does not depend on which lane runs first."""
+    proposed does not depend on which lane runs first; the test is fed in (wave, slot) order (:class:`Rule2Feed`),
+    so its decision does not depend on timing either."""
     own, shared = streams
     shared_base = shared.random()
     for wave in range(waves):
-        if judge.test.rejected:
+        if feed.rejected:
             return
         slot = slots[position]
         await _apply_policy(ctx, plan, slot)
@@ -144,7 +140,7 @@ async def _lane(ctx: CaseContext, plan: Design, slots: list[_Slot], position: in
                   else drafter_uniforms(own, plan.m))
         drafted = draft_round(plan, slot.session.context, _profile(plan, slot), _m(plan, slot), values, tolerance)
         verdict = await _send(ctx, slot, drafted)
-        judge.put(wave, position, drafted, verdict)
+        feed.put(wave, position, _check(ctx, drafted, verdict))
         if int(verdict.action) == 4:  # finished at a stop token: a fresh session takes the slot
             slots[position] = await _open(ctx, plan, slot.index + len(slots))
 
@@ -153,18 +149,23 @@ async def run_design(ctx: CaseContext, name: str) -> Rule2EProcess:
     """Run one design against the IUT until the test rejects or the round budget is spent."""
     plan = design(name)
     tolerance = configured_tolerance()
-    test = TracedEProcess(case_alpha(configured_alpha(), len(DESIGNS)), random.Random(ctx.rng.random()))
+    alpha, test_seed = case_alpha(configured_alpha(), len(DESIGNS)), ctx.rng.random()
     slots = list(await asyncio.gather(*(_open(ctx, plan, index) for index in range(plan.sessions))))
     waves = -(-plan.rounds // len(slots))
-    judge = _InOrder(ctx, test, len(slots))
+    feed = Rule2Feed(ctx.env.judge_host(), f"{ctx.case_id}#{next(_FEEDS)}", len(slots))
+    await feed.open(alpha, test_seed)
     shared_seed = ctx.rng.random()
     streams = [(random.Random(f"{ctx.rng.random()}"), random.Random(shared_seed)) for _ in slots]
-    async with asyncio.TaskGroup() as lanes:
-        for position in range(len(slots)):
-            lanes.create_task(_lane(ctx, plan, slots, position, waves, streams[position], judge, tolerance))
-    sent = judge.next[0] * len(slots) + judge.next[1]
+    try:
+        async with asyncio.TaskGroup() as lanes:
+            for position in range(len(slots)):
+                lanes.create_task(_lane(ctx, plan, slots, position, waves, streams[position], feed, tolerance))
+        test, judged = await feed.finish()
+    except BaseException:
+        feed.abandon()
+        raise
     ctx.note(f"design {plan.name}: targets {plan.targets}")
-    ctx.note(f"tolerance rho = {tolerance.rho:.4g}; rounds judged {sent}, counted {test.rounds}")
+    ctx.note(f"tolerance rho = {tolerance.rho:.4g}; rounds judged {judged}, counted {test.rounds}")
     ctx.note(test.summary(plan.rounds))
     ctx.attach("rule2", test.trace())  # the HTML report plots it
     if test.rejected:

@@ -1,0 +1,172 @@
+"""Starts the fast stand-in verifier of ``standin_node/`` (Node.js, its HTTP/2 in C): configuration and install.
+
+Run: ``python -m sdcp_conformance.testing.standin_node --pki DIR --party verifier --router URI`` (the PKI and
+router URI that ``sdcp-conformance pki init DIR --iut verifier`` prints), like
+:mod:`~sdcp_conformance.testing.standin_verifier`; ``--install`` only installs its npm package and exits.
+
+Why a second stand-in (issue 16): the Python one spends as much CPU per round on HTTP/2 as the harness does,
+so against it the benchmark measures the two together. This one serves a round in a fraction of that, so the
+harness's own limit shows. It is a verifier of its own, written from the draft and the profile in JavaScript
+(``standin_node/*.js``), judged by the harness like any other; it serves the ``bigram`` closed form only.
+
+This module prepares what the Node.js process needs and then becomes it (``exec``), so that the process the
+caller started, its PID and its CPU time, are the verifier's:
+
+* its modules and npm packages (``cbor-x``, ``cbor2``, pinned by ``standin_node/package-lock.json``) go into a
+  cache folder (``$XDG_CACHE_HOME/sdcp-conformance``), copied and installed there once per version of the
+  sources, under a file lock, never into the package folder;
+* the models' logits tables are written there once per model digest (V x V binary64);
+* the configuration travels in the environment (:data:`CONFIG_ENV`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from sdcp_conformance.errors import SdcpConformanceError
+from sdcp_conformance.models.bigram import BIGRAM_TARGET, bigram_table
+from sdcp_conformance.models.registry import mock_model
+from sdcp_conformance.transport.pki import load_pki
+
+SOURCE = Path(__file__).resolve().parent / "standin_node"
+CONFIG_ENV = "SDCP_STANDIN_CONFIG"
+NODE_ARGS_ENV = "SDCP_STANDIN_NODE_ARGS"
+"""Extra options for ``node`` (say ``--cpu-prof --cpu-prof-dir=DIR`` to profile the stand-in)."""
+CACHE_ENV = "XDG_CACHE_HOME"
+NPM_TIMEOUT_S = 300.0
+CALL_TIMEOUT_MS = 10_000
+"""Every call the stand-in makes to the MLC or the router has this deadline."""
+OUTPUT_WAIT_MS = 2_000
+ROUND_WAIT_MS = 20_000
+STATUS_TTL_MS = 5_000
+
+
+class StandinUnavailable(SdcpConformanceError):
+    """Node.js or npm is missing, or the npm package could not be installed."""
+
+
+def cache_root() -> Path:
+    base = os.environ.get(CACHE_ENV) or str(Path.home() / ".cache")
+    return Path(base) / "sdcp-conformance"
+
+
+def node_binary() -> str:
+    found = shutil.which("node")
+    if found is None:
+        raise StandinUnavailable("Node.js is not installed (Debian: apt-get install -y nodejs npm)")
+    return found
+
+
+SOURCES = ("package.json", "package-lock.json", "server.js", "protocol.js", "session.js", "links.js")
+"""What the stand-in's folder holds: its npm manifest and lockfile, and its modules (ECMAScript modules, which
+resolve their imports from ``node_modules`` beside them, not from ``NODE_PATH``)."""
+
+
+def installed() -> Path:
+    """A folder with the stand-in's sources and its pinned npm packages, installed on first use.
+
+    Keyed by the sources' hash, so an edit of a module or of the lockfile gets a fresh folder.
+    """
+    digest = hashlib.sha256()
+    for name in SOURCES:
+        digest.update(name.encode() + b"\0" + (SOURCE / name).read_bytes())
+    folder = cache_root() / f"standin-node-{digest.hexdigest()[:16]}"
+    done = folder / ".installed"
+    if done.is_file():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # parallel test workers install once
+        if done.is_file():
+            return folder
+        for name in SOURCES:
+            shutil.copyfile(SOURCE / name, folder / name)
+        npm = shutil.which("npm")
+        if npm is None:
+            raise StandinUnavailable("npm is not installed (Debian: apt-get install -y npm)")
+        # `npm install` with the lockfile, not `npm ci`: the lock pins every package and its integrity;
+        # `npm ci` refuses a lock without cbor-x's optional native decoder's platform packages, which some npm
+        # releases do not record (the decoder is left out: cbor-x falls back to JavaScript).
+        command = [npm, "install", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund", "--no-save"]
+        try:
+            subprocess.run(command, cwd=folder, check=True, timeout=NPM_TIMEOUT_S, capture_output=True, text=True)
+        except subprocess.CalledProcessError as error:
+            raise StandinUnavailable(f"`npm install` in {folder} failed:\n{error.stderr}") from error
+        except subprocess.TimeoutExpired as error:
+            raise StandinUnavailable(f"`npm install` in {folder} took over {NPM_TIMEOUT_S:g} s") from error
+        done.write_text("")
+    return folder
+
+
+def logits_file(model_id: str) -> Path:
+    """The model's table as V x V little-endian binary64, written once per model digest."""
+    info = mock_model(model_id)
+    path = cache_root() / "standin-node-models" / f"{info.model_sha256.hex()}.f64"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_bytes(bigram_table(model_id).astype("<f8").tobytes())
+        partial.replace(path)
+    return path
+
+
+def configuration(pki_dir: Path, party: str, router_uri: str, *, host: str,
+                  pinned_load: int | None) -> dict[str, object]:
+    """What ``server.js`` reads from :data:`CONFIG_ENV`."""
+    pki = load_pki(pki_dir)
+    info = mock_model(BIGRAM_TARGET)
+    router = router_uri if router_uri.endswith("/") else router_uri + "/"
+    return {
+        "base_uri": pki.base_uris[party], "host": host, "router": router, "routers": [router],
+        "cert": str(pki.cert(party)), "key": str(pki.key(party)), "ca": str(pki.ca_cert),
+        "models": [{"target": info.model_sha256.hex(), "tokenizer": info.tokenizer_sha256.hex(),
+                    "vocab": info.vocab_size, "logits": str(logits_file(BIGRAM_TARGET))}],
+        "pinned_load": pinned_load, "call_timeout_ms": CALL_TIMEOUT_MS, "output_wait_ms": OUTPUT_WAIT_MS,
+        "round_wait_ms": ROUND_WAIT_MS, "status_ttl_ms": STATUS_TTL_MS,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--install", action="store_true", help="Install the npm package and exit.")
+    parser.add_argument("--pki", type=Path, help="The PKI folder (`pki init DIR --iut verifier`).")
+    parser.add_argument("--party", default="verifier", help="This verifier's party in the PKI.")
+    parser.add_argument("--router", help="The router's base URI (P1-TLS-2, P1-ID-2).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--pin-load", type=int, default=None, choices=range(101), metavar="0..100",
+                        help="Report this load instead of the measured one.")
+    args = parser.parse_args(argv)
+    try:
+        node, folder = node_binary(), installed()
+        if args.install:
+            print(f"installed in {folder}")
+            return
+        if args.pki is None or args.router is None:
+            parser.error("--pki and --router are required")
+        config = configuration(args.pki, args.party, args.router, host=args.host, pinned_load=args.pin_load)
+    except (StandinUnavailable, SdcpConformanceError) as error:
+        sys.exit(f"standin_node: {error}")
+    if urlsplit(str(config["base_uri"])).port is None:
+        sys.exit("standin_node: the party's base URI names no port")
+    environment = {**os.environ, CONFIG_ENV: json.dumps(config)}
+    sys.stdout.flush()
+    extra = os.environ.get(NODE_ARGS_ENV, "").split()
+    os.execve(node, [node, *extra, str(folder / "server.js")], environment)
+
+
+__all__ = ["CONFIG_ENV", "NODE_ARGS_ENV", "SOURCE", "SOURCES", "StandinUnavailable", "cache_root", "configuration",
+           "installed", "logits_file", "main", "node_binary"]
+
+
+if __name__ == "__main__":
+    main()
