@@ -253,6 +253,9 @@ def print_summary(standin: Drive, python: Drive | None, embedded: Drive | None, 
           f"{1000 * iut:.2f} ms; wall per round {1000 * wall / rounds:.2f} ms (0.6 x the bound needs "
           f"{1000 / (0.6 * limit):.2f} ms; the three processes share 2 cores: {1000 * (cpu + iut) / 2:.2f} ms of CPU "
           "per core per round)")
+    own = 1 / (cpu - judge)
+    print(f"  the harness process alone, never waiting (its judge and the IUT on cores of their own), would allow "
+          f"{own:.0f} rounds/s = {own / limit:.2f} x the bound")
     if standin.profile is not None:
         transport = sum(_ms_per_round(standin).get(group, 0.0) for group in TRANSPORT_GROUPS)
         print(f"  of the harness process's CPU per round, moving the round's bytes (server, client, TLS, event loop) "
