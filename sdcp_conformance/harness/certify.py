@@ -23,10 +23,19 @@ def default_catalogue(role: str = "verifier") -> Catalogue:
 
 def needed_models(catalogue: Catalogue, selected: Sequence[Case]) -> set[str]:
     """The mock models the selected cases talk to: the suite's base models and every ``model:…`` they require."""
-    needed = set(catalogue.base_models)
-    needed.update(need.removeprefix("model:") for case in selected for need in case.requires
-                  if need.startswith("model:"))
-    return needed
+    return set(cases_needing(catalogue, selected))
+
+
+def cases_needing(catalogue: Catalogue, selected: Sequence[Case]) -> dict[str, tuple[str, ...]]:
+    """Per model the selected cases talk to, the IDs of the cases that need it; ``()`` for a suite's base model,
+    which every case needs (so that a refusal can say which cases to leave out)."""
+    needing: dict[str, list[str]] = {model: [] for model in catalogue.base_models}
+    for case in selected:
+        for need in case.requires:
+            model = need.removeprefix("model:")
+            if need.startswith("model:") and model not in catalogue.base_models:
+                needing.setdefault(model, []).append(case.id)
+    return {model: tuple(ids) for model, ids in needing.items()}
 
 
 async def certify(
@@ -58,7 +67,7 @@ async def certify(
     if shard is not None:
         selected = shard_cases(selected, *shard, recorded_durations(catalogue), catalogue.sanity_id)
     if target is not None:
-        require_models(target, needed_models(catalogue, selected))
+        require_models(target, cases_needing(catalogue, selected))
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
     environment_class = load_object(role_suite(role).environment)
     environment = await environment_class.start(target, app_factory=app_factory, workdir=workdir)
@@ -72,4 +81,4 @@ async def certify(
         await environment.stop()
 
 
-__all__ = ["certify", "default_catalogue", "needed_models"]
+__all__ = ["cases_needing", "certify", "default_catalogue", "needed_models"]

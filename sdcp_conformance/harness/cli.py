@@ -30,8 +30,8 @@ import click
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Catalogue, Verdict
+from sdcp_conformance.harness.certify import cases_needing, default_catalogue
 from sdcp_conformance.harness.certify import certify as run_certification
-from sdcp_conformance.harness.certify import default_catalogue, needed_models
 from sdcp_conformance.harness.certify_console import (
     Collecting,
     LiveProgress,
@@ -224,7 +224,7 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tupl
         return
     if target is not None:
         try:
-            require_models(target, needed_models(catalogue, selected))
+            require_models(target, cases_needing(catalogue, selected))
         except InvalidArgument as exc:
             raise click.UsageError(str(exc)) from exc
     expected = _load_expected(expected_path, catalogue)

@@ -260,21 +260,27 @@ async def run_catalogue(env: HarnessEnvironment, catalogue: Catalogue, selected:
     state = _Schedule(env, seed, expected_failures, progress, results)
     running: set[asyncio.Task[None]] = set()
     slots = asyncio.Semaphore(max(1, jobs))
-    for index, (case, run) in enumerate(plan):
-        if state.dead and run == "main" and not case.standalone:
-            state.finish(index, CaseResult(case, Verdict.SKIPPED, f"not run: the sanity case failed first "
-                                                                  f"({state.dead})", run=run))
-            continue
-        if not concurrent or run != "main" or case.exclusive:
-            await _drain(running)
-            await state.run(index, case, run, shared=False)
-            continue
-        await slots.acquire()
-        task = asyncio.ensure_future(state.run(index, case, run, shared=True))
-        task.add_done_callback(lambda _done: slots.release())
-        running.add(task)
-        task.add_done_callback(running.discard)
-    await _drain(running)
+    try:
+        for index, (case, run) in enumerate(plan):
+            if state.dead and run == "main" and not case.standalone:
+                state.finish(index, CaseResult(case, Verdict.SKIPPED, f"not run: the sanity case failed first "
+                                                                      f"({state.dead})", run=run))
+                continue
+            if not concurrent or run != "main" or case.exclusive:
+                await _drain(running)
+                await state.run(index, case, run, shared=False)
+                continue
+            await slots.acquire()
+            task = asyncio.ensure_future(state.run(index, case, run, shared=True))
+            task.add_done_callback(lambda _done: slots.release())
+            running.add(task)
+            task.add_done_callback(running.discard)
+        await _drain(running)
+    except BaseException:
+        # Interrupted (Ctrl-C cancels the run while it waits for a slot) or failed: no case may outlive the run,
+        # or it would go on against an environment stopped under it and be reported as a harness error.
+        await _cancel(running)
+        raise
     areas = tuple(dict.fromkeys(case.area for case in selected))
     done = [result for result in results if result is not None]
     return RunReport(seed, done, started, time.time(), env.describe(), areas=areas, strict=strict,
@@ -306,6 +312,15 @@ class _Schedule:
 async def _drain(running: set[asyncio.Task[None]]) -> None:
     if running:
         await asyncio.gather(*list(running))
+
+
+async def _cancel(running: set[asyncio.Task[None]]) -> None:
+    """Cancel the cases still running and wait until each has ended (a cancelled case reports nothing)."""
+    tasks = list(running)
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 __all__ = [

@@ -25,6 +25,7 @@ Relative paths are relative to the TOML file's folder.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,13 +196,24 @@ def check_models(models: list[str] | tuple[str, ...], where: Path | str, *, serv
                                   f"{', '.join(fitting)}")
 
 
-def require_models(config: TargetConfig, needed: set[str]) -> None:
-    """The target serves every model the selected cases need, or the run is a usage error (P1-JUDGE-3)."""
-    missing = sorted(needed - set(config.models))
-    if missing:
-        where = config.source if config.source is not None else "the embedded target"
-        raise InvalidArgument(f"{where}: the suite needs the model(s) {', '.join(missing)}, which the target does "
-                              f"not list (models = {list(config.models)}); serve them, or select cases with --only")
+def require_models(config: TargetConfig, needing: Mapping[str, Sequence[str]]) -> None:
+    """The target serves every model the selected cases need, or the run is a usage error (P1-JUDGE-3).
+
+    ``needing`` maps each model to the IDs of the cases that need it (empty for a model every case needs); the
+    error names them, so that a user whose IUT serves fewer models knows what to leave out.
+    """
+    missing = sorted(set(needing) - set(config.models))
+    if not missing:
+        return
+    where = config.source if config.source is not None else "the embedded target"
+    message = (f"{where}: the suite needs the model(s) {', '.join(missing)}, which the target does not list "
+               f"(models = {list(config.models)})")
+    if any(not needing[model] for model in missing):
+        raise InvalidArgument(f"{message}; every case needs {', '.join(m for m in missing if not needing[m])}: "
+                              f"serve it")
+    cases = sorted({case for model in missing for case in needing[model]})
+    raise InvalidArgument(f"{message}; serve them, or leave out the {len(cases)} case(s) that need them: "
+                          + " ".join(f"--exclude {case}" for case in cases))
 
 
 def _known_keys(table: dict[str, Any], known: frozenset[str], path: Path, where: str) -> None:

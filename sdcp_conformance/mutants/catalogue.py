@@ -43,6 +43,10 @@ _OUTPUT = "GET output?from=n, which returns the tokens committed at output indic
 _FINAL = "The final output message has final set to true and finish set to \"finish\" or \"fail\"."
 _ESCALATE = "When c reaches R, the verifier applies entry j of the fallback list"
 _REDUCE = "The verifier sets m_cap to max(1, floor(m_cap / 2)) and the drafter proceeds."
+_SELF_TARGET = "The verifier decodes the session itself with the target model."
+_STATE = "`session-state.state`: 0 active, 3 self-decoding, 4 finished, 5 failed (the action codes)."
+_RESTORE = ("After a reduction, m_cap is restored by one per round that is not low, up to min(m_max, m_init of the "
+            "latest assignment).")
 _SELF = ("This action is permitted only if the contract contains self_load and the verifier's current load does "
          "not exceed it")
 _J = "when g reaches R, where R is low_rounds, j is reset to zero."
@@ -148,6 +152,15 @@ MUTANTS_LIST: tuple[Mutant, ...] = (
            _ESCALATE, session=sessions.NeverEscalate),
     Mutant("reduce-to-zero", "escalation", "reduce halves m_cap without max(1, …): 1 becomes 0", "6.5.2", _REDUCE,
            session=sessions.ReduceToZero),
+    Mutant("reduce-rounds-up", "escalation", "reduce halves m_cap rounding up: an odd m_cap keeps one too many",
+           "6.5.2", _REDUCE, session=sessions.ReduceRoundsUp),
+    Mutant("restore-past-m-init", "escalation", "after a reduce, good rounds restore m_cap up to m_max, past m_init",
+           "P1-CTL-4", _RESTORE, session=sessions.RestorePastMInit, profile_only=True),
+    Mutant("self-decode-greedy-under-rule-2", "escalation", "self-decoding under rule 2 takes p's argmax, not a "
+           "draw from p", "6.5.2, P1-SAMP-3", _SELF_TARGET, session=sessions.SelfDecodeGreedyUnderRule2,
+           profile_only=True),
+    Mutant("self-decoding-state-active", "escalation", "session-state says active (0) during self-decoding",
+           "P1-STATE-1", _STATE, session=sessions.SelfDecodingStateActive, profile_only=True),
     Mutant("self-decode-despite-load", "escalation", "self_decode is applied (and kept up) whatever the load",
            "6.5.2", _SELF, session=sessions.SelfDecodeDespiteLoad),
     Mutant("j-not-reset", "escalation", "R rounds that are not low do not reset j", "6.5.2", _J,

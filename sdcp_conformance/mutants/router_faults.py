@@ -249,8 +249,8 @@ class ContractWithDefaults(RouterSession):
 class EventsFromAnyone(RouterSession):
     """Accepts an event from any authenticated party (P1-RTR-2 "only from the session's current verifier")."""
 
-    def on_event(self, event: Event, peer: str | None) -> Wants:
-        return super().on_event(event, self.verifier)
+    def check_event(self, event: Event, peer: str | None) -> None:
+        super().check_event(event, self.verifier)
 
 
 class EventsFromFirstVerifier(RouterSession):
@@ -260,18 +260,18 @@ class EventsFromFirstVerifier(RouterSession):
         super().opened(verifier, state)
         self.first_verifier = verifier
 
-    def on_event(self, event: Event, peer: str | None) -> Wants:
+    def check_event(self, event: Event, peer: str | None) -> None:
         if peer != getattr(self, "first_verifier", None):
             raise ProtocolError(ProblemType.NOT_ASSIGNED, f"{peer!r} did not open the session")
-        return super().on_event(event, self.verifier)
+        super().check_event(event, self.verifier)
 
 
 class SwitchKeepsDrafter(SessionDriver):
     """On switch it assigns the same drafter again although another is eligible (§6.5.2 "another drafter")."""
 
-    async def assign(self, slot: Slot, *, exclude: Iterable[str] = (), same_if_alone: str | None = None) -> None:
-        async with slot.lock:
-            await self.assign_locked(slot, prefer=same_if_alone)
+    async def assign_locked(self, slot: Slot, *, exclude: Iterable[str] = (), same_if_alone: str | None = None,
+                            prefer: str | None = None) -> None:
+        await super().assign_locked(slot, prefer=same_if_alone if same_if_alone is not None else prefer)
 
 
 class AssignDuringSelfDecode(RouterSession):

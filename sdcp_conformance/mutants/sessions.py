@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.mutants.base import MutantSession
 from sdcp_conformance.mutants.faulty import (
@@ -16,6 +19,7 @@ from sdcp_conformance.mutants.faulty import (
     little_endian_extend,
     prefix_digest_without_domain,
 )
+from sdcp_conformance.protocol.contract import RULE_SPECULATIVE_SAMPLING
 from sdcp_conformance.protocol.control import Action, EscalationPolicy, RoundControl, SpeculationControl
 from sdcp_conformance.protocol.messages import (
     Assignment,
@@ -29,9 +33,10 @@ from sdcp_conformance.protocol.messages import (
 )
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.rng import UniformSource
-from sdcp_conformance.protocol.rules import RuleOutcome
+from sdcp_conformance.protocol.rules import RuleOutcome, truncate
+from sdcp_conformance.protocol.sampling import greedy_token
 from sdcp_conformance.reference.verifier.decisions import TOKEN_OUT_OF_VOCABULARY
-from sdcp_conformance.reference.verifier.session import CommitRecord, FloatRows, Ticket, WaitForRound
+from sdcp_conformance.reference.verifier.session import CommitRecord, FloatRows, PendingCommit, Ticket, WaitForRound
 
 # ---------------------------------------------------------------------- authorization
 
@@ -307,6 +312,55 @@ class ReduceToZero(MutantSession):
     control_class = _HalvesToZero
 
 
+class _HalvesRoundingUp(SpeculationControl):
+    def _adjust_m_cap(self, action: Action, low: bool) -> None:
+        if action is Action.REDUCE:
+            self.m_cap = max(1, -(-self.limit() // 2))
+            return
+        super()._adjust_m_cap(action, low)
+
+
+class ReduceRoundsUp(MutantSession):
+    """Bug: reduce halves m_cap rounding up (ceil), so 3 becomes 2, not 1; even m_caps halve as they should."""
+
+    control_class = _HalvesRoundingUp
+
+
+class _RestoresToMMax(SpeculationControl):
+    def on_assignment(self, m_init: int) -> None:
+        super().on_assignment(m_init)
+        self.m_ceiling = self.policy.m_max
+
+
+class RestorePastMInit(MutantSession):
+    """Bug: after a reduce, good rounds restore m_cap up to m_max, past the assignment's m_init."""
+
+    control_class = _RestoresToMMax
+
+
+class SelfDecodeGreedyUnderRule2(MutantSession):
+    """Bug: self-decoding takes p's most probable token under rule 2 too, where it should draw from p."""
+
+    def self_decode(self, logits_row: npt.ArrayLike, uniforms: UniformSource) -> PendingCommit:
+        pending = super().self_decode(logits_row, uniforms)
+        if self.contract.rule != RULE_SPECULATIVE_SAMPLING:
+            return pending
+        round_number = pending.record.round
+        p_row = self.target_rows(np.asarray(logits_row)[None, :], self.sampling_for(round_number))[0]
+        emitted, finished = truncate([greedy_token(p_row)], self.contract.stop, self.contract.max_new,
+                                     len(self.output))
+        action = Action.FINISH if finished else Action.SELF_DECODE
+        return PendingCommit(self._record(round_number, emitted), None, action, self_decoded=True)
+
+
+class SelfDecodingStateActive(MutantSession):
+    """Bug: session-state says 0 (active) during self-decoding, not 3 (P1-STATE-1)."""
+
+    def state(self) -> SessionState:
+        state = super().state()
+        return dataclasses.replace(state, state=0) if self.self_decoding else state
+
+
 @dataclasses.dataclass(frozen=True)
 class _LoadBlindPolicy(EscalationPolicy):
     def self_decode_permitted(self, load: int) -> bool:
@@ -387,10 +441,14 @@ __all__ = [
     "OutputWithoutFinal",
     "PolicyImmediate",
     "PurposeSwapped",
+    "ReduceRoundsUp",
     "ReduceToZero",
     "ResidualFromP",
+    "RestorePastMInit",
     "ReverifyRetriedRound",
     "SelfDecodeDespiteLoad",
+    "SelfDecodeGreedyUnderRule2",
+    "SelfDecodingStateActive",
     "SkipBaseDigestCheck",
     "SkipEpochCheck",
     "SkipRoundCheck",

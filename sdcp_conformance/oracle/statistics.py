@@ -266,6 +266,8 @@ def _draw_bounds(low: F, high: F, p: F) -> tuple[F, F]:
 
 def _normalised(rows: F) -> F:
     total = rows.sum(axis=-1, keepdims=True)
+    if (total > 0).all():  # the common case, without the masked divide's cost (the same quotients)
+        return rows / total  # type: ignore[no-any-return]
     normalised: F = np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
     return normalised
 
@@ -393,7 +395,7 @@ def _uniform_reused(law: RoundLaw) -> Parts:
     upper = cumulative / np.maximum(cumulative[:, -1:], 1e-300)
     lower = np.concatenate([np.zeros((law.m, 1)), upper[:, :-1]], axis=1)
     start = law.alpha[:, None]
-    overlap = np.clip(np.minimum(upper, 1.0) - np.maximum(lower, start), 0.0, None)
+    overlap = np.maximum(np.minimum(upper, 1.0) - np.maximum(lower, start), 0.0)
     sliced = np.where((law.alpha < 1.0)[:, None], _normalised(overlap), draws)
     return law.alpha, sliced, law.p[law.m]
 
@@ -455,8 +457,13 @@ def _robust_means(lower: F, upper: F, g: F) -> F:
     remaining = max(0.0, 1.0 - float(lower.sum()))
     order = np.argsort(-g, axis=1)  # ties in g add the same amount in any order
     room = (upper - lower)[order]
-    taken = np.clip(remaining - (np.cumsum(room, axis=1) - room), 0.0, room)
-    ordered = np.take_along_axis(g, order, axis=1)
+    # remaining - (cumsum - room), clipped to [0, room]: in place, as numpy's per-call cost is most of this
+    taken = np.cumsum(room, axis=1)
+    np.subtract(taken, room, out=taken)
+    np.subtract(remaining, taken, out=taken)
+    np.maximum(taken, 0.0, out=taken)
+    np.minimum(taken, room, out=taken)
+    ordered = g[np.arange(g.shape[0])[:, None], order]
     means: F = g @ lower + np.einsum("ij,ij->i", taken, ordered)
     return means
 
@@ -515,7 +522,12 @@ class Rule2EProcess(AveragedEProcess):
     max_log_e: float = -math.inf
     _pit_counts: list[float] = field(default_factory=lambda: [0.0] * PIT_BINS)
     _memory: dict[bytes, list[int]] = field(default_factory=dict)
+    _log_e: float = 0.0
+    """The average of the components' wealths as of the last round (the test reads it several times a round)."""
 
+    @property
+    def log_e(self) -> float:
+        return math.inf if self.decisive else self._log_e
 
     def update(self, law: RoundLaw, cell: int | None, what: str = "") -> None:
         """One round: ``cell`` is the observed cell (None: an emission no rule-2 outcome produces)."""
@@ -545,7 +557,8 @@ class Rule2EProcess(AveragedEProcess):
             component.power_log += power
             component.power_miss += missed
         self._remember(law, cell)
-        self.max_log_e = max(self.max_log_e, self.log_e)
+        self._log_e = AveragedEProcess.log_e.fget(self)  # type: ignore[attr-defined]
+        self.max_log_e = max(self.max_log_e, self._log_e)
 
     def _bets(self, law: RoundLaw, cell: int) -> tuple[list[str], F]:
         """The components' bets, one row each: every family mixed with the exact law at each weight, the memory
@@ -574,8 +587,8 @@ class Rule2EProcess(AveragedEProcess):
         total = sum(self._pit_counts)
         bins = PIT_BINS * np.asarray([(count + 0.5) / (total + PIT_BINS / 2) for count in self._pit_counts])
         ends = starts + base
-        overlap = np.clip(np.minimum(ends[:, None], _PIT_EDGES[None, 1:])
-                          - np.maximum(starts[:, None], _PIT_EDGES[None, :-1]), 0.0, None)
+        overlap = np.maximum(np.minimum(ends[:, None], _PIT_EDGES[None, 1:])
+                             - np.maximum(starts[:, None], _PIT_EDGES[None, :-1]), 0.0)
         u = min(float(starts[cell] + self.rng.random() * base[cell]), 1.0 - 1e-12)
         self._pit_counts[min(PIT_BINS - 1, int(u * PIT_BINS))] += 1
         bet: F = overlap @ bins

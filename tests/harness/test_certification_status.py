@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,9 @@ def _target(tmp_path: Path, text_change: tuple[str, str] | None = None, extra: s
     (('models = ["bigram", "ctx"]', 'models = ["nosuch"]'), "", "unknown model 'nosuch' (known: bigram,"),
     (('models = ["bigram", "ctx"]', 'models = ["bigram-draft-near"]'), "", "is not a target model"),
     (('models = ["bigram", "ctx"]', 'models = ["ctx"]'), "", "the suite needs the model(s) bigram"),
+    (('models = ["bigram", "ctx"]', 'models = ["ctx"]'), "", "every case needs bigram"),
     (('models = ["bigram", "ctx"]', 'models = ["bigram"]'), "", "the suite needs the model(s) ctx"),
+    (('models = ["bigram", "ctx"]', 'models = ["bigram"]'), "", "--exclude VER-6.1-SESSION-002"),
     (None, "colour = \"blue\"\n", "[harness] has unknown key(s) ['colour']"),
     (('role = "verifier"', 'role = "verifier"\nmodle = "bigram"'), "", "[target] has unknown key(s) ['modle']"),
     (None, "[extras]\n", "unknown table(s) ['extras']"),
@@ -59,6 +62,24 @@ def test_a_target_lacking_ctx_may_still_run_cases_that_need_only_bigram(tmp_path
     catalogue = default_catalogue()
     assert needed_models(catalogue, catalogue.select(["fencing"])) == {"bigram"}
     assert needed_models(catalogue, catalogue.select(["VER-6.1-SESSION-002"])) == {"bigram", "ctx"}
+
+
+def test_leaving_out_the_cases_a_refusal_names_makes_the_target_acceptable(tmp_path: Path) -> None:
+    """A verifier that serves only ``bigram`` is told which cases to leave out, and with them left out it runs."""
+    from sdcp_conformance.errors import InvalidArgument
+    from sdcp_conformance.harness.certify import cases_needing, default_catalogue
+    from sdcp_conformance.harness.target import load_target, require_models
+
+    target = load_target(_target(tmp_path, ('models = ["bigram", "ctx"]', 'models = ["bigram"]')))
+    catalogue = default_catalogue()
+    selected = catalogue.select([])
+    with pytest.raises(InvalidArgument) as refused:
+        require_models(target, cases_needing(catalogue, selected))
+    named = set(re.findall(r"--exclude (\S+)", str(refused.value)))
+    assert "VER-6.1-SESSION-002" in named and len(named) < len(selected) / 10
+    kept = [case for case in selected if case.id not in named]
+    require_models(target, cases_needing(catalogue, kept))
+    assert all(not any(need == "model:ctx" for need in case.requires) for case in kept)
 
 
 def test_a_run_whose_cases_were_all_skipped_is_incomplete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

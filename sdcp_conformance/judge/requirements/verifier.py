@@ -279,6 +279,12 @@ ROWS: tuple[Row, ...] = (
         "as output, and stops after self_max tokens (if present) or when its load exceeds self_load; it then sends "
         "an event so that the router assigns a drafter again.",
         Level.MUST, V),
+    Row("R-6.5.2-SELF-TARGET", "6.5.2",
+        "self_decode (3):: The verifier decodes the session itself with the target model.",
+        Level.MUST, V),
+    Row("P1-SAMP-3/SELF", "P1-SAMP-3",
+        "A self-decoded token is drawn with that round's number, i = 1 and purpose 1.",
+        Level.PROFILE, V),
     Row("R-6.5.2-J-RESET", "6.5.2",
         "after a round that is not low, c is reset and g incremented, and when g reaches R, where R is low_rounds, "
         "j is reset to zero.",

@@ -135,16 +135,27 @@ class RouterApp:
         slot = self.sessions.get(event.session)
         if slot is None:
             raise ProtocolError(UNKNOWN_SESSION_EVENT_PROBLEM, "no such session at this router")  # D-RTR-7
-        machine = slot.machine
-        wants = machine.on_event(event, request.peer_identity)
-        if wants is Wants.ANOTHER_DRAFTER:
-            # §6.5.2 switch; P1-RTR-5: the same drafter when no other is eligible.
-            previous = machine.previous_drafter
-            exclude = (previous,) if previous is not None else ()
-            self._spawn(self.driver.assign(slot, exclude=exclude, same_if_alone=previous))
-        elif wants is Wants.A_DRAFTER:
-            self._spawn(self.driver.assign(slot))
+        slot.machine.check_event(event, request.peer_identity)
+        self._spawn(self._apply_event(slot, event, request.peer_identity))
         return Response(204)
+
+    async def _apply_event(self, slot: Slot, event: Event, peer: str | None) -> None:
+        """D-RTR-27: in the session's turn, after an assignment in flight (events keep their order: the lock
+        is first come, first served)."""
+        async with slot.lock:
+            machine = slot.machine
+            try:
+                wants = machine.on_event(event, peer)
+            except ProtocolError as exc:  # the session moved on meanwhile (a failover): the event is stale now
+                log.info("session %s: event of kind %s dropped: %s", _b64(machine.session), event.kind, exc)
+                return
+            if wants is Wants.ANOTHER_DRAFTER:
+                # §6.5.2 switch; P1-RTR-5: the same drafter when no other is eligible.
+                previous = machine.previous_drafter
+                exclude = (previous,) if previous is not None else ()
+                await self.driver.assign_locked(slot, exclude=exclude, same_if_alone=previous)
+            elif wants is Wants.A_DRAFTER:
+                await self.driver.assign_locked(slot)
 
     # ------------------------------------------------------------------ client API
 

@@ -181,9 +181,18 @@ answered with the verifier's last status and problem type (409 after the
 retries of D-RTR-15, 410 for a closed session); 503 when the verifier did not
 answer; 404 when the router does not know the session."""
 
+EVENTS_AFTER_ASSIGNMENT = True
+"""D-RTR-27: an event is checked when it arrives (its sender and epoch: 403 or
+409 at once) and applied in its session's turn, after an assignment in flight
+has finished. A verifier sends switch about the drafter it was told of last
+(the PUT …/drafter of that assignment); applied earlier, the switch would drop
+the drafter before it and could hand the session straight back to the one it
+was meant to leave."""
+
 
 __all__ = [
     "COMMIT_LOG_PATH",
+    "EVENTS_AFTER_ASSIGNMENT",
     "FRONT_RETRY_PAUSE_S",
     "FRONT_WAIT_S",
     "NEUTRAL_ACCEPT_MILLI",

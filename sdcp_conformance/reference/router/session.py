@@ -271,12 +271,16 @@ class RouterSession:
 
     # ------------------------------------------------------------------ events
 
-    def on_event(self, event: Event, peer: str | None) -> Wants:
+    def check_event(self, event: Event, peer: str | None) -> None:
         """POST events (P1-EVT-1), "accepted only from the session's current verifier" (P1-RTR-2)."""
         if self.verifier is None or peer != self.verifier:
             raise ProtocolError(ProblemType.NOT_ASSIGNED, f"{peer!r} is not the session's current verifier")
         if event.epoch != self.epoch:
             raise ProtocolError(STALE_EVENT_PROBLEM, f"event epoch {event.epoch} is not {self.epoch}")
+
+    def on_event(self, event: Event, peer: str | None) -> Wants:
+        """Apply an event (checked again: the session may have changed since it arrived, D-RTR-27)."""
+        self.check_event(event, peer)
         if self.phase is Phase.CLOSED and event.kind in (Action.FINISH, Action.FAIL):
             self.phase = Phase.FINISHED if event.kind is Action.FINISH else Phase.FAILED
         if self.ended:

@@ -14,14 +14,17 @@ other one).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import greedy_continuation
-from sdcp_conformance.protocol.messages import Output, Verdict
+from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import (
+    cache_path,
     check_event_origin,
     commit_records,
     current_state,
@@ -31,6 +34,7 @@ from sdcp_conformance.suites.verifier.conversation import (
     state_of,
     wait_event,
 )
+from sdcp_conformance.suites.verifier.seeded_rule2 import DraftedProposal, p_row, publish
 
 LOW_QUOTE = ("A round is low if 100 * a < low_ratio * M, or, when low_ratio is zero or absent, if a = 0. ... after "
              "a round that is not low, c is reset and g incremented")
@@ -114,10 +118,13 @@ async def low_with_ratio(ctx: CaseContext) -> None:
                                "is pinned to 0); at another load a lower m_cap is accepted (§6.5.1: the verifier "
                                "lowers m_cap when its own load makes long proposals costly).")
 async def reduce_halves(ctx: CaseContext) -> None:
-    """R = 2, fallback [reduce x3]: every second low round halves m_cap (4 -> 2 -> 1 -> 1)."""
+    """R = 2, fallback [reduce x3]: every second low round halves m_cap, rounding down (7 -> 3 -> 1 -> 1).
+
+    The odd m_caps are what tell floor from other roundings: halving 4 and 2 gives the same with ceil or round.
+    """
     _pin(ctx, 0)
-    session = await started(ctx, low_rounds=2, fallback=[1, 1, 1], m_max=8)
-    cap = 4
+    session = await started(ctx, low_rounds=2, fallback=[1, 1, 1], m_max=8, m_init=7)
+    cap = 7
     for _ in range(3):
         _expect(ctx, await _low(ctx, session), action=0, low=1, row="R-6.5.2-ESCALATE")
         verdict = await _low(ctx, session)
@@ -150,18 +157,25 @@ async def m_cap_bounds(ctx: CaseContext) -> None:
                    "keep m_cap lower. Deviation is NON-STRICT.",
 )
 async def gradual_restore(ctx: CaseContext) -> None:
-    """After a reduce (4 -> 2), good rounds restore m_cap by one per round, up to min(m_max, m_init) = 4."""
+    """After a reduce (4 -> 2), good rounds restore m_cap by one per round, up to min(m_max = 8, m_init = 4)."""
     _pin(ctx, 0)
     session = await started(ctx, low_rounds=1, fallback=[1, 5])
     _expect(ctx, await _low(ctx, session), action=1, m_cap=2, row="R-6.5.2-REDUCE")
     verdicts = [await _good(ctx, session, 1) for _ in range(4)]
-    caps = [verdict.m_cap for verdict in verdicts]
-    if all(verdict.load == 0 for verdict in verdicts):
-        ctx.check(caps == [3, 4, 4, 4], f"m_cap after good rounds went {caps}; P1-CTL-4 restores by one per round "
-                  "up to 4", expected="[3, 4, 4, 4]", actual=str(caps))
-    else:
-        ctx.informational(f"the IUT reported loads {[v.load for v in verdicts]} during the restore, which may keep "
-                          f"m_cap lower (§6.5.1); m_cap went {caps}")
+    caps, loads = [verdict.m_cap for verdict in verdicts], [verdict.load for verdict in verdicts]
+    restored = [3, 4, 4, 4]  # m_max is 8: the ceiling is m_init's 4, which only P1-CTL-4 sets
+    if all(load == 0 for load in loads):
+        ctx.check(caps == restored, f"m_cap after good rounds went {caps}; P1-CTL-4 restores by one per round "
+                  "up to min(m_max, m_init) = 4", expected=str(restored), actual=str(caps))
+        return
+    # A load may keep m_cap lower (§6.5.1), never higher: above the restore is judged at any load.
+    ctx.check(all(cap <= bound for cap, bound in zip(caps, restored, strict=True)),
+              f"m_cap after good rounds went {caps} (loads {loads}); P1-CTL-4 restores by one per round up to "
+              f"min(m_max, m_init) = 4, and a load can only keep it lower", expected=f"at most {restored}",
+              actual=str(caps))
+    if caps != restored:
+        ctx.informational(f"the IUT reported loads {loads} during the restore, which may keep m_cap lower "
+                          f"(§6.5.1); m_cap went {caps}")
 
 
 @CATALOGUE.case(
@@ -224,9 +238,12 @@ async def _absorb_self_decoded(ctx: CaseContext, session: TrackedSession) -> lis
     start = len(session.output)
     output = ctx.expect_ok(await ctx.output(session, start, party="drafter-2"), Output, what="GET output")
     tokens = list(output.tokens)
-    greedy = greedy_continuation(session.model, session.context, len(tokens))
-    ctx.check(tokens == greedy, "the self-decoded tokens are not the target's greedy continuation (rule 1)",
-              row="R-6.5.2-SELF-RUN", expected=str(greedy), actual=str(tokens))
+    if session.contract.get("rule") == 2:
+        _judge_sampled(ctx, session, tokens)
+    else:
+        greedy = greedy_continuation(session.model, session.context, len(tokens))
+        ctx.check(tokens == greedy, "the self-decoded tokens are not the target's greedy continuation (rule 1)",
+                  row="R-6.5.2-SELF-RUN", expected=str(greedy), actual=str(tokens))
     records = [r for r in commit_records(ctx, session) if r.get("round", 0) > session.round]
     ctx.check([r.get("round") for r in records] == list(range(session.round + 1, session.round + 1 + len(tokens)))
               and all(list(r.get("emitted", [])) == [t] for r, t in zip(records, tokens, strict=False)),
@@ -237,7 +254,57 @@ async def _absorb_self_decoded(ctx: CaseContext, session: TrackedSession) -> lis
     return tokens
 
 
+def _judge_sampled(ctx: CaseContext, session: TrackedSession, tokens: list[int]) -> None:
+    """Rule 2's self-decoding samples the target model (§6.5.2): every token in the support of p under the
+    session's profile (strict), and with a seed the token P1-SAMP-3 draws (round number, i = 1, purpose 1)."""
+    sampling = dict(session.contract.get("sampling") or {})
+    seed = sampling.get("seed")
+    drawn_otherwise = []
+    for index, token in enumerate(tokens):
+        context, round_number = [*session.context, *tokens[:index]], session.round + 1 + index
+        p = p_row(session.model, context, sampling)
+        ctx.check(0 <= token < len(p) and p[token] > 0.0,
+                  f"round {round_number}: the self-decoded token {token} lies outside the support of the target's "
+                  f"distribution under the session's profile {sampling}", row="R-6.5.2-SELF-TARGET",
+                  expected="a token with p > 0", actual=str(token))
+        if seed is not None:
+            expected = oracle.draw(p, oracle.uniform(int(seed), session.id, round_number, 1, oracle.PURPOSE_DRAW))
+            if token != expected:
+                drawn_otherwise.append(f"round {round_number}: drew {token}, P1-SAMP-3 gives {expected}")
+    if drawn_otherwise:
+        ctx.deviate("P1-SAMP-3/SELF", "the self-decoded tokens are not the seeded draws of P1-SAMP-3: "
+                    + "; ".join(drawn_otherwise))
+
+
 SELF_ROWS = ("R-6.5.2-SELF-RUN", "R-6.5.2-SELF-PERMITTED", "P1-EVT-1/EVENTS")
+HELD_APPEND_WAIT_S = 5.0
+"""How long the harness waits for a self-decoding period's append to hold."""
+STATE_WHILE_HELD_S = 2.0
+"""How long session-state may take while an append is held before the harness lets the append go (the draft
+does not say that a verifier answers it meanwhile; one that waits for its append is read afterwards)."""
+
+
+async def _state_while_self_decoding(ctx: CaseContext, session: TrackedSession) -> None:
+    """P1-STATE-1: session-state.state is 3 while the period goes on, read while the cache holds one of its
+    appends (so that the period cannot end under the read, whatever the IUT's load and speed)."""
+    gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
+    try:
+        held = await gate.wait_arrival(HELD_APPEND_WAIT_S)
+        reading = asyncio.ensure_future(current_state(ctx, session)) if held else None
+        if reading is not None:
+            await asyncio.wait({reading}, timeout=STATE_WHILE_HELD_S)
+    finally:
+        gate.open()
+    if reading is None:
+        ctx.note("no append of the self-decoding period reached the cache to be held: its state was not read")
+        return
+    state: SessionState = await reading
+    if state.state == 4:
+        ctx.note("session-state was answered only after the held append, by when the session had finished: the "
+                 "state during self-decoding was not observed")
+        return
+    ctx.check(state.state == 3, f"session-state.state while a self-decoding append was held was {state.state} "
+              "(P1-STATE-1: 3)", row="P1-STATE-1", expected="3", actual=str(state.state))
 
 
 @CATALOGUE.case(
@@ -405,14 +472,16 @@ async def finish_beats_escalation(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.5-ESC-017", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
-    profile=("P1-EVT-1",), rows=(*SELF_ROWS, "R-6.7-FINAL"),
+    profile=("P1-EVT-1", "P1-STATE-1"), rows=(*SELF_ROWS, "R-6.7-FINAL", "P1-STATE-1"),
     black_box_note="self_load is 100, which no load exceeds, and there is no self_max: self-decoding must go on, "
                    "one token per round, until max_new ends the session. The branch where the load rises above "
-                   "self_load is ESC-009's.",
+                   "self_load is ESC-009's. While the cache holds one of the period's appends, session-state "
+                   "must say 3 (P1-STATE-1): the state ESC-009 reads only where the harness controls the load.",
 )
 async def self_decode_goes_on(ctx: CaseContext) -> None:
-    """Without self_max and with self_load 100, self-decoding goes on until max_new finishes the session."""
+    """Without self_max and with self_load 100, self-decoding goes on (state 3) until max_new finishes it."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 5], max_new=8)
+    await _state_while_self_decoding(ctx, session)
     finished = await wait_event(ctx, session, 4, timeout_s=15.0)
     ctx.check(not events_of(ctx, session, 0), "self-decoding ended (event 0) although the load never exceeded "
               "self_load 100 and the contract has no self_max")
@@ -426,3 +495,38 @@ async def self_decode_goes_on(ctx: CaseContext) -> None:
     ctx.check(final.final and final.finish is not None and int(final.finish) == 4,
               "the output after the self-decoded finish is not final with finish 4", row="R-6.7-FINAL",
               actual=str(final.to_obj()))
+
+
+@CATALOGUE.case(
+    "VER-6.5-ESC-018", area="escalation", section="6.5.2",
+    quote="self_decode (3):: The verifier decodes the session itself with the target model.", level=Level.MUST,
+    profile=("P1-SAMP-1", "P1-SAMP-2", "P1-SAMP-3", "P1-EVT-1"),
+    rows=("R-6.5.2-SELF-TARGET", "P1-SAMP-3/SELF", *SELF_ROWS),
+    black_box_note="Under rule 2 the target model is sampled, not decoded greedily: each self-decoded token must "
+                   "lie in the support of p under the session's profile (top-k 4), strictly; with the seed it must "
+                   "be the token P1-SAMP-3 draws (the round's number, i = 1, purpose 1), a profile-level check. "
+                   "self_load is 100, which no load exceeds.",
+)
+async def self_decode_samples_under_rule2(ctx: CaseContext) -> None:
+    """Rule 2, seeded, top-k 4: a rejected proposal starts self-decoding; its self_max (3) tokens are p's draws."""
+    _pin(ctx, 0)
+    sampling = {"seed": ctx.rng.randrange(1, 2**63), "temperature_milli": 1000, "top_k": 4}
+    session = await started(ctx, rule=2, sampling=sampling, low_rounds=1, fallback=[3, 5], self_load=100,
+                            self_max=3, max_new=200)
+    # A proposal rule 2 must reject: a token outside p's top 4 (p = 0), published with q = 1 (§6.3: q > 0).
+    p = p_row(session.model, session.context, sampling)
+    token = next(t for t in range(3, len(p)) if p[t] == 0.0)
+    one_hot = [0.0] * len(p)
+    one_hot[token] = 1.0
+    proposal = DraftedProposal([token], [one_hot])
+    verdict = await ctx.propose_ok(session, [token], q_rows=publish(ctx, session, proposal))
+    ctx.require(verdict.accepted == 0 and int(verdict.action) == 3,
+                f"a token with p = 0 was accepted {verdict.accepted} times, action {int(verdict.action)}: expected "
+                "a = 0 and self_decode (3)", row="R-6.5.2-SELF-PERMITTED")
+    ended = await wait_event(ctx, session, 0, timeout_s=10.0)
+    ctx.require(bool(ended) or bool(events_of(ctx, session, 4)),
+                "self-decoding did not end (no event of kind 0 or 4 within 10 s)", row="R-6.5.2-SELF-RUN")
+    tokens = await _absorb_self_decoded(ctx, session)
+    ctx.check(len(tokens) == 3 or bool(events_of(ctx, session, 4)),
+              f"{len(tokens)} tokens were self-decoded with self_max 3", row="R-6.5.2-SELF-RUN",
+              expected="3", actual=str(len(tokens)))
