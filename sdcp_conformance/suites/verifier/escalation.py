@@ -501,7 +501,7 @@ async def self_decode_goes_on(ctx: CaseContext) -> None:
     "VER-6.5-ESC-018", area="escalation", section="6.5.2",
     quote="self_decode (3):: The verifier decodes the session itself with the target model.", level=Level.MUST,
     profile=("P1-SAMP-1", "P1-SAMP-2", "P1-SAMP-3", "P1-EVT-1"),
-    rows=("R-6.5.2-SELF-TARGET", "P1-SAMP-3/SELF", *SELF_ROWS),
+    rows=("R-6.5.2-SELF-TARGET", "P1-SAMP-3/SELF", *SELF_ROWS, "R-6.4-RULE2"),
     black_box_note="Under rule 2 the target model is sampled, not decoded greedily: each self-decoded token must "
                    "lie in the support of p under the session's profile (top-k 4), strictly; with the seed it must "
                    "be the token P1-SAMP-3 draws (the round's number, i = 1, purpose 1), a profile-level check. "
@@ -520,9 +520,10 @@ async def self_decode_samples_under_rule2(ctx: CaseContext) -> None:
     one_hot[token] = 1.0
     proposal = DraftedProposal([token], [one_hot])
     verdict = await ctx.propose_ok(session, [token], q_rows=publish(ctx, session, proposal))
-    ctx.require(verdict.accepted == 0 and int(verdict.action) == 3,
-                f"a token with p = 0 was accepted {verdict.accepted} times, action {int(verdict.action)}: expected "
-                "a = 0 and self_decode (3)", row="R-6.5.2-SELF-PERMITTED")
+    ctx.require(verdict.accepted == 0, f"rule 2 accepted {verdict.accepted} tokens of a proposal whose first token "
+                "has p = 0 (min(1, p / q) = 0)", row="R-6.4-RULE2", expected="0", actual=str(verdict.accepted))
+    ctx.require(int(verdict.action) == 3, f"the low round's action is {int(verdict.action)}, not self_decode (3), "
+                "with self_load 100", row="R-6.5.2-SELF-PERMITTED", expected="3", actual=str(int(verdict.action)))
     ended = await wait_event(ctx, session, 0, timeout_s=10.0)
     ctx.require(bool(ended) or bool(events_of(ctx, session, 4)),
                 "self-decoding did not end (no event of kind 0 or 4 within 10 s)", row="R-6.5.2-SELF-RUN")
