@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Protocol
@@ -267,7 +267,8 @@ def _draw_bounds(low: F, high: F, p: F) -> tuple[F, F]:
 def _normalised(rows: F) -> F:
     total = rows.sum(axis=-1, keepdims=True)
     if (total > 0).all():  # the common case, without the masked divide's cost (the same quotients)
-        return rows / total  # type: ignore[no-any-return]
+        quotients: F = rows / total
+        return quotients
     normalised: F = np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
     return normalised
 
@@ -482,6 +483,15 @@ class _Wealth(Protocol):
     log_wealth: float
 
 
+def _mean_log_wealth(components: Iterable[_Wealth]) -> float:
+    """log of the average of the components' wealths (0 with no component: an e-process starts at 1)."""
+    values = [component.log_wealth for component in components]
+    if not values:
+        return 0.0
+    top = max(values)
+    return top + math.log(sum(math.exp(value - top) for value in values) / len(values))
+
+
 class AveragedEProcess:
     """An e-process that is the average of its components' test martingales: under the null its expectation
     stays at most 1, so rejecting when it reaches 1/alpha is a level-alpha test at any stopping time (Ville).
@@ -497,13 +507,7 @@ class AveragedEProcess:
 
     @property
     def log_e(self) -> float:
-        if self.decisive:
-            return math.inf
-        if not self.components:
-            return 0.0
-        values = [component.log_wealth for component in self.components.values()]
-        top = max(values)
-        return top + math.log(sum(math.exp(value - top) for value in values) / len(values))
+        return math.inf if self.decisive else _mean_log_wealth(self.components.values())
 
     @property
     def rejected(self) -> bool:
@@ -557,7 +561,7 @@ class Rule2EProcess(AveragedEProcess):
             component.power_log += power
             component.power_miss += missed
         self._remember(law, cell)
-        self._log_e = AveragedEProcess.log_e.fget(self)  # type: ignore[attr-defined]
+        self._log_e = _mean_log_wealth(self.components.values())
         self.max_log_e = max(self.max_log_e, self._log_e)
 
     def _bets(self, law: RoundLaw, cell: int) -> tuple[list[str], F]:
