@@ -19,6 +19,7 @@ When the sanity case does not pass against a target, the preflight
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import secrets
 import sys
 import tempfile
@@ -106,6 +107,10 @@ def _run(target: TargetConfig | None, role: str, selected: Sequence[str], seed: 
                                                  app_factory=factory, workdir=workdir))
     except OSError as exc:  # a listener of the target file's [harness] could not bind, say
         click.echo(f"Error: the harness could not start: {exc}", err=True)
+        if exc.errno == errno.EADDRINUSE and target is not None:
+            click.echo(f"  A port {target.source or 'the target file'} names for the harness's listeners is held by "
+                       "another process: stop that process, or give the harness other ports (`pki init` again "
+                       "mints a target on fresh ones).", err=True)
         sys.exit(EXIT_NO_HARNESS)
 
 

@@ -1,16 +1,65 @@
-"""Free loopback ports for the servers the harness, the reference stack and the tests start."""
+"""Free loopback ports for the servers the harness, the reference stack and the tests start.
+
+A port is chosen some time before it is bound: seconds for a stack's processes, minutes or days for the ports a
+target file written by ``pki init`` names for the harness's listeners. Ports the kernel hands out for ``bind(0)``
+lie in its ephemeral range, which every outgoing connection on the machine draws its local port from too (the
+IUT's, the harness's, any other process's), so such a port can be taken before it is bound: a CI run lost its
+``certify`` to exactly that (the harness's cache port, written by ``pki init``, had become the local end of some
+connection). Ports are therefore drawn at random below the ephemeral range (D-PORTS-1), where only an explicit
+bind takes a port, and checked free by binding them once.
+"""
 
 from __future__ import annotations
 
+import random
 import socket
+from pathlib import Path
+
+LOCAL_PORT_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+"""Linux's ephemeral range; elsewhere :data:`IANA_EPHEMERAL_LOW` is assumed (macOS and Windows use it)."""
+
+IANA_EPHEMERAL_LOW = 49152
+LOWEST_PORT = 20000
+"""D-PORTS-1: below this lie most registered services' ports (databases, proxies, dev servers) a user may start
+later; a port above it is not taken by a kernel's outgoing connection when it lies below the ephemeral range."""
+
+MIN_POOL = 2000
+"""Fewer ports than this below the ephemeral range (a machine that widened it): the kernel chooses instead."""
+
+ATTEMPTS = 64
+
+_draw = random.SystemRandom()  # independent of the seeded ``random`` of tests and cases (two seeded processes alike)
+
+
+def ephemeral_low() -> int:
+    """The lowest port of this machine's ephemeral range."""
+    try:
+        return int(LOCAL_PORT_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return IANA_EPHEMERAL_LOW
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port the kernel reports free on ``host`` now (another process may still take it before it is bound;
-    callers that bind later retry on "address in use")."""
+    """A port free on ``host`` now, below the ephemeral range when it leaves room (another process may still
+    bind it before the caller does; callers that bind soon retry on "address in use")."""
+    high = ephemeral_low() - 1
+    if high - LOWEST_PORT + 1 >= MIN_POOL:
+        for _ in range(ATTEMPTS):
+            port = _draw.randint(LOWEST_PORT, high)
+            if _bindable(host, port):
+                return port
     with socket.socket() as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 __all__ = ["free_port"]

@@ -197,3 +197,17 @@ def test_ctrl_c_writes_a_partial_report_marked_interrupted_and_exits_130(tmp_pat
     total = len(default_catalogue("verifier").cases) + 1
     assert 3 <= len(document["results"]) < total
     assert (tmp_path / "r" / "report.html").is_file() and "certification INTERRUPTED" in rest
+
+
+def test_certify_with_a_harness_port_held_elsewhere_says_which_and_what_to_do(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        folder = tmp_path / "certs"
+        assert cli("pki", "init", str(folder), "--iut", "verifier",
+                   "--party", f"cache=https://127.0.0.1:{port}/cache/").returncode == 0
+        done = cli("certify", "--target", str(folder / "target.toml"), "--only", "VER-6.3-IDEMPOTENCY-003")
+    assert done.returncode == 4, done.stderr
+    assert f"127.0.0.1', {port})" in done.stderr and "held by another process" in done.stderr
+    assert str(folder / "target.toml") in done.stderr and "Traceback" not in done.stderr

@@ -1,0 +1,63 @@
+"""D-PORTS-1: ports chosen for later binding lie below the ephemeral range, where no outgoing connection takes them."""
+
+from __future__ import annotations
+
+import random
+import socket
+from pathlib import Path
+
+import pytest
+
+from sdcp_conformance.transport import ports
+
+
+def test_ports_are_drawn_below_the_ephemeral_range_and_are_bindable() -> None:
+    low = ports.ephemeral_low()
+    if low - ports.LOWEST_PORT < ports.MIN_POOL:
+        pytest.skip(f"this machine's ephemeral range starts at {low}: the kernel chooses (tested below)")
+    drawn = {ports.free_port() for _ in range(50)}
+    assert all(ports.LOWEST_PORT <= port < low for port in drawn)
+    assert len(drawn) > 40  # drawn at random, not one port over and over
+    for port in list(drawn)[:5]:
+        with socket.socket() as server:
+            server.bind(("127.0.0.1", port))
+
+
+def test_a_seeded_global_random_does_not_make_two_processes_draw_alike() -> None:
+    random.seed(7)
+    first = [ports.free_port() for _ in range(5)]
+    random.seed(7)
+    second = [ports.free_port() for _ in range(5)]
+    assert first != second
+
+
+def test_a_port_in_use_is_not_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        taken = held.getsockname()[1]
+        with socket.socket() as other:
+            other.bind(("127.0.0.1", 0))
+            free = other.getsockname()[1]
+        offered = iter([taken, taken, free])
+        monkeypatch.setattr(ports, "LOWEST_PORT", 1024)
+        monkeypatch.setattr(ports, "ephemeral_low", lambda: 65536)
+        monkeypatch.setattr(ports._draw, "randint", lambda low, high: next(offered))
+        assert ports.free_port() == free
+
+
+def test_a_machine_without_room_below_its_ephemeral_range_gets_the_kernels_choice(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    wide = tmp_path / "ip_local_port_range"
+    wide.write_text("1024\t65535\n")
+    monkeypatch.setattr(ports, "LOCAL_PORT_RANGE", wide)
+    assert ports.ephemeral_low() == 1024
+    port = ports.free_port()
+    assert port >= 1024
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", port))
+
+
+def test_an_unreadable_range_assumes_the_iana_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(ports, "LOCAL_PORT_RANGE", tmp_path / "absent")
+    assert ports.ephemeral_low() == ports.IANA_EPHEMERAL_LOW
+    assert ports.LOWEST_PORT <= ports.free_port() < ports.IANA_EPHEMERAL_LOW
