@@ -159,7 +159,7 @@ class DrafterContext(JudgedContext):
     async def assign_ok(self, session: PlayedSession, **kwargs: Any) -> None:
         answer = await self.assign(session, **kwargs)
         if not answer.ok:
-            self.fail(f"POST assignments: a valid assignment was refused ({answer.describe()})",
+            self.fail(f"POST assignments: a valid assignment {answer.refused()}",
                       row="R-5.1-RESOURCES", expected=["2xx (P1-MSG-4: 204)"], actual=answer.describe())
 
     async def start(self, rule: int = 1, contract: Mapping[str, Any] | None = None,

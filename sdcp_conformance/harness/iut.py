@@ -175,6 +175,13 @@ class Answer:
             return f"{self.status} labelled {self.content_type!r}"
         return str(self.status)
 
+    def refused(self) -> str:
+        """``was refused (…)`` for an answer, ``was not answered (…)`` for an exchange that failed: a timeout or a
+        broken connection is never a refusal (P1-JUDGE-3), and a message must not call it one."""
+        if self.status is None:
+            return f"was not answered ({self.describe().removeprefix('no answer (').removesuffix(')')})"
+        return f"was refused ({self.describe()})"
+
     def note(self, *, new_connection: bool) -> str:
         """The transcript note: stage and evidence of a failure, the connection when new, sizes that matter."""
         parts: list[str] = []

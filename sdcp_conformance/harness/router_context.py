@@ -113,6 +113,14 @@ class RouterContext(JudgedContext):
                      row=self.helper_row("P1-FRONT-1/OPEN"), expected="201 {session, verifier, epoch}",
                      actual=answer.describe())
         assert front is not None
+        # The 2xx says the router opened the session (P1-FRONT-1: it answers "once the verifier has answered the
+        # session-open"); a router that answered without opening it anywhere is judged for that first, not for
+        # the assignment that then never comes (a front answering garbage with 200 was failed on the assignment).
+        opened = await self.wait(lambda: bool(self.accepted_opens(front)))
+        self.require(opened, f"the front answered {answer.describe()}{_body_note(answer)}, yet none of the "
+                     f"harness's verifiers accepted a session-open for the session within {self.act_s:.0f} s",
+                     row=self.helper_row("R-6.1-SESSION-OPEN"), expected="session-open at a verifier (§6.1) "
+                     "before the front's 201 (P1-FRONT-1)", actual="no session-open accepted")
         if assigned:
             self.require(await self.assigned(front) is not None, "no drafter was assigned to the opened session "
                          f"within {self.act_s:.0f} s", row=self.helper_row("R-6.1-ASSIGN-ORDER"))
@@ -255,5 +263,16 @@ class RouterContext(JudgedContext):
             played.end(front.id, FINISHED)
             await played.send_event(front.id, FINISHED)
 
+
+
+def _body_note(answer: Answer) -> str:
+    """For a 2xx front answer whose body is not the map P1-FRONT-1 names: what it is instead (evidence)."""
+    if not answer.ok or not answer.body:
+        return ""
+    try:
+        body = decode(answer.body)
+    except MalformedMessage as exc:
+        return f" with a body that is not well-formed CBOR ({exc})"
+    return "" if isinstance(body, dict) else f" with a body that is a CBOR {type(body).__name__}, not a map"
 
 __all__ = ["ACT_S", "DEFAULT_PROMPT", "EMBEDDED_ACT_S", "SHORT_TTL_MS", "RouterContext"]

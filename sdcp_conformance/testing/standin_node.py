@@ -22,12 +22,8 @@ caller started, its PID and its CPU time, are the verifier's:
 from __future__ import annotations
 
 import argparse
-import fcntl
-import hashlib
 import json
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,35 +32,23 @@ from urllib.parse import urlsplit
 from sdcp_conformance.errors import SdcpConformanceError
 from sdcp_conformance.models.bigram import BIGRAM_TARGET, bigram_table
 from sdcp_conformance.models.registry import mock_model
+from sdcp_conformance.testing.node_packages import (
+    StandinUnavailable,
+    cache_root,
+    install,
+    node_binary,
+)
 from sdcp_conformance.transport.pki import load_pki
 
 SOURCE = Path(__file__).resolve().parent / "standin_node"
 CONFIG_ENV = "SDCP_STANDIN_CONFIG"
 NODE_ARGS_ENV = "SDCP_STANDIN_NODE_ARGS"
 """Extra options for ``node`` (say ``--cpu-prof --cpu-prof-dir=DIR`` to profile the stand-in)."""
-CACHE_ENV = "XDG_CACHE_HOME"
-NPM_TIMEOUT_S = 300.0
 CALL_TIMEOUT_MS = 10_000
 """Every call the stand-in makes to the MLC or the router has this deadline."""
 OUTPUT_WAIT_MS = 2_000
 ROUND_WAIT_MS = 20_000
 STATUS_TTL_MS = 5_000
-
-
-class StandinUnavailable(SdcpConformanceError):
-    """Node.js or npm is missing, or the npm package could not be installed."""
-
-
-def cache_root() -> Path:
-    base = os.environ.get(CACHE_ENV) or str(Path.home() / ".cache")
-    return Path(base) / "sdcp-conformance"
-
-
-def node_binary() -> str:
-    found = shutil.which("node")
-    if found is None:
-        raise StandinUnavailable("Node.js is not installed (Debian: apt-get install -y nodejs npm)")
-    return found
 
 
 SOURCES = ("package.json", "package-lock.json", "server.js", "protocol.js", "session.js", "links.js")
@@ -73,39 +57,8 @@ resolve their imports from ``node_modules`` beside them, not from ``NODE_PATH``)
 
 
 def installed() -> Path:
-    """A folder with the stand-in's sources and its pinned npm packages, installed on first use.
-
-    Keyed by the sources' hash, so an edit of a module or of the lockfile gets a fresh folder.
-    """
-    digest = hashlib.sha256()
-    for name in SOURCES:
-        digest.update(name.encode() + b"\0" + (SOURCE / name).read_bytes())
-    folder = cache_root() / f"standin-node-{digest.hexdigest()[:16]}"
-    done = folder / ".installed"
-    if done.is_file():
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / ".lock").open("w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)  # parallel test workers install once
-        if done.is_file():
-            return folder
-        for name in SOURCES:
-            shutil.copyfile(SOURCE / name, folder / name)
-        npm = shutil.which("npm")
-        if npm is None:
-            raise StandinUnavailable("npm is not installed (Debian: apt-get install -y npm)")
-        # `npm install` with the lockfile, not `npm ci`: the lock pins every package and its integrity;
-        # `npm ci` refuses a lock without cbor-x's optional native decoder's platform packages, which some npm
-        # releases do not record (the decoder is left out: cbor-x falls back to JavaScript).
-        command = [npm, "install", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund", "--no-save"]
-        try:
-            subprocess.run(command, cwd=folder, check=True, timeout=NPM_TIMEOUT_S, capture_output=True, text=True)
-        except subprocess.CalledProcessError as error:
-            raise StandinUnavailable(f"`npm install` in {folder} failed:\n{error.stderr}") from error
-        except subprocess.TimeoutExpired as error:
-            raise StandinUnavailable(f"`npm install` in {folder} took over {NPM_TIMEOUT_S:g} s") from error
-        done.write_text("")
-    return folder
+    """A folder with the stand-in's sources and its pinned npm packages, installed on first use."""
+    return install(SOURCE, SOURCES, "standin-node")
 
 
 def logits_file(model_id: str) -> Path:

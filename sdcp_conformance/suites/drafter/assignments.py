@@ -267,7 +267,7 @@ async def any_encoding_accepted(ctx: DrafterContext) -> None:
         answer = await ctx.assign(session, body=body)
         if not answer.ok:
             session.restore(saved)
-            ctx.deviate("P1-MSG-1/ANY-ENCODING", f"an assignment encoded {options} was refused: {answer.describe()}",
+            ctx.deviate("P1-MSG-1/ANY-ENCODING", f"an assignment encoded {options} {answer.refused()}",
                         expected=["2xx"], actual=answer.describe())
             continue
         # The first proposal's base_digest must be d[0] over the deterministic contract (judged on arrival).

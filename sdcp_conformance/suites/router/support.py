@@ -32,7 +32,7 @@ async def switch(ctx: RouterContext, front: FrontSession, verifier: PlayedVerifi
         served.drafter = None
     mark = ctx.history.mark()
     answer = await played.send_event(front.id, 2)
-    ctx.check(answer.ok, f"the router refused the switch event: {answer.describe()}", row="R-5.1-RESOURCES",
+    ctx.check(answer.ok, f"the switch event {answer.refused()}", row="R-5.1-RESOURCES",
               expected="204", actual=answer.describe())
     return await ctx.assigned(front, since=mark)
 

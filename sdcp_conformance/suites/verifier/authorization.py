@@ -56,7 +56,7 @@ async def reassignment_moves_the_right(ctx: CaseContext) -> None:
     await _refused_proposal(ctx, session, "drafter-1", "a proposal by drafter-1 after re-assignment to drafter-2")
     tokens = ctx.greedy(session, 2)
     answer = await ctx.propose(session, tokens[:1], drafter="drafter-2")
-    ctx.require(answer.ok, f"drafter-2, now assigned, was refused: {answer.describe()}", expected="verdict",
+    ctx.require(answer.ok, f"drafter-2, now assigned, {answer.refused()}", expected="verdict",
                 actual=answer.describe())
     ctx.check(list(session.verdicts[session.round].emitted) == tokens,
               "drafter-2's round did not commit the greedy tokens", row="R-6.3-STEPS", expected=str(tokens))

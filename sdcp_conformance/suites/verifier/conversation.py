@@ -43,8 +43,8 @@ async def still_works(ctx: CaseContext, session: TrackedSession, what: str, coun
     answer = await ctx.propose(session, tokens[:count])
     if not answer.ok:
         ctx.fail(f"{what}: afterwards a valid proposal for round {session.round + 1} at base "
-                 f"{len(session.output)} was refused ({answer.describe()}), so the refused request changed "
-                 "the session", row="R-6.3-STEPS", actual=answer.describe())
+                 f"{len(session.output)} {answer.refused()}, so the refused request changed the session",
+                 row="R-6.3-STEPS", actual=answer.describe())
     verdict = session.verdicts[session.round]
     ctx.check(list(verdict.emitted) == tokens, f"{what}: the follow-up round did not commit the greedy tokens",
               row="R-6.3-STEPS", expected=str(tokens), actual=str(list(verdict.emitted)))

@@ -42,7 +42,7 @@ async def _race(ctx: CaseContext, *, splice: bool) -> None:
         ctx.fail("the IUT verified the round without appending to the commit log", row="R-6.3-RECORD-FIRST",
                  expected=["a PUT of the commit record"], actual=answer.describe())
     if not fired:
-        ctx.fail(f"the IUT refused a valid round before appending anything ({answer.describe()})", row="R-6.3-STEPS",
+        ctx.fail(f"a valid round {answer.refused()} before the IUT appended anything", row="R-6.3-STEPS",
                  expected=["a PUT of the commit record"], actual=answer.describe())
     ctx.check(not answer.ok, "the IUT sent a verdict although a fence with a higher epoch came before its "
               "commit record", row="R-6.8-READ-BACK" if splice else "R-6.3-FENCED-APPEND",

@@ -105,8 +105,8 @@ async def beyond_committed(ctx: CaseContext) -> None:
     await _rounds(ctx, session, 1)
     start = len(session.output) + 2
     answer = await ctx.output(session, start, party="drafter-2")
-    if not ctx.check(answer.ok, f"output?from={start} beyond the committed length was refused (P1-OUT-1: it waits)",
-                     actual=answer.describe()):
+    if not ctx.check(answer.ok, f"output?from={start} beyond the committed length {answer.refused()} "
+                     "(P1-OUT-1: it waits)", actual=answer.describe()):
         return
     output = ctx.expect_ok(answer, Output, what=f"GET output?from={start}")
     ctx.check(not output.tokens, f"output?from={start} returned tokens beyond the committed length",
@@ -148,7 +148,7 @@ async def after_final(ctx: CaseContext) -> None:
     """After the final message, a read from the committed length returns final true and no tokens at once."""
     session = (await finished_session(ctx)).session
     answer = await ctx.output(session, len(session.output), party="drafter-2")
-    if not ctx.check(answer.ok, "a read after the final output was refused (P1-OUT-1: final true, no tokens)",
+    if not ctx.check(answer.ok, f"a read after the final output {answer.refused()} (P1-OUT-1: final true, no tokens)",
                      actual=answer.describe()):
         return
     output = ctx.expect_ok(answer, Output, what="GET output after the final message")

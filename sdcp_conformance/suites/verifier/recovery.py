@@ -81,7 +81,7 @@ async def _existing_failover(ctx: CaseContext) -> TrackedSession:
     session.epoch = 2
     answer = await ctx.open(session, resume=_resume(ctx, session))
     if not answer.ok:
-        ctx.fail(f"a failover session-open (epoch 2 with resume) was refused: {answer.describe()} (P1-MSG-5: a "
+        ctx.fail(f"a failover session-open (epoch 2 with resume) {answer.refused()} (P1-MSG-5: a "
                  "failover, not a conflict)", row="P1-MSG-5/FAILOVER", actual=answer.describe())
     _check_resumed(ctx, session, state_of(ctx, answer, "POST sessions (failover)"))
     return session

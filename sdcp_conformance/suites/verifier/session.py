@@ -64,7 +64,7 @@ async def reopen_is_idempotent(ctx: CaseContext) -> None:
     await ctx.assign_ok(session)
     await still_works(ctx, session, "round 1", count=2)
     answer = await ctx.open(session)
-    if ctx.check(answer.ok, f"an identical session-open retry was refused ({answer.describe()})",
+    if ctx.check(answer.ok, f"an identical session-open retry {answer.refused()}",
                  expected="2xx current session-state", actual=answer.describe()):
         state = ctx.expect_ok(answer, SessionState, what="the retried POST sessions")
         current = (session.round, len(session.output), session.digest)

@@ -1,0 +1,110 @@
+"""Starts the Node.js stand-in drafter of ``standin_node_drafter/``: an SDCP drafter the harness did not write.
+
+Run: ``python -m sdcp_conformance.testing.standin_node_drafter --pki DIR --party drafter --router URI
+--cache URI --model bigram-draft-near``, the arguments ``sdcp-conformance pki init DIR --iut drafter`` prints
+for ``serve drafter``; ``--install`` only installs its npm packages. Its deadline for a verdict is
+:data:`PROPOSAL_TIMEOUT_S`: a target file that says so (``[harness] proposal_timeout_s``) lets the harness run
+the case of a proposal never answered.
+
+It is a drafter of its own, written in JavaScript from the draft and the profile without the reference drafter
+(``standin_node_drafter/*.js``), and it passes the drafter suite; ``tools/standin_node_mutants.py --role
+drafter`` plants bugs in copies of it. It serves closed-form bigram draft models: their logits tables are
+written to the cache once per model digest, and its configuration, as JSON, beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sdcp_conformance.errors import SdcpConformanceError
+from sdcp_conformance.models.registry import mock_model
+from sdcp_conformance.testing.node_packages import StandinUnavailable, cache_root, install, node_binary
+from sdcp_conformance.testing.standin_node import logits_file
+from sdcp_conformance.transport.pki import load_pki
+
+SOURCE = Path(__file__).resolve().parent / "standin_node_drafter"
+SOURCES = ("package.json", "package-lock.json", "server.js", "protocol.js", "links.js")
+PROPOSAL_TIMEOUT_S = 2.0
+"""How long the stand-in waits for a verdict before it resends the proposal (§6.9)."""
+TIMINGS_MS = {
+    # Every outgoing call has a deadline; leases outlive every retry of a proposal (P1-DRF-8).
+    "call_timeout_ms": 5000, "proposal_timeout_ms": int(PROPOSAL_TIMEOUT_S * 1000), "output_timeout_ms": 10000,
+    "status_timeout_ms": 2000, "resync_ms": 15000, "retry_window_ms": 45000, "backoff_ms": 100,
+    "max_backoff_ms": 1000, "lease_ms": 60000, "status_ttl_ms": 3000, "capacity": 64,
+}
+
+
+def installed() -> Path:
+    """A folder with the stand-in drafter's sources and its pinned npm packages, installed on first use."""
+    return install(SOURCE, SOURCES, "standin-node-drafter")
+
+
+def _slash(uri: str) -> str:
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def configuration(pki_dir: Path, party: str, routers: Sequence[str], cache: str, model: str,
+                  host: str | None) -> dict[str, object]:
+    """What ``server.js`` reads from the file named on its command line."""
+    pki = load_pki(pki_dir)
+    info = mock_model(model)
+    if info.closed_form != "bigram":
+        raise SdcpConformanceError(f"{model}: the stand-in drafter serves closed-form bigram models only")
+    return {
+        "base_uri": pki.base_uris[party], "host": host, "cert": str(Path(pki.cert(party)).resolve()),
+        "key": str(Path(pki.key(party)).resolve()), "ca": str(Path(pki.ca_cert).resolve()),
+        "routers": [_slash(router) for router in routers], "cache": _slash(cache),
+        "model": {"id": model, "model_sha256": info.model_sha256.hex(), "tokenizer_sha256": info.tokenizer_sha256.hex(),
+                  "vocab_size": info.vocab_size, "logits": str(logits_file(model))},
+        **TIMINGS_MS,
+    }
+
+
+def configuration_file(config: dict[str, object]) -> Path:
+    """The configuration written once into the cache, named by its content."""
+    text = json.dumps(config, indent=1, sort_keys=True)
+    path = cache_root() / "standin-node-drafter-configs" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--install", action="store_true", help="Install the npm packages and exit.")
+    parser.add_argument("--pki", type=Path, help="The PKI folder (`pki init DIR --iut drafter`).")
+    parser.add_argument("--party", default="drafter")
+    parser.add_argument("--router", action="append", default=[], help="A router's base URI (repeat).")
+    parser.add_argument("--cache", help="The MLC's base URI.")
+    parser.add_argument("--model", default="bigram-draft-near")
+    parser.add_argument("--host", default=None)
+    args = parser.parse_args(argv)
+    try:
+        node, folder = node_binary(), installed()
+        if args.install:
+            print(f"installed in {folder}")
+            return
+        if args.pki is None or not args.router or args.cache is None:
+            parser.error("--pki, --router and --cache are required")
+        config = configuration(args.pki, args.party, args.router, args.cache, args.model, args.host)
+        path = configuration_file(config)
+    except (StandinUnavailable, SdcpConformanceError) as error:
+        sys.exit(f"standin_node_drafter: {error}")
+    sys.stdout.flush()
+    os.execv(node, [node, str(folder / "server.js"), str(path)])
+
+
+__all__ = ["PROPOSAL_TIMEOUT_S", "SOURCE", "SOURCES", "configuration", "configuration_file", "installed", "main"]
+
+
+if __name__ == "__main__":
+    main()
