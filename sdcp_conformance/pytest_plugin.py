@@ -253,7 +253,7 @@ class SdcpSuite:
         else:
             with self._turn(item.case):
                 result = self.loop.run_until_complete(run_case(env, item.case, self.seed, item.run))
-            if item.run == "sanity-first" and result.verdict is not Verdict.PASSED:
+            if item.run == "sanity-first" and not result.sanity_passed:
                 self.dead = (result.message or result.verdict.value).splitlines()[0]
         if self.expected is not None:
             self.expected.apply(result)

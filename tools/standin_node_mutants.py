@@ -32,9 +32,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from standin_node_planted import PLANTED, Planted
 
@@ -53,6 +53,8 @@ STOP_TIMEOUT_S = 10.0
 
 
 class Role(NamedTuple):
+    source: Path
+    """The stand-in's sources in the package (what the planted lines must occur in)."""
     installed: Callable[[], Path]
     """The stand-in's folder, installed, to copy."""
     target: Callable[[Path], tuple[Path, list[str]]]
@@ -100,16 +102,20 @@ def _drafter_command(copy: Path, path: Path) -> tuple[list[str], dict[str, str]]
     target = load_target(path)
     words = drafter_serve_command(load_pki(target.pki))
     value = {word: words[i + 1] for i, word in enumerate(words[:-1]) if word.startswith("--")}
-    config = standin_node_drafter.configuration(target.pki, value["--party"], [value["--router"]], value["--cache"],
-                                                value["--model"], None)
-    return [standin_node.node_binary(), str(copy / "server.js"),
-            str(standin_node_drafter.configuration_file(config))], {}
+    config = standin_node_drafter.configuration(
+        target.pki, value["--party"], [value["--router"]], value["--cache"], value["--model"], None
+    )
+    return [
+        standin_node.node_binary(),
+        str(copy / "server.js"),
+        str(standin_node_drafter.configuration_file(config)),
+    ], {}
 
 
 ROLES: dict[str, Role] = {
-    "verifier": Role(standin_node.installed, _verifier_target, _verifier_command),
-    "router": Role(standin_node_router.installed, _router_target, _router_command),
-    "drafter": Role(standin_node_drafter.installed, _drafter_target, _drafter_command),
+    "verifier": Role(standin_node.SOURCE, standin_node.installed, _verifier_target, _verifier_command),
+    "router": Role(standin_node_router.SOURCE, standin_node_router.installed, _router_target, _router_command),
+    "drafter": Role(standin_node_drafter.SOURCE, standin_node_drafter.installed, _drafter_target, _drafter_command),
 }
 
 
@@ -124,8 +130,9 @@ def outcome(report: dict[str, object]) -> str:
 
 
 def _start(command: list[str], environment: dict[str, str], log: Path) -> subprocess.Popen[str]:
-    process = subprocess.Popen(command, env={**os.environ, **environment}, stdout=subprocess.PIPE,
-                               stderr=log.open("w"), text=True)
+    process = subprocess.Popen(
+        command, env={**os.environ, **environment}, stdout=subprocess.PIPE, stderr=log.open("w"), text=True
+    )
     assert process.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
     stream = process.stdout
@@ -159,8 +166,10 @@ def plant(name: str, planted: Planted, source: Path, into: Path) -> None:
     file = into / planted.file
     text = file.read_text(encoding="utf-8")
     if text.count(planted.line) != 1:
-        raise SystemExit(f"{name}: the line to change occurs {text.count(planted.line)} times in {planted.file} "
-                         f"(the stand-in changed: update tools/standin_node_planted.py)")
+        raise SystemExit(
+            f"{name}: the line to change occurs {text.count(planted.line)} times in {planted.file} "
+            f"(the stand-in changed: update tools/standin_node_planted.py)"
+        )
     file.write_text(text.replace(planted.line, planted.replacement), encoding="utf-8")
 
 
@@ -170,40 +179,68 @@ def killers(report: dict[str, object]) -> list[str]:
     return [str(result["id"]) for result in results if result["verdict"] in ("FAILED", "NON-STRICT")]
 
 
+def certify_planted(
+    role_name: str, name: str, path: Path, work: Path, *, seed: int, select: Sequence[str] = ()
+) -> tuple[dict[str, Any] | None, int]:
+    """Plant one bug in a copy of the role's stand-in, start it for the target at ``path``, certify it with
+    ``select`` (``--only``/``--exclude`` arguments; default every case), stop it: (report.json, exit status)."""
+    role = ROLES[role_name]
+    copy = work / f"{role_name}-{name}"
+    shutil.rmtree(copy, ignore_errors=True)
+    plant(name, PLANTED[role_name][name], role.installed(), copy)
+    reports = work / f"reports-{role_name}-{name}"
+    shutil.rmtree(reports, ignore_errors=True)
+    command, environment = role.command(copy, path)
+    process = _start(command, environment, work / f"{role_name}-{name}.log")
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sdcp_conformance.cli",
+                "certify",
+                "--target",
+                str(path),
+                "--seed",
+                str(seed),
+                "--report-dir",
+                str(reports),
+                *select,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=CERTIFY_TIMEOUT_S,
+        )
+    finally:
+        _stop(process)
+        shutil.rmtree(copy, ignore_errors=True)
+    report_file = reports / "report.json"
+    return (json.loads(report_file.read_text()) if report_file.exists() else None), done.returncode
+
+
 def campaign(role_name: str, names: list[str], seed: int, work: Path) -> list[str]:
     """Plant, start and certify each named bug of the role; print a line each; the names that differ."""
-    role, bugs = ROLES[role_name], PLANTED[role_name]
-    source = role.installed()
-    path, excluded = role.target(work / f"pki-{role_name}")
+    bugs = PLANTED[role_name]
+    path, excluded = ROLES[role_name].target(work / f"pki-{role_name}")
     differing = []
     for name in names or list(bugs):
         planted = bugs[name]
-        copy = work / f"{role_name}-{name}"
-        shutil.rmtree(copy, ignore_errors=True)
-        plant(name, planted, source, copy)
-        reports = work / f"reports-{role_name}-{name}"
-        shutil.rmtree(reports, ignore_errors=True)
         started = time.monotonic()
-        command, environment = role.command(copy, path)
-        process = _start(command, environment, work / f"{role_name}-{name}.log")
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "sdcp_conformance.cli", "certify", "--target", str(path), "--seed", str(seed),
-                 "--report-dir", str(reports), *(f"--exclude={case}" for case in excluded)],
-                capture_output=True, text=True, timeout=CERTIFY_TIMEOUT_S)
-        finally:
-            _stop(process)
-        report_file = reports / "report.json"
-        report = json.loads(report_file.read_text()) if report_file.exists() else None
-        got = outcome(report) if report is not None else f"no report (exit {done.returncode})"
+        report, status = certify_planted(
+            role_name, name, path, work, seed=seed, select=[f"--exclude={case}" for case in excluded]
+        )
+        got = outcome(report) if report is not None else f"no report (exit {status})"
         mark = "ok  " if got == planted.expected else "DIFF"
         if got != planted.expected:
             differing.append(f"{role_name}:{name}")
         caught = ", ".join(killers(report)[:4]) if report is not None else ""
-        print(f"{mark} {role_name:8s} {name:34s} {got:11s} expected {planted.expected:11s} "
-              f"{time.monotonic() - started:5.1f} s" + (f"  [{caught}]" if caught else "")
-              + (f"  ({planted.why})" if planted.why else ""), flush=True)
-        shutil.rmtree(copy, ignore_errors=True)
+        print(
+            f"{mark} {role_name:8s} {name:34s} {got:11s} expected {planted.expected:11s} "
+            f"{time.monotonic() - started:5.1f} s"
+            + (f"  [{caught}]" if caught else "")
+            + (f"  ({planted.why})" if planted.why else ""),
+            flush=True,
+        )
     return differing
 
 
@@ -228,8 +265,10 @@ def main() -> int:
         for role in roles:
             total += len(args.names or PLANTED[role])
             differing += campaign(role, args.names, args.seed, work)
-    print(f"{total - len(differing)} of {total} as expected" + (f"; differing: {', '.join(differing)}"
-                                                              if differing else ""))
+    print(
+        f"{total - len(differing)} of {total} as expected"
+        + (f"; differing: {', '.join(differing)}" if differing else "")
+    )
     return 1 if differing else 0
 
 

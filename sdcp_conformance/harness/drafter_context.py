@@ -25,7 +25,7 @@ from sdcp_conformance.harness.roles.played_verifier import refusal_response, sdc
 from sdcp_conformance.harness.roles.verdicts import VerdictPlan, build_verdict
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
-from sdcp_conformance.oracle.greedy import greedy_continuation
+from sdcp_conformance.oracle.greedy import greedy_continuation, next_logits
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.messages import Proposal, Verdict
@@ -82,6 +82,16 @@ class DrafterContext(JudgedContext):
 
     def draft_greedy(self, context: Sequence[int], count: int) -> list[int]:
         return greedy_continuation(self.draft_model, context, count)
+
+    def draft_tops(self, context: Sequence[int]) -> set[int]:
+        """The tokens with the draft model's largest logit after ``context``: greedy under any tie-break."""
+        row = next_logits(self.draft_model, context)
+        return {int(token) for token in (row == row.max()).nonzero()[0]}
+
+    def draft_greedy_any_tie(self, context: Sequence[int], tokens: Sequence[int]) -> bool:
+        """Whether ``tokens`` continue ``context`` greedily under some tie-break (P1-DRF-4 alone picks the
+        smallest id among equal logits): each is a largest logit of the draft row after those before it."""
+        return all(token in self.draft_tops([*context, *tokens[:i]]) for i, token in enumerate(tokens))
 
     def target_greedy(self, context: Sequence[int], count: int) -> list[int]:
         return greedy_continuation(self.target_model, context, count)
@@ -157,10 +167,19 @@ class DrafterContext(JudgedContext):
         return dict(sent)
 
     async def assign_ok(self, session: PlayedSession, **kwargs: Any) -> None:
-        answer = await self.assign(session, **kwargs)
+        """Assign; a refusal of this valid assignment stops the case (the draft's resource, §5.1)."""
+        await self._assigned(session, "R-5.1-RESOURCES", kwargs)
+
+    async def reassign_ok(self, session: PlayedSession, **kwargs: Any) -> None:
+        """Assign the session again at the epoch the drafter holds: only the profile makes that valid (P1-DRF-7:
+        "an equal or higher epoch replaces the current assignment"), so a refusal is judged on its row."""
+        await self._assigned(session, "P1-DRF-7/REPLACE", kwargs)
+
+    async def _assigned(self, session: PlayedSession, refused_row: str, options: dict[str, Any]) -> None:
+        answer = await self.assign(session, **options)
         if not answer.ok:
             self.fail(f"POST assignments: a valid assignment {answer.refused()}",
-                      row="R-5.1-RESOURCES", expected=["2xx (P1-MSG-4: 204)"], actual=answer.describe())
+                      row=refused_row, expected=["2xx (P1-MSG-4: 204)"], actual=answer.describe())
 
     async def start(self, rule: int = 1, contract: Mapping[str, Any] | None = None,
                     prompt: Sequence[int] = DEFAULT_PROMPT, **kwargs: Any) -> PlayedSession:

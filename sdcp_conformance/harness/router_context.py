@@ -92,6 +92,12 @@ class RouterContext(JudgedContext):
                 body = decode(answer.body)
                 named = body.get("session") if isinstance(body, dict) else None
                 session_id = named if isinstance(named, bytes) and chosen is None else chosen
+                if isinstance(named, bytes) and chosen is not None and named != chosen:
+                    # P1-FRONT-1 opens the session given; one opened under another id is followed under that id,
+                    # so that the rest of the case judges the router's work, not a session nobody opened.
+                    self.deviate("P1-FRONT-1/SESSION-ID", "the front opened the session under another "
+                                 "id than the one given", expected=[chosen.hex()], actual=named.hex())
+                    session_id = named
             except MalformedMessage:
                 pass
         if session_id is None:

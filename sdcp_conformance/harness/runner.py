@@ -55,6 +55,19 @@ class CaseResult:
     """Every deviation the case recorded, in order (P1-JUDGE-2: the report lists all of them)."""
     attachments: dict[str, Any] = field(default_factory=dict)
     """Structured evidence the case attached (``ctx.attach``), JSON-ready; the HTML report plots it."""
+    completed: bool = False
+    """The case ran to its end: no finding stopped it, it did not time out, skip or break."""
+
+    @property
+    def sanity_passed(self) -> bool:
+        """D-JUDGE-SANITY: what P1-JUDGE-3's "its sanity case passed" means. A sanity case passed when its
+        conversation ran to its end with no deviation from the draft: PASSED (or XPASS), or NON-STRICT or
+        INFORMATIONAL after running to its end — the profile's deviations are the report's to show (P1-JUDGE-1),
+        and a router whose front leaves out `finish` still served a session the other cases can build on. One
+        that stopped early (a finding that left nothing to check next, say a front that never answered) did not."""
+        if self.verdict in (Verdict.PASSED, Verdict.XPASS):
+            return True
+        return self.completed and self.verdict in (Verdict.NON_STRICT, Verdict.INFORMATIONAL)
 
     @property
     def counts_as_failure(self) -> bool:
@@ -69,6 +82,7 @@ class CaseResult:
             **self.case.describe(), "verdict": self.verdict.value, "message": self.message,
             "expected": self.expected, "actual": self.actual, "duration_s": round(self.duration_s, 4),
             "notes": self.notes, "expected_failure": self.expected_failure, "run": self.run,
+            "completed": self.completed,
             "findings": [finding.to_json() for finding in self.findings],
             "evidence": [entry.to_json() for entry in self.transcript],
             **({"attachments": self.attachments} if self.attachments else {}),
@@ -104,7 +118,7 @@ class RunReport:
         reasons: list[str] = []
         sanity = [result for result in self.results if result.run.startswith("sanity")]
         for result in sanity:
-            if result.verdict not in (Verdict.PASSED, Verdict.XPASS):  # an XPASS passed: its listing is stale
+            if not result.sanity_passed:
                 reasons.append(f"the sanity case {result.case.id} ({result.run}) is {result.verdict.value}"
                                + (f": {result.message.splitlines()[0]}" if result.message else ""))
         ran = {result.case.area for result in self.results if result.ran and not result.run.startswith("sanity")}
@@ -162,6 +176,7 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     try:
         try:
             await asyncio.wait_for(case.run(context), case.timeout_s)
+            result.completed = True
         except ExceptionGroup as group:  # a case running sessions in a TaskGroup: judged by one of its leaves
             raise _leaf_to_judge(group) from group
     except CaseStopped:
@@ -297,7 +312,7 @@ class _Schedule:
 
     async def run(self, index: int, case: Case, run: str, *, shared: bool) -> None:
         result = await run_case(self.env, case, self.seed, run, shared=shared)
-        if run == "sanity-first" and result.verdict is not Verdict.PASSED:
+        if run == "sanity-first" and not result.sanity_passed:
             self.dead = (result.message or result.verdict.value).splitlines()[0]
         self.finish(index, result)
 

@@ -78,7 +78,7 @@ ROUTER_MUTANTS: tuple[RouterMutant, ...] = (
     RouterMutant("assign-before-put", "assignment", "sends the assignment before PUT sessions/{id}/drafter", "6.1",
                  _ORDER, parts=RouterParts(driver=faults.AssignBeforePut)),
     RouterMutant("no-committed-tokens", "assignment", "leaves committed_tokens out of its assignments", "P1-RTR-3",
-                 _TOKENS, parts=_session(faults.NoCommittedTokens)),
+                 _TOKENS, parts=_session(faults.NoCommittedTokens), profile_only=True),
     RouterMutant("assignment-from-own-state", "assignment",
                  "assigns with the round it knew before the PUT, not the session-state the PUT returned",
                  "6.1, P1-RTR-3", _STATE, parts=_session(faults.AssignmentFromOwnKnowledge)),

@@ -93,7 +93,8 @@ def _result(record: Mapping[str, Any], cases: Mapping[str, Any], index: int, whe
                       list(record.get("expected", ())), str(record.get("actual", "")),
                       float(record.get("duration_s", 0.0)), [_entry(e) for e in record.get("evidence", ())],
                       list(record.get("notes", ())), record.get("expected_failure"), run,
-                      [_finding(f) for f in record.get("findings", ())], dict(record.get("attachments", {})))
+                      [_finding(f) for f in record.get("findings", ())], dict(record.get("attachments", {})),
+                      completed=bool(record.get("completed", False)))
 
 
 def merge_documents(documents: Sequence[tuple[Path, Mapping[str, Any]]]) -> tuple[Any, Any, dict[str, Any]]:

@@ -65,3 +65,13 @@ def test_refused_names_a_refusal_only_when_there_was_an_answer() -> None:
     assert refusal.refused() == "was refused (503)"
     timeout = Answer(None, b"", None, stage=Stage.HEADERS_TIMEOUT, failure_detail="no response headers within 1 s")
     assert timeout.refused() == "was not answered (headers timeout: no response headers within 1 s)"
+
+
+def test_a_front_that_never_answers_leaves_the_run_incomplete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The front is the profile's (P1-FRONT-1), so its silence is NON-STRICT; but the sanity case stopped there,
+    so nothing was tested (D-JUDGE-SANITY, P1-JUDGE-3)."""
+    monkeypatch.setattr(router_context, "ACT_S", 1.0)
+    report = asyncio.run(_certify("router", Mode.HANG, tmp_path, "RTR-SANITY-001"))
+    first = report.results[0]
+    assert first.verdict is Verdict.NON_STRICT and not first.completed and "headers timeout" in first.message
+    assert report.status == RUN_INCOMPLETE

@@ -63,14 +63,15 @@ def test_pytest_plugin_against_a_separately_started_router(separate_router: tupl
 
 @pytest.mark.slow
 def test_a_separately_served_router_mutant_is_failed_by_its_killer(tmp_path: Path) -> None:
-    """`serve router --mutant NAME`: what a vendor sees when a router is wrong (the bug: status from anyone)."""
+    """`serve router --mutant NAME`: what a vendor sees when a router is wrong (the bug: it assigns a drafter whose
+    status expired, §6.1 MUST NOT; the profile-only `status-from-anyone` is NON-STRICT, P1-JUDGE-1)."""
     with separate_iut("router", tmp_path / "iut", tmp_path / "router.err",
-                      ("--mutant", "status-from-anyone")) as (target, _, _):
-        done, document = certify_target(target, ["RTR-P1-RTR-2-STATUS-001"], tmp_path / "reports",
+                      ("--mutant", "assign-expired-drafter")) as (target, _, _):
+        done, document = certify_target(target, ["RTR-6.1-EXPIRED-003"], tmp_path / "reports",
                                         timeout_s=STEP_TIMEOUT_S)
     assert done.returncode == 1, done.stdout + done.stderr
     verdicts = {result["id"]: result["verdict"] for result in document["results"]}
-    assert verdicts["RTR-P1-RTR-2-STATUS-001"] == "FAILED", verdicts
+    assert verdicts["RTR-6.1-EXPIRED-003"] == "FAILED", verdicts
 
 
 def test_serve_router_refuses_an_unknown_mutant(tmp_path: Path) -> None:

@@ -130,6 +130,11 @@ ROWS: tuple[Row, ...] = (
         "router open the session as §6.1 says, with that contract unchanged (digest for digest) and that prompt, "
         "and answers 201 `{session, verifier, epoch}` once the verifier has answered the session-open.",
         Level.PROFILE, R),
+    # Ambient: whatever a case is about, the session it asked for by id is the one it follows (D-JUDGE-R8).
+    Row("P1-FRONT-1/SESSION-ID", "P1-FRONT-1",
+        "`POST client/sessions` with `{contract, prompt: [* uint] / cache-ref, ? session: session-id}` makes the "
+        "router open the session as §6.1 says",
+        Level.PROFILE, R, ambient=True),
     Row("P1-FRONT-1/CANNOT-SERVE", "P1-FRONT-1",
         "A contract the router cannot serve (no permitted drafter, no verifier for its target) gets 422 "
         "`sdcp-bad-contract`.",

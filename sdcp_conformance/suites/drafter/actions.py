@@ -53,7 +53,7 @@ async def reassigned_after_switch(ctx: DrafterContext) -> None:
     session = await ctx.start(rule=1)
     await ctx.decide(session, "round 1", action=Action.SWITCH)
     await ctx.quiet(session, "R-6.5.2-STOP-ON-SWITCH", "the verdict with action switch")
-    await ctx.assign_ok(session, m_init=3)
+    await ctx.reassign_ok(session, m_init=3)
     arrival, _ = await ctx.decide(session, "the first proposal of the new assignment", row="P1-DRF-7/REPLACE")
     await ctx.decide(session, "the next round")
     ctx.note(f"drafting resumed with {arrival.describe()}")

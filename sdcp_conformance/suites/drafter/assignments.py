@@ -117,6 +117,13 @@ async def unknown_keys_ignored(ctx: DrafterContext) -> None:
     await ctx.take(session, "round 4", row="R-5.2-UNKNOWN-KEYS")
 
 
+ABANDONED_HOLD_S = 1.0
+"""After a replacing assignment, its first proposal is held this long: a drafter whose old loop still retries the
+abandoned proposal (after its backoff) then has two outstanding (§6.2, judged on every arrival), where answering at
+once let the new loop's verdict come first and the old retry arrive after the case. Shorter than the proposal
+timeouts seen (an identical retry of the new proposal is allowed anyway, §6.9)."""
+
+
 @CATALOGUE.case("DRF-P1-DRF-7-001", area="assignments", section="P1-DRF-7", quote=LOWER, level=Level.PROFILE,
                 rows=("P1-DRF-7/STALE-EPOCH",))
 async def lower_epoch(ctx: DrafterContext) -> None:
@@ -150,6 +157,7 @@ async def failover_replaces(ctx: DrafterContext) -> None:
     ctx.check(arrival.verifier == ctx.env.config.verifiers[1] and proposal.epoch == 2,
               f"after the epoch-2 assignment the proposal went to {arrival.verifier} with epoch {proposal.epoch}",
               expected=f"{ctx.env.config.verifiers[1]}, epoch 2", actual=f"{arrival.verifier}, epoch {proposal.epoch}")
+    await hold(ctx, session, ABANDONED_HOLD_S)
     ctx.answer(session, arrival, ctx.verdict(session, arrival))
     await ctx.decide(session, "the round after", row="P1-DRF-7/REPLACE")
 
@@ -162,11 +170,12 @@ async def equal_epoch_replaces(ctx: DrafterContext) -> None:
     held = await ctx.take(session, "round 1 (to be held)")
     await hold(ctx, session, 0.2)
     session.advanced(1, ctx.target_greedy(session.context(), 2))  # another drafter's round 1 was committed
-    await ctx.assign_ok(session, m_init=2)
+    await ctx.reassign_ok(session, m_init=2)
     ctx.lose(held, "503")
     arrival = await ctx.take(session, "the first proposal of the new assignment", row="P1-DRF-7/REPLACE")
     ctx.check(arrival.key != held.key, "the abandoned proposal was retried after the new assignment",
               expected="a proposal for round 2", actual=arrival.describe())
+    await hold(ctx, session, ABANDONED_HOLD_S)
     ctx.answer(session, arrival, ctx.verdict(session, arrival))
 
 

@@ -22,11 +22,32 @@ DISCARD = ("After the verdict, the drafter MUST discard its draft state for prop
 
 
 def telling_bonus(ctx: DrafterContext, arrival: Arrival, accepted: int) -> int:
-    """A token other than the drafter's own beyond position a whose draft continuation differs from each of theirs
-    (the bigram draft model continues from the last token alone), so kept draft state shows whatever was kept."""
+    """A token other than the drafter's own beyond position a after which no greedy next token (under any
+    tie-break) is one after any of theirs (the bigram draft model continues from the last token alone), so kept
+    draft state shows whatever was kept, and however the drafter breaks ties."""
     kept = tokens_of(arrival)[accepted:] or tokens_of(arrival)[-1:]
     return next(token for token in range(3, 128) if token not in kept
-                and all(ctx.draft_greedy([token], 2) != ctx.draft_greedy([own], 2) for own in kept))
+                and all(not ctx.draft_tops([token]) & ctx.draft_tops([own]) for own in kept))
+
+
+def judge_drafted_from_committed(ctx: DrafterContext, session: PlayedSession, following: Arrival, what: str) -> None:
+    """The proposal after a verdict continues the committed prefix greedily (rule 1).
+
+    Tokens that are greedy only under another tie-break than P1-DRF-4's smallest id were still drafted from the
+    committed prefix: that is P1-DRF-4's deviation (its cases judge it), not kept draft state. Only tokens that
+    are no greedy continuation of the prefix at all show the draft state beyond the accepted positions kept
+    (:func:`telling_bonus` makes every continuation of a kept token such).
+    """
+    got, expected = tokens_of(following), ctx.draft_greedy(session.context(), following.m)
+    if got == expected:
+        return
+    if ctx.draft_greedy_any_tie(session.context(), got):
+        ctx.deviate("P1-DRF-4", f"{what}: the next proposal breaks the draft model's ties otherwise than by the "
+                    "smallest token id (it is drafted from the committed prefix)", expected=[str(expected)],
+                    actual=str(got))
+        return
+    ctx.deviate("R-6.3-DISCARD", f"{what}: the next proposal is not drafted from the committed prefix: draft state "
+                "beyond the accepted positions was kept", expected=[str(expected)], actual=str(got))
 
 
 async def _discard_after(ctx: DrafterContext, session: PlayedSession, accepted_each: tuple[int, ...]) -> None:
@@ -37,15 +58,13 @@ async def _discard_after(ctx: DrafterContext, session: PlayedSession, accepted_e
         ctx.answer(session, arrival, ctx.verdict(session, arrival, accepted=accepted,
                                                  bonus=telling_bonus(ctx, arrival, accepted)))
         following = await ctx.take(session, "the proposal after the verdict")
-        expected = ctx.draft_greedy(session.context(), following.m)
-        ctx.check(tokens_of(following) == expected, f"after a verdict accepting {accepted} of {arrival.m} tokens the "
-                  "next proposal is not drafted from the committed prefix: draft state beyond the accepted positions "
-                  "was kept", expected=str(expected), actual=str(tokens_of(following)))
+        judge_drafted_from_committed(ctx, session, following, f"after a verdict accepting {accepted} of {arrival.m} "
+                                     "tokens")
         arrival = following
 
 
 @CATALOGUE.case("DRF-6.3-DISCARD-001", area="discard", section="6.3", quote=DISCARD, level=Level.MUST,
-                profile=("P1-DRF-4",), rows=("R-6.3-DISCARD",))
+                profile=("P1-DRF-4",), rows=("R-6.3-DISCARD", "P1-DRF-4"))
 async def nothing_accepted(ctx: DrafterContext) -> None:
     """A verdict accepting 0 tokens with another additional token: the next proposal follows that token."""
     session = await ctx.start(rule=1, m_init=4)
@@ -53,7 +72,7 @@ async def nothing_accepted(ctx: DrafterContext) -> None:
 
 
 @CATALOGUE.case("DRF-6.3-DISCARD-002", area="discard", section="6.3", quote=DISCARD, level=Level.MUST,
-                profile=("P1-DRF-4",), rows=("R-6.3-DISCARD",))
+                profile=("P1-DRF-4",), rows=("R-6.3-DISCARD", "P1-DRF-4"))
 async def partly_accepted(ctx: DrafterContext) -> None:
     """Verdicts accepting some tokens: the next proposal follows the verifier's token, not the drafter's."""
     session = await ctx.start(rule=1, m_init=4)

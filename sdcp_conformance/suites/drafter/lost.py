@@ -28,16 +28,22 @@ RETRY_WAIT_S = 6.0
 """How long the harness waits for a retry after losing an answer (backoffs of the reference stay under 2 s)."""
 
 
+PROFILE_ONLY_LOSSES = frozenset({"429"})
+"""D-JUDGE-D8: a 429 is a 4xx by class (§5.1: "clients handle unlisted status codes by class"), and a 4xx is final;
+only P1-DRF-5 makes it a lost verdict to retry, so a drafter that stops on it deviates from the profile alone."""
+
+
 async def _lost_then_decided(ctx: DrafterContext, how: str, *, losses: int = 2, rule: int = 1) -> None:
+    lost_row = "P1-DRF-5/RETRY" if how in PROFILE_ONLY_LOSSES else "R-6.9-RETRY"
     session = await ctx.start(rule=rule)
     await ctx.decide(session, "round 1")
     arrival = await ctx.take(session, "round 2")
     for attempt in range(1, losses + 1):
         ctx.lose(arrival, how)
         retry = await ctx.take(session, f"the retry after loss {attempt} ({how})", timeout_s=RETRY_WAIT_S,
-                               row="R-6.9-RETRY")
+                               row=lost_row)
         ctx.check(retry.key == arrival.key, f"after the loss ({how}) the drafter sent another proposal instead of "
-                  "retrying", row="R-6.9-RETRY", expected=arrival.describe(), actual=retry.describe())
+                  "retrying", row=lost_row, expected=arrival.describe(), actual=retry.describe())
         ctx.check(retry.body == arrival.body, f"the retry after the loss ({how}) is not the identical body",
                   row="P1-DRF-5/RETRY", expected="identical bytes", actual="other bytes")
         arrival = retry
@@ -51,12 +57,14 @@ def _lost_case(case_id: str, how: str, title: str, rows: tuple[str, ...] = ("R-6
         await _lost_then_decided(ctx, how, rule=rule)
 
     run.__doc__ = title
-    CATALOGUE.case(case_id, area="lost-verdicts", section=section, quote=quote, level=Level.MUST,
+    level = Level.PROFILE if how in PROFILE_ONLY_LOSSES else Level.MUST
+    CATALOGUE.case(case_id, area="lost-verdicts", section=section, quote=quote, level=level,
                    profile=("P1-DRF-5", "P1-IDEM-1"), rows=rows)(run)
 
 
 _lost_case("DRF-6.9-LOST-001", "503", "A proposal answered 503 twice is retried with the identical body, then decided.")
-_lost_case("DRF-6.9-LOST-002", "429", "A proposal answered 429 twice is retried with the identical body, then decided.")
+_lost_case("DRF-6.9-LOST-002", "429", "A proposal answered 429 twice is retried with the identical body, then decided "
+           "(P1-DRF-5 alone makes a 429 lost).", rows=("P1-DRF-5/RETRY",), section="P1-DRF-5, 6.9")
 _lost_case("DRF-6.9-LOST-003", "reset", "A proposal whose stream is reset (RST_STREAM) is retried with the identical "
            "body.")
 _lost_case("DRF-6.9-LOST-004", "close", "A proposal whose connection is dropped without an answer is retried on a new "

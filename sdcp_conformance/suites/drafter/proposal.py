@@ -62,16 +62,19 @@ async def assigned_mid_session(ctx: DrafterContext) -> None:
                 "The verifier sets m_cap to max(1, floor(m_cap / 2)) and the drafter proceeds.",
                 level=Level.MUST, profile=("P1-CTL-1",), rows=("R-6.5.2-REDUCE-PROCEEDS",))
 async def limit_follows_every_verdict(ctx: DrafterContext) -> None:
-    """M stays within m_init, then each verdict's m_cap (continue 6, 8; reduce 4, 2, 1; continue 1, 3).
+    """M stays within m_init, then each verdict's m_cap (continue 6, 8, 2, 8; reduce 4, 2, 1; continue 1, 3).
 
     Every token is accepted and every verdict takes 80 ms, so a drafter following §6.2's rule wants as many
-    tokens as the limit lets it propose, and a limit it got wrong shows."""
+    tokens as the limit lets it propose, and a limit it got wrong shows. The continue with m_cap 2 is a verifier
+    lowering the limit for its load (§6.5.1) without a reduce: a drafter that reads m_cap only from reduce
+    verdicts proposes 8 after it (found by a planted bug in an independent drafter)."""
     session = await ctx.start(rule=1, contract=ctx.contract(m_max=8), m_init=3)
     ctx.env.pace.paused = True  # the verdicts are slow on purpose: not the drafter's pace
     try:
         for action, m_cap in ((Action.CONTINUE, 6), (Action.CONTINUE, 8), (Action.CONTINUE, 8),
-                              (Action.CONTINUE, 8), (Action.REDUCE, 4), (Action.REDUCE, 2), (Action.REDUCE, 1),
-                              (Action.CONTINUE, 1), (Action.CONTINUE, 3)):
+                              (Action.CONTINUE, 8), (Action.CONTINUE, 2), (Action.CONTINUE, 8), (Action.CONTINUE, 8),
+                              (Action.REDUCE, 4), (Action.REDUCE, 2), (Action.REDUCE, 1), (Action.CONTINUE, 1),
+                              (Action.CONTINUE, 3)):
             arrival = await ctx.take(session, f"the proposal before a verdict ({action.name.lower()}, m_cap "
                                      f"{m_cap})")
             await hold(ctx, session, SLOW_VERDICT_S)

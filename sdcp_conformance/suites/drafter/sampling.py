@@ -88,8 +88,12 @@ async def _sampled_round(ctx: DrafterContext, session: PlayedSession, test: Exac
 async def exact_row(ctx: DrafterContext) -> None:
     """Every proposed token is a draw from its published row (sequential test against named bug families)."""
     _closed_form_or_skip(ctx)
-    sessions = [await ctx.start(contract=ctx.contract(rule=2, sampling=profile), m_init=8)
-                for profile in EXACT_PROFILES]
+    # The second session's profile comes in the assignment's sampling member over the contract's (§5.2): a drafter
+    # that publishes rows under one and draws under the other shows (found by a planted bug in an independent
+    # drafter); one that ignores the member (MAY) draws and publishes alike.
+    sessions = [await ctx.start(contract=ctx.contract(rule=2, sampling=EXACT_PROFILES[0]), m_init=8),
+                await ctx.start(contract=ctx.contract(rule=2, sampling=EXACT_PROFILES[0]), m_init=8,
+                                sampling=EXACT_PROFILES[1])]
     test = ExactRowTest(case_alpha(DRAFTER_ALPHA, STATISTICAL_CASES), ctx.rng)
     for number in range(EXACT_ROUNDS):
         await _sampled_round(ctx, sessions[number % 2], test, number // 2 + 1)

@@ -26,10 +26,12 @@ OPEN_ROWS = ("R-6.1-SESSION-OPEN", "R-4.1-CONTRACT-UNCHANGED", "P1-FRONT-1/OPEN"
              f"{FRONT_OPEN}", level=Level.MUST, profile=("P1-FRONT-1", "P1-MSG-1"), rows=OPEN_ROWS)
 async def open_carries_the_fronts_contract(ctx: RouterContext) -> None:
     """A contract with every optional member reaches the verifier digest for digest, at epoch 1, and the front
-    answers 201 {session, verifier, epoch} only after that verifier answered."""
+    answers 201 {session, verifier, epoch} only after that verifier answered. Its limits sit at the CDDL's bounds
+    (m_max 64), where a router that clamps them to its own would change the contract (found by a planted bug in an
+    independent router)."""
     contract = ctx.contract(sampling={"temperature_milli": 700, "top_k": 5, "seed": 3}, low_ratio=40, self_load=60,
                             self_max=4, scope=bytes(range(16)), stop=[3, 4], fallback=[1, 2, 3, 5], low_rounds=2,
-                            rule=2)
+                            rule=2, m_max=64, max_new=1_000_000)
     front, answer = await ctx.open(contract, (7, 1, 120, 0))
     ctx.require(front is not None and answer.ok, f"the front did not open the session: {answer.describe()}",
                 row="P1-FRONT-1/OPEN", expected="201", actual=answer.describe())
@@ -69,6 +71,21 @@ async def router_chooses_the_session_id(ctx: RouterContext) -> None:
     ctx.check(len(front.id) == 16 and bool(ctx.accepted_opens(front)),
               "the session the front named was not opened at any verifier under that id",
               expected="a session-open with the named id", actual=front.id.hex())
+
+
+@router_case("RTR-P1-FRONT-1-SESSION-ID-001", area="session-open", section="P1-FRONT-1, 6.1", quote=FRONT_OPEN,
+             level=Level.PROFILE, profile=("P1-FRONT-1",), rows=("P1-FRONT-1/SESSION-ID", "R-6.1-SESSION-OPEN"))
+async def client_chooses_the_session_id(ctx: RouterContext) -> None:
+    """With `session` given, the router opens the session under that id and names it (the harness follows any
+    other id it names, judging the difference on every case's open: D-JUDGE-R8)."""
+    chosen = ctx.new_session_id()
+    front, answer = await ctx.open(session=chosen)
+    ctx.require(front is not None and answer.ok, f"the front did not open the session: {answer.describe()}",
+                row="R-6.1-SESSION-OPEN", expected="201 {session, verifier, epoch}", actual=answer.describe())
+    assert front is not None
+    opened = await ctx.wait(lambda: bool(ctx.accepted_opens(front)))
+    ctx.check(front.id == chosen and opened, "the session was not opened at a verifier under the id given",
+              expected=f"a session-open for {chosen.hex()}", actual=front.id.hex() if opened else "none accepted")
 
 
 @router_case("RTR-6.1-OPEN-004", area="session-open", section="6.1, P1-LOG-3", quote=SESSION_OPEN, level=Level.MUST,

@@ -1,0 +1,65 @@
+"""Planted bugs in the independent Node.js stand-ins, each judged by the cases that found them, at the level the
+draft or the profile gives (``tools/standin_node_mutants.py`` runs every planted bug with every case; this runs
+the ones whose judgement a change of the harness fixed, with their cases only, so CI keeps them fixed).
+
+Each entry: the stand-in's role, the planted bug (``tools/standin_node_planted.py``), the cases, and the run's
+outcome. A FAILED row shows a blind spot closed (the bug breaks a MUST the suite did not see); a NON-STRICT row a
+finding that was FAILED although only the profile decides it (P1-JUDGE-1); PASSED-with-NON-STRICT runs show a
+sanity case that completes with a profile finding no longer stopping the run (D-JUDGE-SANITY).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+sys.path.insert(0, str(TOOLS))
+
+import standin_node_mutants as campaign  # noqa: E402  (a script of tools/, beside its data module)
+
+CASES: list[tuple[str, str, tuple[str, ...], str]] = [
+    ("router", "counted-strict-gt", ("RTR-6.9-FAILOVER-005",), "FAILED"),
+    ("router", "resume-from-router-state", ("RTR-6.9-FAILOVER-001",), "FAILED"),
+    ("router", "tokens-ref-stale-cache", ("RTR-6.1-ASSIGN-003",), "FAILED"),
+    ("router", "unknown-kind-as-finish", ("RTR-5.2-UNKNOWN-KIND-001",), "FAILED"),
+    ("router", "open-contract-mmax-clamped", ("RTR-6.1-OPEN-001",), "FAILED"),
+    ("router", "committed-tokens-omitted", ("RTR-6.1-ASSIGN-003", "RTR-6.9-DRAFTER-001"), "NON-STRICT"),
+    ("router", "status-sender-unchecked", ("RTR-P1-RTR-2-STATUS-001",), "NON-STRICT"),
+    ("router", "session-id-ignored", ("RTR-6.1-OPEN-002",), "NON-STRICT"),
+    ("router", "front-final-no-finish", ("RTR-6.7-FRONT-003",), "NON-STRICT"),
+    ("drafter", "argmax-ties-to-larger", ("DRF-6.3-DISCARD-001", "DRF-6.2-OUTSTANDING-002"), "NON-STRICT"),
+    ("drafter", "equal-epoch-refused", ("DRF-P1-DRF-7-003", "DRF-6.5.2-SWITCH-002"), "NON-STRICT"),
+    ("drafter", "429-is-final", ("DRF-6.9-LOST-002",), "NON-STRICT"),
+    ("drafter", "replaced-loop-keeps-running", ("DRF-P1-DRF-7-003",), "FAILED"),
+    ("drafter", "m-cap-only-on-reduce", ("DRF-6.2-LIMIT-001",), "FAILED"),
+]
+
+
+@pytest.fixture(scope="module")
+def targets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("planted")
+    return {role: campaign.ROLES[role].target(folder / f"pki-{role}")[0] for role in ("router", "drafter")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("role", "name", "cases", "expected"), CASES, ids=[f"{r}:{n}" for r, n, _, _ in CASES])
+def test_a_planted_bug_is_judged_by_its_cases_at_its_level(
+        role: str, name: str, cases: tuple[str, ...], expected: str, targets: dict[str, Path], tmp_path: Path) -> None:
+    assert campaign.PLANTED[role][name].expected in (expected, "INCOMPLETE")  # the campaign's own expectation agrees
+    report, status = campaign.certify_planted(role, name, targets[role], tmp_path, seed=5,
+                                              select=[word for case in cases for word in ("--only", case)])
+    assert report is not None, f"no report (exit {status})"
+    judged = {result["id"]: result["verdict"] for result in report["results"] if result["run"] == "main"}
+    assert set(judged) == set(cases)
+    assert campaign.outcome(report) == expected, judged
+    assert any(verdict == expected for verdict in judged.values()), judged  # one of its cases says so itself
+
+
+def test_every_planted_line_occurs_once_in_its_standin() -> None:
+    for role, bugs in campaign.PLANTED.items():
+        source = campaign.ROLES[role].source
+        for name, planted in bugs.items():
+            assert (source / planted.file).read_text(encoding="utf-8").count(planted.line) == 1, f"{role}:{name}"
