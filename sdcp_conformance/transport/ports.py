@@ -62,4 +62,4 @@ def _bindable(host: str, port: int) -> bool:
     return True
 
 
-__all__ = ["free_port"]
+__all__ = ["ephemeral_low", "free_port"]
