@@ -325,8 +325,8 @@ ROUTER: dict[str, Planted] = {
         "router.js",
         "if (!/^[A-Za-z0-9_-]+$/.test(encodedId) || Buffer.from(encodedId, 'base64url').toString('utf8') !== status.instance) {",
         "if (!/^[A-Za-z0-9_-]+$/.test(encodedId)) {",
-        "PASSED",
-        "GAP: no case sends a status whose path {id} is not its instance (P1-RTR-1, profile)",
+        "NON-STRICT",
+        "P1-RTR-1 alone defines the path's {id}",
     ),
     "expiry-timer-double-ttl": Planted(
         "router.js",
@@ -352,7 +352,7 @@ ROUTER: dict[str, Planted] = {
         "epoch: 1, contract, prompt: request.prompt, commit_log",
         "epoch: 1, contract, prompt: Array.isArray(request.prompt) && request.prompt.length > 1 ? request.prompt.slice(0, -1) : request.prompt, commit_log",
         "INCOMPLETE",
-        "KNOWN: the prompt is P1-FRONT-1's (NON-STRICT), but the sanity case then judges the router's digests against the front's prompt (FAILED)",
+        "the prompt is P1-FRONT-1's (NON-STRICT; the judge then follows the router's prompt, D-JUDGE-R10), but this router's own state check then refuses the verifier's digests and it never assigns a drafter: the sanity case fails on R-6.1-ASSIGN-ORDER",
     ),
     "commit-log-per-router": Planted(
         "router.js",
@@ -479,8 +479,7 @@ ROUTER: dict[str, Planted] = {
         "router.js",
         "if (out.epoch < s.minEpoch || out.epoch < s.epoch || s.epoch !== epoch || s.verifier !== verifier) continue;",
         "if (s.verifier !== verifier) continue;",
-        "PASSED",
-        "GAP: no front read is in flight at the old verifier during a failover",
+        "FAILED",
     ),
     "policy-from-round-equal": Planted(
         "router.js",
@@ -540,15 +539,14 @@ ROUTER: dict[str, Planted] = {
         "router.js",
         "if (last && (tokens.length !== last.committed || !P.extendDigest(s.d0, tokens).equals(last.digest))) {",
         "if (last && tokens.length !== last.committed) {",
-        "PASSED",
-        "GAP: no case plants a commit log whose tokens do not give its digest (profile)",
+        "NON-STRICT",
+        "P1-RTR-6 alone has the router check the log's digest",
     ),
     "failover-may-pick-failed": Planted(
         "router.js",
         "for (const candidate of this.ranked(2, (i) => i.uri !== failedVerifier)) {",
         "for (const candidate of this.ranked(2)) {",
-        "PASSED",
-        "GAP: no case leaves the failing verifier the only fresh candidate",
+        "FAILED",
     ),
     "failover-ignores-expiry": Planted(
         "router.js",
@@ -560,8 +558,8 @@ ROUTER: dict[str, Planted] = {
         "router.js",
         "if (!failed) { instance.failures = 0; return; }",
         "if (!failed) return;",
-        "PASSED",
-        "GAP: no verifier fails intermittently (P1-RTR-5, profile)",
+        "NON-STRICT",
+        "P1-RTR-5 alone defines a failed verifier",
     ),
     "failover-no-reassign": Planted(
         "router.js",
@@ -598,15 +596,16 @@ ROUTER: dict[str, Planted] = {
         "protocol.js",
         "export const PROBLEM_PREFIX = 'urn:ietf:params:sdcp:problem:';",
         "export const PROBLEM_PREFIX = 'urn:ietf:params:sdcp:';",
-        "PASSED",
-        "GAP: a problem type's URN prefix is not compared (P1-ERR-1, profile)",
+        "NON-STRICT",
+        "P1-ERR-1 alone gives the URN; P1-JUDGE-1 makes its prefix NON-STRICT",
     ),
     "stale-epoch-400": Planted(
         "protocol.js",
         "staleEpoch: ['sdcp-stale-epoch', 409],",
         "staleEpoch: ['sdcp-stale-epoch', 400],",
         "PASSED",
-        "GAP: no event reaches the router at a stale epoch from the right sender (profile)",
+        "KNOWN: neither text names the router's answer to an event at another epoch from the current verifier "
+        "(the reference decides 409 sdcp-stale-epoch, D-RTR-7): no case judges it",
     ),
     "nondeterministic-keys": Planted(
         "protocol.js",
@@ -673,8 +672,8 @@ DRAFTER: dict[str, Planted] = {
         "server.js",
         "if (contract.drafters && !contract.drafters.some((d) => d.equals(this.model.digest))) {",
         "if (contract.drafters && !contract.drafters[0].equals(this.model.digest)) {",
-        "PASSED",
-        "GAP: no case lists the drafter's model after another in `drafters` (P1-DRF-3, profile)",
+        "NON-STRICT",
+        "P1-DRF-3 alone has a drafter check `drafters`",
     ),
     "resync-round-plus-one": Planted(
         "server.js",
@@ -693,7 +692,8 @@ DRAFTER: dict[str, Planted] = {
         "if (n <= s.committed && s.digests[n].equals(state.digest)) {",
         "if (n <= s.committed) {",
         "PASSED",
-        "GAP: no case forks the session at a length the drafter already holds (P1-DRF-6)",
+        "KNOWN: no protocol path forks a session below what its drafter holds (a verifier commits before it answers), "
+        "and P1-DRF-6 checks the tokens a drafter reads, not those it holds: no case forks it",
     ),
     "stop-states-forget-self-decode": Planted(
         "server.js",
@@ -731,8 +731,7 @@ DRAFTER: dict[str, Planted] = {
         "server.js",
         "console.error(`proposal lost: ${error.message}`);",
         "console.error(`proposal lost: ${error.message}`); return { kind: 'q-unavailable' };",
-        "PASSED",
-        "GAP: the losses by reset, close and silence are rule-1 cases, where a new draft is the same bytes",
+        "FAILED",
     ),
     "5xx-redrafts": Planted(
         "server.js",
@@ -751,8 +750,8 @@ DRAFTER: dict[str, Planted] = {
         "server.js",
         "if (now() - first > this.config.retry_window_ms) return { kind: 'gave up' };",
         "if (now() - first > 2500) return { kind: 'gave up' };",
-        "PASSED",
-        "GAP: the 3 s outage of DRF-P1-DRF-5-OUTAGE-001 ends before a 2.5 s window shows",
+        "NON-STRICT",
+        "P1-DRF-5 alone sets the 30 s",
     ),
     "unknown-action-continues": Planted(
         "server.js",
@@ -822,8 +821,7 @@ DRAFTER: dict[str, Planted] = {
         "server.js",
         "const status = setInterval(() => drafter.reportStatus(), config.status_ttl_ms / 3);",
         "const status = setInterval(() => drafter.reportStatus(), config.status_ttl_ms);",
-        "PASSED",
-        "GAP: three report gaps are judged with 0.1 s of slack each",
+        "FAILED",
     ),
     "status-id-padded-base64": Planted(
         "server.js",

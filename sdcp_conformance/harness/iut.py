@@ -115,6 +115,16 @@ class Answer:
             return None
         return self.media_type in PROBLEM_MEDIA_TYPES
 
+    @property
+    def problem_type_uri_ok(self) -> bool | None:
+        """For a refusal whose problem ``type`` names an SDCP type: whether it is the whole URN P1-ERR-1 gives
+        (``urn:ietf:params:sdcp:problem:<suffix>``), not only the suffix the harness matches it by. ``None``
+        for anything else."""
+        problem = self.problem
+        if problem is None or problem.problem_type is None:
+            return None
+        return problem.type_uri == problem.problem_type.uri
+
     # -- sizes and the connection ----------------------------------------------------------------
 
     @property

@@ -14,6 +14,7 @@ assigned).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sdcp_conformance.errors import MalformedMessage
@@ -127,10 +128,23 @@ class RouterContext(JudgedContext):
                      f"harness's verifiers accepted a session-open for the session within {self.act_s:.0f} s",
                      row=self.helper_row("R-6.1-SESSION-OPEN"), expected="session-open at a verifier (§6.1) "
                      "before the front's 201 (P1-FRONT-1)", actual="no session-open accepted")
+        followed = self._follow_opened_prompt(front)
         if assigned:
-            self.require(await self.assigned(front) is not None, "no drafter was assigned to the opened session "
+            self.require(await self.assigned(followed) is not None, "no drafter was assigned to the opened session "
                          f"within {self.act_s:.0f} s", row=self.helper_row("R-6.1-ASSIGN-ORDER"))
-        return front
+        return followed
+
+    def _follow_opened_prompt(self, front: FrontSession) -> FrontSession:
+        """D-JUDGE-R10: a session the router opened with other prompt tokens than the front's is followed with
+        the router's (the difference is judged on the open, P1-FRONT-1/OPEN)."""
+        opens = self.accepted_opens(front)
+        opening = opens[0].opening if opens else None
+        if opening is None or isinstance(opening.prompt, str) or front.same_prompt(opening.prompt):
+            return front
+        followed = replace(front, opened_prompt=tuple(opening.prompt))
+        self.sessions[self.sessions.index(front)] = followed
+        self.env.fronts[front.id] = followed
+        return followed
 
     # ------------------------------------------------------------------ what the router did
 

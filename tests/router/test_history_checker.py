@@ -74,8 +74,9 @@ def opening(epoch: int = 1, resume: Resume | None = None, **changes: Any) -> Ses
 
 def open_seen(seq: int, verifier: str, opened: SessionOpen, log: tuple[Any, ...] = (), tokens: Any = None,
               **changes: Any) -> OpenSeen:
+    fields: dict[str, Any] = {"status": 201, **changes}
     return OpenSeen(seq=seq, verifier=verifier, peer=ROUTER, media_type="application/sdcp+cbor", opening=opened,
-                    status=201, log=log, tokens_object=tokens, **changes)
+                    log=log, tokens_object=tokens, **fields)
 
 
 R1 = record(1, 1, [], [3, 4])
@@ -113,6 +114,18 @@ def test_a_resume_from_the_last_counted_record_passes_and_others_are_flagged() -
     history.add(open_seen(1, "verifier-1", opening()))
     history.add(open_seen(2, "verifier-2", opening(2, good), log=log, tokens=(3, 4)))
     assert rows_of(check_opens(history, FACTS, FRONT)) == {"R-5.2-COMMITTED-TOKENS"}
+
+
+def test_a_refused_failover_open_leaves_its_epoch_to_the_next_candidate() -> None:
+    """D-JUDGE-R9: the fence's epoch offered again after a refusal is no reuse; after an acceptance it is."""
+    log = (R1, R2, FenceRecord(2))
+    good = Resume(round=2, committed=3, digest=d([3, 4, 5]), committed_tokens=CACHE + "t")
+    for first_answer, rows in ((503, set()), (201, {"R-6.9-FENCE-FIRST"})):
+        history = History()
+        history.add(open_seen(1, "verifier-1", opening()))
+        history.add(open_seen(2, "verifier-1", opening(2, good), log=log, tokens=(3, 4, 5), status=first_answer))
+        history.add(open_seen(3, "verifier-2", opening(2, good), log=log, tokens=(3, 4, 5)))
+        assert rows_of(check_opens(history, FACTS, FRONT)) == rows, first_answer
 
 
 def test_a_zombie_record_after_the_fence_is_not_the_resume() -> None:
@@ -223,6 +236,29 @@ def test_assignments_need_the_verifier_told_first_with_the_state_it_returned() -
         history.add(put)
         history.add(seen)
         assert rows_of(check_assignments(history, FACTS, FRONT, log)) == rows, seen
+
+
+def test_a_session_opened_with_another_prompt_is_followed_with_it() -> None:
+    """D-JUDGE-R10: the open is judged against the front's prompt (P1-FRONT-1/OPEN); its digests and later
+    assignments against the prompt the router opened the session with."""
+    opened = (5,)
+    followed = FrontSession(SESSION, CONTRACT, PROMPT, PROMPT, 0, opened_prompt=opened)
+    d0 = hashlib.sha256(b"SDCP-PREFIX-1\x00" + contract_digest(CONTRACT) + uint32(1) + uint32(5)).digest()
+    assert followed.d0 == d0 != FRONT.d0
+    state = SessionState(session=SESSION, epoch=1, round=0, committed=0, digest=d0)
+    history = History()
+    history.add(open_seen(1, "verifier-1", opening(prompt=list(opened))))
+    assert rows_of(check_opens(history, FACTS, followed)) == {"P1-FRONT-1/OPEN"}
+    put = put_seen(2, "verifier-1", D1, state, prompt=list(opened), digest=d0)
+    history.add(put)
+    for prompt, rows in ((list(opened), set()), (list(PROMPT), {"R-5.2-ASSIGNMENT"})):
+        sent = assignment(D1, prompt=prompt, digest=d0)
+        seen = AssignSeen(seq=3, drafter="drafter-1", peer=ROUTER, media_type="application/sdcp+cbor",
+                          assignment=sent, status=204, verifier_put=put, tokens_object=None)
+        checked = History()
+        for item in (*history.items, seen):
+            checked.add(item)
+        assert rows_of(check_assignments(checked, FACTS, followed, ())) == rows, prompt
 
 
 def test_assignment_members_permission_tokens_and_m_init() -> None:

@@ -87,8 +87,8 @@ def check_assignments(history: History, facts: Facts, front: FrontSession,
         if assignment.drafter != facts.drafters.get(seen.drafter):
             found.append(Violation("R-5.2-ASSIGNMENT", f"{where} names drafter {assignment.drafter}",
                                    str(facts.drafters.get(seen.drafter)), assignment.drafter, seen.seq))
-        if not front.same_prompt(assignment.prompt):
-            found.append(Violation("R-5.2-ASSIGNMENT", f"{where} carries another prompt", str(front.prompt),
+        if not front.is_session_prompt(assignment.prompt):
+            found.append(Violation("R-5.2-ASSIGNMENT", f"{where} carries another prompt", str(front.session_prompt),
                                    str(assignment.prompt), seen.seq))
         serving = [o for o in opens if o.seq < seen.seq]
         epoch = max((o.opening.epoch for o in serving if o.opening), default=0)

@@ -42,6 +42,16 @@ def short(data: bytes) -> str:
 # --------------------------------------------------------------------------- session-opens (§6.1, §6.9)
 
 
+def uses_epoch(seen: OpenSeen) -> bool:
+    """D-JUDGE-R9: an epoch is used once a verifier accepted a session-open carrying it.
+
+    A failover's open that the verifier refused (a 4xx or 5xx, or a fault at the transport) leaves its epoch unused,
+    so the router may offer the same epoch, the fence's, to the next candidate (§6.9: "opens the session at a new
+    verifier with that epoch"); two verifiers that both accepted it are judged by the one-verifier-per-epoch check.
+    """
+    return seen.accepted
+
+
 def check_opens(history: History, facts: Facts, front: FrontSession) -> list[Violation]:
     found: list[Violation] = []
     opens = [seen for seen in history.of(OpenSeen, front.id) if seen.opening is not None]
@@ -88,7 +98,8 @@ def check_opens(history: History, facts: Facts, front: FrontSession) -> list[Vio
                 found.append(Violation(row, f"{where}: the session is open at {other} and {seen.verifier} with the "
                                        "same epoch", "one verifier per epoch", f"{other}, {seen.verifier}", seen.seq))
             accepted_epochs.setdefault(opening.epoch, seen.verifier)
-        highest = max(highest, opening.epoch)
+        if uses_epoch(seen):
+            highest = max(highest, opening.epoch)
     return found
 
 
@@ -228,4 +239,5 @@ def rows_of(violations: Iterable[Violation]) -> set[str]:
     return {violation.row for violation in violations}
 
 
-__all__ = ["CBOR", "Violation", "check_fences", "check_front", "check_opens", "check_session", "rows_of", "short"]
+__all__ = ["CBOR", "Violation", "check_fences", "check_front", "check_opens", "check_session", "rows_of", "short",
+           "uses_epoch"]

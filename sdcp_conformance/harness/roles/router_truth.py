@@ -32,14 +32,24 @@ class FrontSession:
     prompt_tokens: tuple[int, ...]
     asked_seq: int
     """The timeline position just before the front request was sent."""
+    opened_prompt: tuple[int, ...] | None = None
+    """D-JUDGE-R10: the prompt tokens the router opened the session with at its verifier, where they are not the
+    front's. Only P1-FRONT-1 says the session-open carries the prompt the front was given (a NON-STRICT deviation,
+    judged on the open); the session's digests and assignments then follow the prompt the router opened it with,
+    so that the rest of a case judges the router's work on the session that exists."""
 
     @property
     def digest(self) -> bytes:
         return contract_digest(self.contract)
 
     @property
+    def session_prompt(self) -> tuple[int, ...]:
+        """The prompt the session's digests are over: the router's where it opened another (D-JUDGE-R10)."""
+        return self.opened_prompt if self.opened_prompt is not None else self.prompt_tokens
+
+    @property
     def d0(self) -> bytes:
-        return prefix_digest(self.digest, self.prompt_tokens)
+        return prefix_digest(self.digest, self.session_prompt)
 
     def d(self, tokens: Sequence[int]) -> bytes:
         return extend_digest(self.d0, tokens)
@@ -49,6 +59,12 @@ class FrontSession:
         if isinstance(prompt, str):
             return prompt == self.prompt
         return tuple(prompt) == self.prompt_tokens
+
+    def is_session_prompt(self, prompt: Sequence[int] | str) -> bool:
+        """The session's prompt (an assignment's, §5.2): the front's, or the router's where it opened another."""
+        if self.opened_prompt is not None and not isinstance(prompt, str):
+            return tuple(prompt) == self.opened_prompt
+        return self.same_prompt(prompt)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,9 @@ class Fault(enum.Enum):
     """Every request is answered with ``error_status`` (a 5xx by default)."""
     TRANSPORT = "transport"
     """No request is answered: the stream is reset."""
+    INTERMITTENT = "intermittent"
+    """Two requests of every three are answered with ``error_status``, the third as usual: never three failures in
+    a row (P1-RTR-5), so the verifier has not failed."""
 
 
 @dataclass
@@ -124,15 +127,22 @@ class PlayedVerifier:
         self._base = urlsplit(uri).path.rstrip("/")
         self.sessions: dict[bytes, ServedSession] = {}
         self.fault = Fault.NONE
+        self.intermittent_count = 0
+        """Requests met while :attr:`Fault.INTERMITTENT` (every third is served)."""
         self.error_status = 503
         self.zombie = False
         self.success_status: dict[str, int] = {}
         """Override the 2xx a resource answers with (``open``, ``put``, ``policy``, ``output``): P1-MSG-4."""
         self.extra_members: dict[str, Any] = {}
         """Unknown members added to every session-state it answers (§5.2: they MUST be ignored)."""
+        self.output_wait_s = OUTPUT_WAIT_S
+        """How long its output long poll waits for tokens (a case may keep a read in flight longer, as P1-OUT-1's
+        30 s allow)."""
 
     def reset(self) -> None:
         self.fault, self.error_status, self.zombie = Fault.NONE, 503, False
+        self.intermittent_count = 0
+        self.output_wait_s = OUTPUT_WAIT_S
         self.success_status.clear()
         self.extra_members.clear()
 
@@ -159,7 +169,11 @@ class PlayedVerifier:
         return status_problem_response(404, f"no verifier resource at {request.method} {request.path}")
 
     def _faulted(self) -> Response | None:
-        if self.fault is Fault.ERRORS:
+        if self.fault is Fault.INTERMITTENT:
+            self.intermittent_count += 1
+            if self.intermittent_count % 3 == 0:
+                return None
+        if self.fault in (Fault.ERRORS, Fault.INTERMITTENT):
             return status_problem_response(self.error_status, f"{self.name} fails as the case asked")
         if self.fault is Fault.TRANSPORT:
             return Response(503, fault=TransportFault.RESET_STREAM)
@@ -306,8 +320,8 @@ class PlayedVerifier:
         return response
 
     async def _wait_output(self, served: ServedSession, start: int) -> Output:
-        """P1-OUT-1: tokens from ``start`` on, waiting up to :data:`OUTPUT_WAIT_S` for some."""
-        deadline = self.now() + OUTPUT_WAIT_S
+        """P1-OUT-1: tokens from ``start`` on, waiting up to :attr:`output_wait_s` for some."""
+        deadline = self.now() + self.output_wait_s
         while len(served.tokens) <= start and not served.ended and self.sessions.get(served.id) is served:
             remaining = deadline - self.now()
             if remaining <= 0:

@@ -64,6 +64,9 @@ ROWS: tuple[Row, ...] = (
     Row("P1-RTR-1/ROUTER", "P1-RTR-1",
         "In `PUT instances/{id}/status`, `{id}` is the base64url (no padding) of the instance's base URI.",
         Level.PROFILE, R),
+    Row("P1-RTR-1/PATH-ID", "P1-RTR-1",
+        "In `PUT instances/{id}/status`, `{id}` is the base64url (no padding) of the instance's base URI.",
+        Level.PROFILE, R, refusal=Refusal(400, None, any_client_error=True)),
     Row("P1-RTR-2/ELIGIBLE", "P1-RTR-2",
         "Only instances whose latest status is unexpired are eligible — for opening sessions at verifiers as well "
         "as for assigning drafters.",

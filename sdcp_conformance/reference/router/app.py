@@ -232,6 +232,10 @@ class RouterApp:
         """A client saw a resource of ``verifier`` fail (transport error, 404, 5xx; P1-RTR-5)."""
         self.registry.note_failure(verifier, self._clock())
 
+    def note_verifier_success(self, verifier: str) -> None:
+        """A client got an answer from ``verifier`` that is not a resource failure: its streak ends (D-RTR-6)."""
+        self.registry.note_success(verifier)
+
     # ------------------------------------------------------------------ watchdog
 
     async def check_once(self) -> None:

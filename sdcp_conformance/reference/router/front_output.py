@@ -52,10 +52,12 @@ class FrontOutput:
                 await self._wait_moved(slot, remaining)
                 continue
             answer = await self._read_at(slot, verifier, session, start, remaining)
-            if isinstance(answer, Output) and self.acceptable(slot, answer, session, start):
-                return answer
             if answer is None or (isinstance(answer, Refused) and answer.resource_failure):
                 self.app.note_verifier_failure(verifier)  # P1-RTR-5 counts the front's reads too
+            elif not (isinstance(answer, Refused) and answer.status == 0):  # 0: no answer came (moved, or late)
+                self.app.note_verifier_success(verifier)  # ... and an answer ends the streak (D-RTR-6)
+            if isinstance(answer, Output) and self.acceptable(slot, answer, session, start):
+                return answer
             # D-RTR-24: a lower epoch, another index, a refusal or no answer: read again shortly.
             await self._wait_moved(slot, min(FRONT_RETRY_PAUSE_S, remaining))
 

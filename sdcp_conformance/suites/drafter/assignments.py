@@ -69,6 +69,20 @@ async def another_tokenizer(ctx: DrafterContext) -> None:
     await _refused_and_silent(ctx, ctx.track(contract=contract), "P1-DRF-3", "a contract with another tokenizer")
 
 
+@CATALOGUE.case("DRF-P1-DRF-3-003", area="assignments", section="P1-DRF-3, 4.1", quote=PERMITTED,
+                level=Level.PROFILE, rows=("P1-DRF-3",))
+async def model_permitted_second(ctx: DrafterContext) -> None:
+    """A contract whose drafters list names another model first and the drafter's second permits it: the
+    assignment is accepted and drafted on (found by a planted bug in an independent drafter, which read the first
+    entry only)."""
+    own = ctx.contract()["drafters"]
+    session = ctx.track(contract=ctx.contract(drafters=[bytes(range(32)), *own]))
+    answer = await ctx.assign(session)
+    ctx.require(answer.ok, f"an assignment whose contract lists the drafter's model second {answer.refused()}",
+                expected="2xx (P1-MSG-4: 204)", actual=answer.describe())
+    await ctx.decide(session, "round 1")
+
+
 @CATALOGUE.case("DRF-P1-DRF-2-001", area="assignments", section="P1-DRF-2", quote=M_INIT, level=Level.PROFILE,
                 rows=("P1-DRF-2/DRAFTER",))
 async def m_init_zero(ctx: DrafterContext) -> None:

@@ -4,6 +4,7 @@ unknown kind, and events or status reports from the wrong sender."""
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.roles.router_status import instance_path
 from sdcp_conformance.harness.roles.router_verifiers import FAILED, FINISHED, SELF_DECODING
 from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.suites.router import router_case
@@ -17,6 +18,7 @@ SELF = ("self_decode (3):: The verifier decodes the session itself with the targ
 SELF_PROFILE = "kind 3 when it starts self-decoding; kind 0 when self-decoding ends and a drafter is needed again"
 END = "4 and 5 when the session finishes or fails."
 UNKNOWN = 'A receiver that encounters an unknown action value MUST treat it as "fail".'
+PATH_ID = "In `PUT instances/{id}/status`, `{id}` is the base64url (no padding) of the instance's base URI."
 SENDER = ("It accepts a status report only from the instance it names, and an event only from the session's current "
           "verifier (else 403).")
 
@@ -153,6 +155,18 @@ async def events_only_from_the_current_verifier(ctx: RouterContext) -> None:
     later = ctx.assignments(session, since=mark)
     ctx.check(not later, "an event from a party other than the session's verifier reassigned the session",
               expected="no assignment", actual=f"{len(later)} assignment(s)")
+
+
+@router_case("RTR-P1-RTR-1-PATH-001", area="events", section="P1-RTR-1, P1-RTR-2", quote=f"{PATH_ID} ... {SENDER}",
+             level=Level.PROFILE, profile=("P1-RTR-1", "P1-RTR-2"), requires=("drafters:2",),
+             rows=("P1-RTR-1/PATH-ID",))
+async def status_path_names_its_instance(ctx: RouterContext) -> None:
+    """drafter-1 sends its own status (its instance in the body) to the path of drafter-2: the path's {id} is not
+    the instance the report is about, so it is refused (found by a planted bug in an independent router, which
+    checked the path's encoding only)."""
+    reporter, other = ctx.env.drafters["drafter-1"], ctx.env.drafters["drafter-2"]
+    answer = await reporter.status.report(path=instance_path(other.uri))
+    ctx.expect_refusal(answer, "P1-RTR-1/PATH-ID", what="drafter-1's status report at drafter-2's path")
 
 
 @router_case("RTR-P1-RTR-2-STATUS-001", area="events", section="P1-RTR-2, 6.1", quote=SENDER, level=Level.PROFILE,

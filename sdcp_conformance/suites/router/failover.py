@@ -5,17 +5,20 @@ status expired, its resources fail with 5xx or at the transport, or it is partit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
-from sdcp_conformance.cache.commit_log import CommitRecord, encode_record
+from sdcp_conformance.cache.commit_log import CommitRecord, FenceRecord, encode_record
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.roles.router_history import OpenSeen
+from sdcp_conformance.harness.roles.router_history import OpenSeen, OutputServed
 from sdcp_conformance.harness.roles.router_truth import FrontSession
+from sdcp_conformance.harness.roles.router_verifiers import OUTPUT_WAIT_S, Fault
 from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import (
     ELIGIBLE,
     FENCE_FIRST,
     NOT_EXPIRED,
+    OLD_EPOCH,
     REASSIGN,
     RESUME,
     failover,
@@ -35,9 +38,25 @@ CONDITIONAL = ("The commit_log is an MLC object to which records are appended wi
                "if no other append has happened since the writer last read the log.")
 LOG3 = ("The router names the commit log; the object need not exist yet. The first append creates it with "
         "`If-None-Match: *`.")
+IN_FLIGHT_READ_S = 10.0
+"""How long the old verifier keeps the front's read waiting in RTR-6.9-PARTITION-002 (P1-OUT-1 allows 30 s), so it
+is still in flight when that verifier releases tokens past the fence."""
+INTERMITTENT_S = 3.0
+"""How long the serving verifier fails two requests of every three in RTR-P1-RTR-5-INTERMITTENT-001: several
+rounds of three at a router's pace of retries and 1 s output polls, and well over P1-RTR-5's 0.5 s."""
+NO_CANDIDATE_S = 1.0
+"""How long, after the fence, the harness leaves the failed verifier the only one whose status is fresh."""
 FAILOVER_ROWS = ("R-6.9-FENCE-FIRST", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN", "R-6.8-CONDITIONAL",
                  "R-6.8-FENCE-RECORD", "R-5.2-COMMITTED-TOKENS", "P1-RTR-3/ALWAYS-TOKENS", "P1-RTR-3/ASSIGNMENT-STATE",
                  "R-6.1-ASSIGN-ORDER", "R-6.1-NOT-EXPIRED", "R-6.7-FRONT-END")
+
+
+def _log_path(ctx: RouterContext, session: FrontSession) -> str:
+    """The path in the harness's MLC of the commit log the router named when it opened the session."""
+    opens = ctx.accepted_opens(session)
+    path = ctx.env.mlc.path_of(opens[0].opening.commit_log if opens and opens[0].opening else "")
+    assert path is not None, "the session was opened with a commit log in the harness's MLC (ctx.open_ok)"
+    return path
 
 
 async def _resume_then_serve(ctx: RouterContext, session: FrontSession, committed: list[int]) -> None:
@@ -112,6 +131,124 @@ async def verifier_failing_at_the_transport_is_failed_over(ctx: RouterContext) -
     await _failing_resources(ctx, "transport")
 
 
+@router_case("RTR-P1-RTR-6-DIGEST-001", area="failover", section="P1-RTR-6, 4.2, 6.9", quote=RTR6,
+             level=Level.PROFILE, profile=("P1-RTR-6",), rows=("P1-RTR-6",))
+async def a_log_that_does_not_give_its_digest_is_not_resumed(ctx: RouterContext) -> None:
+    """The commit log's last record carries a digest its tokens do not give (written there by the harness); the
+    verifier expires. Whatever the router then does with the session, it does not open it elsewhere with a resume
+    whose committed_tokens do not give the resume's digest (P1-RTR-6: it "checks them against the last record's
+    digest"; found by a planted bug in an independent router, which compared the lengths only)."""
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 2)
+    served = ctx.serving(session).serving(session.id)
+    assert served is not None
+    bad = CommitRecord(served.epoch, served.round + 1, tuple(ctx.tokens(2)), len(committed) + 2, bytes(32))
+    log = ctx.accepted_opens(session)[0].opening
+    assert log is not None
+    ctx.require(ctx.env.mlc.append(log.commit_log, bad).stored, "the harness could not append to the commit log "
+                "(a harness fault)", row="P1-RTR-6")
+    epoch, mark = ctx.epoch(session), ctx.history.mark()
+    await ctx.fail_verifier(ctx.serving(session), "expire")
+    fenced = await ctx.wait(lambda: any(isinstance(record, FenceRecord) and record.epoch > epoch
+                                        for record in ctx.log(session)))
+    if fenced:
+        await quiet(ctx, NO_CANDIDATE_S)  # a router that resumes does so at once: fence, tokens, open
+    resumed = [seen for seen in ctx.history.of(OpenSeen, session.id, since=mark)
+               if seen.opening is not None and seen.opening.resume is not None]
+    def gives_its_digest(seen: OpenSeen) -> bool:
+        resume = seen.opening.resume if seen.opening else None
+        return resume is not None and seen.tokens_object is not None and session.d(seen.tokens_object) == resume.digest
+
+    wrong = [seen for seen in resumed if not gives_its_digest(seen)]
+    first = wrong[0].opening.resume if wrong and wrong[0].opening else None
+    where = wrong[0].verifier if wrong else ""
+    ctx.check(not wrong, f"the router opened the session {len(wrong)} time(s) (first at {where}) "
+              "with a resume whose committed_tokens do not give its digest: the commit log's tokens do not give its "
+              "last record's digest", row="P1-RTR-6", expected="no resume from a log that fails the digest check",
+              actual=f"resume {first.to_obj() if first else None}, tokens {wrong[0].tokens_object if wrong else None}")
+    ctx.note(f"after the fence the router opened the session {len(resumed)} time(s) with a resume")
+
+
+@router_case("RTR-P1-RTR-5-INTERMITTENT-001", area="failover", section="P1-RTR-5, 6.9", quote=FAILED,
+             level=Level.PROFILE, profile=("P1-RTR-5",), rows=("P1-RTR-5/FAILED-VERIFIER", "R-6.7-FRONT-END"))
+async def intermittent_failures_are_not_a_failure(ctx: RouterContext) -> None:
+    """Two of every three requests to the serving verifier get 503 for a while, the third is served: never three
+    failures in a row, so the verifier has not failed and the session stays where it is (found by a planted bug in
+    an independent router, which counted failures without resetting the count on a success)."""
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 2)
+    serving = ctx.serving(session)
+    mark = ctx.history.mark()
+    # The front's reads are the router's requests to the verifier: some fail, none three in a row. The served ones
+    # answer at once (no long poll), so a router that abandons a read it waited for still sees them answered.
+    serving.fault, serving.output_wait_s = Fault.INTERMITTENT, 0.0
+    try:
+        await ctx.read_front(session, count=len(committed) + 1, timeout_s=INTERMITTENT_S)
+    finally:
+        serving.fault, serving.output_wait_s = Fault.NONE, OUTPUT_WAIT_S
+    ctx.note(f"{serving.intermittent_count} requests reached {serving.name} while it failed intermittently")
+    moved = [seen for seen in ctx.history.of(OpenSeen, session.id, since=mark) if seen.verifier != serving.name]
+    ctx.check(not moved, f"the router failed the session over to {moved[0].verifier if moved else ''} although no "
+              f"three requests in a row to {serving.name} had failed", row="P1-RTR-5/FAILED-VERIFIER",
+              expected="the session stays at its verifier", actual=f"{len(moved)} session-open(s) elsewhere")
+    if not moved:
+        more = ctx.commit(session, 2)
+        tokens, _ = await ctx.read_front(session, count=len(committed) + 2)
+        ctx.check(tokens == committed + more, "after the intermittent failures the front did not deliver the "
+                  "committed output", row="R-6.7-FRONT-END", expected=str(committed + more), actual=str(tokens))
+
+
+@router_case("RTR-6.9-FAILOVER-006", area="failover", section="6.9, P1-RTR-5", quote=f"{FAILED} ... {FENCE_FIRST} "
+             f"{RESUME}", level=Level.MUST, profile=("P1-RTR-5",), requires=("verifiers:2",),
+             rows=("R-6.9-ROUTER-RESUME", "P1-RTR-5/FAILED-VERIFIER", *FAILOVER_ROWS))
+async def failed_verifier_is_not_the_new_one(ctx: RouterContext) -> None:
+    """Every request to the serving verifier gets 503 while its status stays fresh, and every other verifier's
+    status has expired: after the fence the router does not open the session at the failed verifier again (§6.9:
+    "at a new verifier"); it resumes at another once that one reports again, or ends the session (D-JUDGE-R11).
+    With a fresh alternative a router that ranks failed verifiers last never shows this (found by a planted bug in
+    an independent router)."""
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 2)
+    failing = ctx.serving(session)
+    others = [verifier for verifier in ctx.env.verifiers.values() if verifier is not failing]
+    await asyncio.gather(*(ctx.expire(verifier) for verifier in others))
+    epoch, mark = ctx.epoch(session), ctx.history.mark()
+    reader = asyncio.ensure_future(ctx.read_front(session, count=len(committed), timeout_s=3 * ctx.act_s))
+    try:
+        await ctx.fail_verifier(failing, "errors")
+        fenced = await ctx.wait(lambda: any(isinstance(record, FenceRecord) and record.epoch > epoch
+                                            for record in ctx.log(session)))
+        ctx.require(fenced, f"the router did not fence the session within {ctx.act_s:.0f} s of its verifier "
+                    "failing (every request 503)", row=ctx.helper_row("P1-RTR-5/FAILED-VERIFIER"))
+        await quiet(ctx, NO_CANDIDATE_S)  # no verifier but the failed one is eligible now
+        again = opens_at(ctx, session, {failing.name}, since=mark)
+        ctx.check(not again, f"with no other verifier eligible, the router opened the session again at "
+                  f"{failing.name}, the verifier that had failed, instead of at a new verifier",
+                  row="R-6.9-ROUTER-RESUME", expected="no session-open until another verifier reports",
+                  actual=", ".join(f"session-open at {seen.verifier}" for seen in again))
+        await others[0].status.revive()
+        opened = await ctx.resumed(session, epoch=epoch + 1)
+        if opened is None:
+            # No text says what a router does while no verifier can take the session: waiting for one, as most
+            # do, or failing the session (D-JUDGE-R11). A session left neither resumed nor ended is judged.
+            _, last = await ctx.read_front(session, final=True, start=len(committed), timeout_s=ctx.act_s)
+            ended = last is not None and last.final
+            ctx.require(ended, f"the router neither resumed the session at {others[0].name} within "
+                        f"{ctx.act_s:.0f} s of its status report nor ended it", row=ctx.helper_row(
+                            "R-6.9-ROUTER-RESUME"), expected=f"a session-open at {others[0].name}",
+                        actual="no resume, no final output")
+            ctx.note("with no verifier eligible the router ended the session instead of waiting for one "
+                     f"(finish {last.finish if last else None}): no text decides")
+            return
+        ctx.require(opened.verifier == others[0].name, f"the session was resumed at {opened.verifier}, not at "
+                    f"{others[0].name}, the only verifier eligible", row=ctx.helper_row("R-6.9-ROUTER-RESUME"),
+                    expected=others[0].name, actual=opened.verifier)
+    finally:
+        tokens, _ = await reader
+    ctx.check(tokens == committed, "the front did not deliver the committed tokens from the new verifier",
+              row="R-6.7-FRONT-END", expected=str(committed), actual=str(tokens))
+
+
 @router_case("RTR-6.9-FAILOVER-005", area="failover", section="6.9, P1-RTR-6", quote=f"{RESUME} ... {RTR6}",
              level=Level.MUST, profile=("P1-RTR-6", "P1-LOG-2"), requires=("verifiers:3",),
              rows=("R-6.9-ROUTER-RESUME", "P1-RTR-6", "R-6.9-OLD-EPOCH", *FAILOVER_ROWS))
@@ -168,6 +305,64 @@ async def partitioned_verifier_cannot_extend_the_session(ctx: RouterContext) -> 
     await ctx.read_front(session, final=True, start=len(tokens) + len(rest))
 
 
+@router_case("RTR-6.9-PARTITION-002", area="failover", section="6.9, 6.7, P1-RTR-6", quote=f"{FENCE_FIRST} ... "
+             f"{OLD_EPOCH}", level=Level.MUST, profile=("P1-FRONT-2", "P1-RTR-6"),
+             rows=("R-6.9-OLD-EPOCH", "P1-FRONT-2/OUTPUT", *FAILOVER_ROWS))
+async def old_epoch_output_during_the_failover_is_discarded(ctx: RouterContext) -> None:
+    """A front read is in flight at the first verifier when it is partitioned. The harness holds the router's first
+    write to the MLC after its fence (P1-RTR-6: the committed_tokens object, written before the session-open), and
+    meanwhile the old verifier commits past the fence into a non-enforcing MLC and answers that read at its old
+    epoch. The front never delivers those tokens: the router discards output of an epoch below its fence's even
+    before the session is open at the new verifier (found by a planted bug in an independent router, which dropped
+    old-epoch output only once the new verifier served the session)."""
+    ctx.env.cache_app.enforce_fences = False
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 3)
+    tokens, _ = await ctx.read_front(session, count=3)
+    old = ctx.serving(session)
+    served = old.serving(session.id)
+    assert served is not None
+    old.output_wait_s = IN_FLIGHT_READ_S  # the read below stays at the old verifier across the failover
+    served.polled.clear()
+    reader = asyncio.ensure_future(ctx.read_front(session, count=2, start=len(tokens), timeout_s=3 * ctx.act_s))
+    more: list[int] = []
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(served.polled.wait()), ctx.act_s)
+        ctx.require(served.polled.is_set(), "the front's read did not reach the verifier serving the session within "
+                    f"{ctx.act_s:.0f} s", row=ctx.helper_row("R-6.7-FRONT-END"))
+        log_path = _log_path(ctx, session)
+        fence_gate = ctx.env.cache_app.faults.hold(log_path, methods=frozenset({"PUT"}))
+        await ctx.fail_verifier(old, "partition")
+        after_fence = None
+        if await fence_gate.wait_arrival(ctx.act_s):
+            after_fence = ctx.env.cache_app.faults.hold(None, methods=frozenset({"PUT"}))
+            fence_gate.open()
+            await after_fence.wait_arrival(ctx.act_s)
+        fence_gate.open()
+        mark = ctx.history.mark()
+        zombie = old.commit(session.id, ctx.tokens(2))  # released at epoch 1, past the fence: never committed
+        answered = await ctx.wait(lambda: any(seen.verifier == old.name and seen.output is not None
+                                              and seen.output.tokens for seen in ctx.history.of(
+                                                  OutputServed, session.id, since=mark)))
+        if answered:
+            await quiet(ctx, 0.3)  # the router reads the old verifier's answer while its resume is held
+        else:
+            ctx.note("the front's read was no longer in flight at the old verifier when it released its tokens")
+        if after_fence is not None:
+            after_fence.open()
+        opened = await ctx.resumed(session, epoch=2)
+        ctx.require(opened is not None, "no failover after the partition", row=ctx.helper_row("R-6.9-ROUTER-RESUME"))
+        await ctx.assigned(session, epoch=2)
+        more = ctx.commit(session, 2)
+        ctx.note(f"the old verifier released {list(zombie.record.emitted)} at epoch 1 after the fence")
+    finally:
+        rest, _ = await reader
+    ctx.check(tokens + rest == committed + more, "the front delivered output the partitioned old verifier served "
+              "at its old epoch while the failover was under way", row="R-6.9-OLD-EPOCH",
+              expected=str(committed + more), actual=str(tokens + rest))
+
+
 @router_case("RTR-6.9-EXPIRED-001", area="failover", section="6.1, 6.9, P1-RTR-2", quote=f"{NOT_EXPIRED} ... "
              f"{ELIGIBLE}", level=Level.MUST_NOT, profile=("P1-RTR-2",), requires=("verifiers:3",),
              rows=("R-6.1-NOT-EXPIRED", "P1-RTR-2/ELIGIBLE", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN"))
@@ -209,11 +404,7 @@ async def nothing_opens_while_the_fence_is_held(ctx: RouterContext) -> None:
     """The harness's MLC holds the router's fence PUT: while it waits, no verifier receives the session's resume."""
     session = await ctx.open_ok()
     ctx.commit(session, 2)
-    opens = ctx.accepted_opens(session)
-    log = opens[0].opening.commit_log if opens[0].opening else ""
-    path = ctx.env.mlc.path_of(log)
-    assert path is not None
-    gate = ctx.env.cache_app.faults.hold(path, methods=frozenset({"PUT"}))
+    gate = ctx.env.cache_app.faults.hold(_log_path(ctx, session), methods=frozenset({"PUT"}))
     mark = ctx.history.mark()
     await ctx.fail_verifier(ctx.serving(session), "expire")
     arrived = await gate.wait_arrival(ctx.act_s)
