@@ -822,6 +822,7 @@ DRAFTER: dict[str, Planted] = {
         "const status = setInterval(() => drafter.reportStatus(), config.status_ttl_ms / 3);",
         "const status = setInterval(() => drafter.reportStatus(), config.status_ttl_ms);",
         "FAILED",
+        "by the mean gap (D-JUDGE-D15), about 1.5 ms over ttl_ms a gap: on a loaded machine it may read PASSED",
     ),
     "status-id-padded-base64": Planted(
         "server.js",

@@ -6,6 +6,9 @@ Each entry: the stand-in's role, the planted bug (``tools/standin_node_planted.p
 outcome. A FAILED row shows a blind spot closed (the bug breaks a MUST the suite did not see); a NON-STRICT row a
 finding that was FAILED although only the profile decides it (P1-JUDGE-1); PASSED-with-NON-STRICT runs show a
 sanity case that completes with a profile finding no longer stopping the run (D-JUDGE-SANITY).
+
+Not here: ``status-interval-equals-ttl``, whose FAILED rests on gaps about 1.5 ms over ttl_ms each (D-JUDGE-D15),
+which a loaded machine's arrival jitter may hide; the campaign runs it.
 """
 
 from __future__ import annotations
@@ -44,7 +47,6 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("drafter", "replaced-loop-keeps-running", ("DRF-P1-DRF-7-003",), "FAILED"),
     ("drafter", "m-cap-only-on-reduce", ("DRF-6.2-LIMIT-001",), "FAILED"),
     ("drafter", "timeout-redrafts", ("DRF-6.9-LOST-003", "DRF-6.9-LOST-006"), "FAILED"),
-    ("drafter", "status-interval-equals-ttl", ("DRF-6.1-STATUS-001",), "FAILED"),
 ]
 
 

@@ -44,8 +44,10 @@ is still in flight when that verifier releases tokens past the fence."""
 INTERMITTENT_S = 3.0
 """How long the serving verifier fails two requests of every three in RTR-P1-RTR-5-INTERMITTENT-001: several
 rounds of three at a router's pace of retries and 1 s output polls, and well over P1-RTR-5's 0.5 s."""
-NO_CANDIDATE_S = 1.0
-"""How long, after the fence, the harness leaves the failed verifier the only one whose status is fresh."""
+AFTER_FENCE_S = 1.0
+"""How long after a router's fence the harness watches for a session-open it must not send (a router that resumes
+does so at once: fence, committed_tokens, open); in RTR-6.9-FAILOVER-006, how long the failed verifier stays the
+only one whose status is fresh."""
 FAILOVER_ROWS = ("R-6.9-FENCE-FIRST", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN", "R-6.8-CONDITIONAL",
                  "R-6.8-FENCE-RECORD", "R-5.2-COMMITTED-TOKENS", "P1-RTR-3/ALWAYS-TOKENS", "P1-RTR-3/ASSIGNMENT-STATE",
                  "R-6.1-ASSIGN-ORDER", "R-6.1-NOT-EXPIRED", "R-6.7-FRONT-END")
@@ -143,18 +145,19 @@ async def a_log_that_does_not_give_its_digest_is_not_resumed(ctx: RouterContext)
     served = ctx.serving(session).serving(session.id)
     assert served is not None
     bad = CommitRecord(served.epoch, served.round + 1, tuple(ctx.tokens(2)), len(committed) + 2, bytes(32))
-    log = ctx.accepted_opens(session)[0].opening
-    assert log is not None
-    ctx.require(ctx.env.mlc.append(log.commit_log, bad).stored, "the harness could not append to the commit log "
+    opening = ctx.accepted_opens(session)[0].opening
+    assert opening is not None
+    ctx.require(ctx.env.mlc.append(opening.commit_log, bad).stored, "the harness could not append to the commit log "
                 "(a harness fault)", row="P1-RTR-6")
     epoch, mark = ctx.epoch(session), ctx.history.mark()
     await ctx.fail_verifier(ctx.serving(session), "expire")
     fenced = await ctx.wait(lambda: any(isinstance(record, FenceRecord) and record.epoch > epoch
                                         for record in ctx.log(session)))
     if fenced:
-        await quiet(ctx, NO_CANDIDATE_S)  # a router that resumes does so at once: fence, tokens, open
+        await quiet(ctx, AFTER_FENCE_S)
     resumed = [seen for seen in ctx.history.of(OpenSeen, session.id, since=mark)
                if seen.opening is not None and seen.opening.resume is not None]
+
     def gives_its_digest(seen: OpenSeen) -> bool:
         resume = seen.opening.resume if seen.opening else None
         return resume is not None and seen.tokens_object is not None and session.d(seen.tokens_object) == resume.digest
@@ -220,7 +223,7 @@ async def failed_verifier_is_not_the_new_one(ctx: RouterContext) -> None:
                                             for record in ctx.log(session)))
         ctx.require(fenced, f"the router did not fence the session within {ctx.act_s:.0f} s of its verifier "
                     "failing (every request 503)", row=ctx.helper_row("P1-RTR-5/FAILED-VERIFIER"))
-        await quiet(ctx, NO_CANDIDATE_S)  # no verifier but the failed one is eligible now
+        await quiet(ctx, AFTER_FENCE_S)  # no verifier but the failed one is eligible now
         again = opens_at(ctx, session, {failing.name}, since=mark)
         ctx.check(not again, f"with no other verifier eligible, the router opened the session again at "
                   f"{failing.name}, the verifier that had failed, instead of at a new verifier",
