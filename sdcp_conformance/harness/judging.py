@@ -23,7 +23,6 @@ from sdcp_conformance.harness.case import Case, CaseSkipped, CaseStopped
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.judge import TABLE, Answered, Finding, deviation, judge_refusal
 from sdcp_conformance.judge import Verdict as Severity
-from sdcp_conformance.protocol.problems import PROBLEM_URN_PREFIX
 
 
 def session_id_for(rng: random.Random, nonce: bytes) -> bytes:
@@ -114,13 +113,10 @@ class JudgedContext:
             self.deviate("P1-ERR-1", f"{what or 'the request'}: the problem body is labelled "
                          f"{getattr(answer, 'content_type', None)!r}, not application/problem+json or +cbor",
                          expected=["application/problem+json"])
-        if getattr(answer, "problem_type_uri_ok", None) is False:
-            problem = getattr(answer, "problem", None)
-            named = getattr(problem, "problem_type", None)
-            self.deviate("P1-ERR-1", f"{what or 'the request'}: the problem type is "
-                         f"{getattr(problem, 'type_uri', None)!r}, not the URN P1-ERR-1 gives",
-                         expected=[named.uri if named is not None else PROBLEM_URN_PREFIX + "<suffix>"],
-                         actual=str(getattr(problem, "type_uri", None)))
+        if getattr(answer, "problem_type_uri_ok", None) is False:  # then the type names an SDCP problem
+            problem: Any = getattr(answer, "problem", None)
+            self.deviate("P1-ERR-1", f"{what or 'the request'}: the problem type is {problem.type_uri!r}, not the URN "
+                         "P1-ERR-1 gives", expected=[problem.problem_type.uri], actual=problem.type_uri)
         if finding is None:
             return True
         self.record(finding)
