@@ -653,8 +653,7 @@ DRAFTER: dict[str, Planted] = {
         "server.js",
         "if (committed.length !== a.committed || !digests[a.committed].equals(a.digest)) {",
         "if (committed.length !== a.committed) {",
-        "PASSED",
-        "GAP: no case serves committed_tokens that do not give the assignment's digest (what a drafter then owes is open)",
+        "FAILED",
     ),
     "d0-over-current-sampling": Planted(
         "server.js",

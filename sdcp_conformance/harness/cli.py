@@ -305,11 +305,9 @@ def _certify(target: TargetConfig | None, target_path: Path | None, catalogue: C
 def iut_parties(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """Base URIs for the IUT and the harness's parties: free loopback ports unless given."""
     from sdcp_conformance.harness.environment import HARNESS_PARTIES
-    from sdcp_conformance.transport.ports import free_port
+    from sdcp_conformance.transport.ports import loopback_base_uris
 
-    names = (IUT_PARTY, *HARNESS_PARTIES)
-    given = overrides or {}
-    return {name: given.get(name) or f"https://127.0.0.1:{free_port()}/{name}/" for name in names}
+    return loopback_base_uris((IUT_PARTY, *HARNESS_PARTIES), overrides)
 
 
 def write_iut_target(directory: Path, overrides: Mapping[str, str] | None = None) -> tuple[Pki, Path]:

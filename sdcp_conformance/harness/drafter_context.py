@@ -21,7 +21,7 @@ from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
-from sdcp_conformance.harness.roles.played_verifier import refusal_response, sdcp_response, settle
+from sdcp_conformance.harness.roles.played_verifier import doubt_resolved, refusal_response, sdcp_response, settle
 from sdcp_conformance.harness.roles.verdicts import VerdictPlan, build_verdict
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
@@ -152,12 +152,17 @@ class DrafterContext(JudgedContext):
                                              else dict(sent))
         finally:
             session.in_doubt = None
+        known = {id(arrival) for arrival in before}
+        during = [arrival for arrival in session.arrivals if id(arrival) not in known]
         if not answer.ok:
             session.restore(saved)  # refused: the drafter holds what it held
         elif body is None:
+            session.superseded_at = self.env.now()  # D-JUDGE-D10 counts from the answer
             for arrival in before:  # P1-DRF-7: the drafter abandoned them first; no answer reaches it any more
                 if arrival.outcome is Outcome.PENDING:
                     arrival.outcome, arrival.answer, arrival.superseded = Outcome.ABANDONED, "abandoned", True
+        if body is None:
+            doubt_resolved(session, during)
         return answer
 
     @staticmethod

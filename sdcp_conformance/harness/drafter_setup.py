@@ -22,11 +22,9 @@ TARGET_FILE = "target.toml"
 def drafter_parties(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """Base URIs of the drafter under test and of the harness's parties: free loopback ports unless given."""
     from sdcp_conformance.harness.drafter_environment import HARNESS_PARTIES, IUT_PARTY
-    from sdcp_conformance.transport.ports import free_port
+    from sdcp_conformance.transport.ports import loopback_base_uris
 
-    given = overrides or {}
-    return {name: given.get(name) or f"https://127.0.0.1:{free_port()}/{name}/"
-            for name in (IUT_PARTY, *HARNESS_PARTIES)}
+    return loopback_base_uris((IUT_PARTY, *HARNESS_PARTIES), overrides)
 
 
 def write_drafter_target(directory: Path, overrides: Mapping[str, str] | None = None) -> tuple[Pki, Path]:

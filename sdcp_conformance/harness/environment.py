@@ -31,7 +31,7 @@ from sdcp_conformance.reference.running import RunningRole, port_of
 from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.service import PartyTls, VerifierService
 from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
-from sdcp_conformance.transport.ports import free_port
+from sdcp_conformance.transport.ports import free_port, loopback_base_uris
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 from sdcp_conformance.transport.types import Handler, Request, Response
 
@@ -347,7 +347,7 @@ def _path_of(uri: str) -> str:
 
 def embedded_target(folder: Path) -> TargetConfig:
     """A PKI and target for the reference verifier run in-process, on free loopback ports."""
-    uris = {name: f"https://127.0.0.1:{free_port()}/{name}/" for name in ("verifier", *HARNESS_PARTIES)}
+    uris = loopback_base_uris(("verifier", *HARNESS_PARTIES))
     pki = init_pki(folder / "pki", uris, subject="verifier")
     return TargetConfig(
         role="verifier", base_uri=uris["verifier"], ca=pki.ca_cert, models=DEFAULT_MODELS, pki=pki.directory,

@@ -36,7 +36,7 @@ from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.messages import ROLE_DRAFTER, ROLE_VERIFIER
 from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
-from sdcp_conformance.transport.ports import free_port
+from sdcp_conformance.transport.ports import loopback_base_uris
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 from sdcp_conformance.transport.types import Handler, Request, Response
 
@@ -278,7 +278,7 @@ def _named(names: dict[str, str], uri: str, kind: str) -> str:
 def router_parties() -> dict[str, str]:
     """Free loopback base URIs for the router under test and every party the harness plays."""
     names = (IUT_PARTY, "cache", CLIENT_IDENTITY, *VERIFIER_NAMES, *(name for name, _ in DRAFTER_MODELS))
-    return {name: f"https://127.0.0.1:{free_port()}/{name}/" for name in names}
+    return loopback_base_uris(names)
 
 
 def router_target(pki: Pki, uris: dict[str, str], source: Path | None = None) -> TargetConfig:
@@ -296,4 +296,4 @@ def embedded_router_target(folder: Path) -> TargetConfig:
 
 
 __all__ = ["CLIENT_IDENTITY", "DRAFTER_MODELS", "IUT_PARTY", "TARGET_MODEL", "VERIFIER_NAMES", "RouterEnvironment",
-           "drafter_models", "embedded_router_target", "free_port", "router_parties", "router_target"]
+           "drafter_models", "embedded_router_target", "router_parties", "router_target"]

@@ -3,6 +3,9 @@ router alike."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
+from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.probes import ProbeResult
 
@@ -28,4 +31,20 @@ def judge_http1(ctx: JudgedContext, result: ProbeResult, who: str) -> None:
                 expected=acceptable, actual=result.describe())
 
 
-__all__ = ["HTTP1_ACCEPTABLE", "judge_http1"]
+async def require_served(ctx: JudgedContext, control: Awaitable[Answer], what: str, who: str) -> None:
+    """D-JUDGE-5, the control of a case that passes on a refusal (a handshake without a certificate, at TLS 1.2,
+    over HTTP/1.1): ``control``, ``what`` a client with a valid certificate sends over the harness's HTTP/2 client,
+    must get an HTTP answer (any status) first. A server that refuses or drops every client passed those probes
+    without having shown anything; it fails §5.1's sentence itself, and the case says so with the control's stage
+    (R-5.1-MTLS, as a hang in place of a refusal already is: P1-JUDGE-3)."""
+    answer = await control
+    if answer.status is None:
+        ctx.fail(f"{what} with a valid client certificate got no HTTP/2 answer from {who} either, "
+                 f"{answer.describe()}: HTTP/2 over TLS 1.3 with mutual certificate authentication is REQUIRED, and "
+                 "the refusals this case probes show nothing while every client is refused",
+                 row="R-5.1-MTLS", expected=["an HTTP/2 answer over TLS 1.3 (any status)"], actual=answer.describe())
+    ctx.note(f"control: {what} with a valid client certificate got {answer.describe()} ({answer.tls_version}, "
+             f"ALPN {answer.alpn})")
+
+
+__all__ = ["HTTP1_ACCEPTABLE", "judge_http1", "require_served"]

@@ -261,6 +261,11 @@ class _Connection(asyncio.Protocol):
 
     def _answer_http1(self) -> None:
         assert self.transport is not None
+        if self.mode is not Mode.HTTP11_ONLY:  # every other mode misbehaves in its own way only (P1-TLS-1: 505)
+            self.transport.write(b"HTTP/1.1 505 HTTP Version Not Supported\r\nconnection: close\r\n"
+                                 b"content-length: 0\r\n\r\n")
+            self.close()
+            return
         body = encode({"http": "1.1"})
         self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-type: " + SDCP_MEDIA_TYPE.encode() +
                              b"\r\nconnection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" +

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import socket
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 LOCAL_PORT_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
@@ -53,6 +54,26 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(probe.getsockname()[1])
 
 
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports free on ``host`` now: the parties of one target each get their own (independent
+    draws may coincide, and the second server to bind the shared port would fail)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port(host)
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def loopback_base_uris(names: Sequence[str], given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``https://127.0.0.1:<port>/<name>/`` for each of ``names`` that ``given`` does not set, on distinct free
+    ports."""
+    given = given or {}
+    missing = [name for name in names if not given.get(name)]
+    drawn = dict(zip(missing, free_ports(len(missing)), strict=True))
+    return {name: given.get(name) or f"https://127.0.0.1:{drawn[name]}/{name}/" for name in names}
+
+
 def _bindable(host: str, port: int) -> bool:
     with socket.socket() as probe:
         try:
@@ -62,4 +83,4 @@ def _bindable(host: str, port: int) -> bool:
     return True
 
 
-__all__ = ["ephemeral_low", "free_port"]
+__all__ = ["ephemeral_low", "free_port", "free_ports", "loopback_base_uris"]

@@ -6,6 +6,7 @@ check in :mod:`sdcp_conformance.harness.roles.proposal_checks` cannot agree with
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from typing import Any
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from sdcp_conformance.harness.roles.played_cache import CacheEvent
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
-from sdcp_conformance.harness.roles.played_verifier import Pace
+from sdcp_conformance.harness.roles.played_verifier import Pace, VerifierBoard, doubt_resolved
 from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts, review
 from sdcp_conformance.harness.roles.verdicts import VerdictPlan, build_verdict
 from sdcp_conformance.models.bigram import bigram_table
@@ -21,6 +22,8 @@ from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.messages import Proposal
+from sdcp_conformance.protocol.problems import ProblemType
+from sdcp_conformance.transport.types import Request, Response
 
 ME = "https://127.0.0.1:9/drafter/"
 DRAFT, TARGET = "bigram-draft-near", "bigram"
@@ -253,3 +256,50 @@ def test_after_a_late_proposal_the_limit_may_be_the_assignments_until_the_next_v
     played.decided(2, greedy(TARGET, played.context()[-1], 2), m_cap=2)
     three = greedy(DRAFT, played.context()[-1], 3)
     assert "R-6.2-M-BOUNDS" in rows_of(world.arrive(played, proposal_body(played, three)))
+
+
+async def _proposal_during_a_lower_epoch_assignment(
+        taken: bool) -> tuple[PlayedSession, Arrival, asyncio.Task[Response]]:
+    """Holding epoch 2 after round 1, the harness sends an assignment with epoch 1; before its answer, the drafter's
+    round-2 proposal under epoch 2 arrives. The answer then says refused (P1-DRF-7) or, for a wrong drafter, taken."""
+    board = VerifierBoard(facts=World().facts)
+    played = board.add(session())
+    played.assigned(epoch=2, m_init=4, verifier="https://v/", sampling=None, now=0.0)
+    played.decided(1, greedy(TARGET, PROMPT[-1], 2), m_cap=4)
+    body = proposal_body(played, greedy(DRAFT, played.context()[-1], 3), epoch=2)
+    saved = played.snapshot()
+    played.assigned(epoch=1, m_init=4, verifier="https://v/", sampling=None, now=asyncio.get_running_loop().time())
+    played.in_doubt = saved
+    request = Request("POST", "/proposals", "", (("content-type", "application/sdcp+cbor"),), encode(body), ME)
+    answered = asyncio.create_task(board.receive("https://v/", request))
+    while not played.arrivals:  # until the played verifier has taken the request in (no timer: one loop pass each)
+        await asyncio.sleep(0)
+    arrival = played.arrivals[-1]
+    assert not answered.done() and arrival.outcome is Outcome.PENDING, "answered before the assignment's answer"
+    played.in_doubt = None
+    if not taken:
+        played.restore(saved)
+    doubt_resolved(played, [arrival])
+    await asyncio.sleep(0)
+    return played, arrival, answered
+
+
+def test_a_proposal_under_the_held_epoch_waits_while_a_lower_epoch_assignment_is_in_doubt() -> None:
+    """D-JUDGE-D10 applies once an assignment is taken: before its answer the drafter may still refuse it, and a
+    proposal under the assignment it holds is then the round the case goes on with (it was once refused 409
+    sdcp-stale-epoch at once, which stopped a correct drafter: a false finding a slow answer, a GOAWAY, exposed)."""
+    async def refused() -> None:
+        played, arrival, answered = await _proposal_during_a_lower_epoch_assignment(taken=False)
+        assert arrival.outcome is Outcome.PENDING and not arrival.late and played.open is arrival
+        assert played.epoch == 2 and not answered.done()
+        answered.cancel()
+
+    async def taken() -> None:
+        played, arrival, answered = await _proposal_during_a_lower_epoch_assignment(taken=True)
+        assert arrival.late and arrival.outcome is Outcome.FINAL and played.open is None
+        response = await answered
+        assert response.status == ProblemType.STALE_EPOCH.status
+
+    asyncio.run(refused())
+    asyncio.run(taken())
+

@@ -107,3 +107,28 @@ def test_graceful_goaway_server_passes(tmp_path: Path) -> None:
     assert [result.verdict for result in report.results] == [Verdict.PASSED, Verdict.PASSED]
     assert server.stats.goaways >= 2  # sanity first and last each cross a GOAWAY after their 2nd stream
     print(f"\nMATRIX {Mode.GRACEFUL_GOAWAY.value:24} {'(passes)':18} {elapsed:6.2f} s")
+
+
+REFUSAL_CASES = ("VER-5.1-TRANSPORT-001", "VER-5.1-TRANSPORT-002", "VER-5.1-TRANSPORT-003", "VER-5.1-TRANSPORT-004",
+                 "VER-5.1-TRANSPORT-005", "VER-5.1-TRANSPORT-006")
+"""The cases that pass on a refusal: a handshake without a certificate, with a bad one, at TLS 1.2, over HTTP/1.1."""
+
+
+@pytest.mark.parametrize(("mode", "stage"), [(Mode.TLS12_ONLY, "protocol_version"), (Mode.OTHER_CA, "certificate"),
+                                             (Mode.HTTP11_ONLY, "ALPN")], ids=lambda value: str(value))
+def test_a_verifier_refusing_every_client_fails_the_refusal_cases_on_their_control(
+        mode: Mode, stage: str, tmp_path: Path) -> None:
+    """Refusing the bad clients shows nothing when the valid one is refused too: each case fails at §5.1's MUST
+    on its control, with the control's stage in the message."""
+    async def run() -> RunReport:
+        target = local_target(tmp_path, request_timeout_s=REQUEST_TIMEOUT_S)
+        async with MisbehavingServer(misbehaving_config(target, mode, None)):
+            return await asyncio.wait_for(certify(target, selectors=list(REFUSAL_CASES), seed=12), RUN_DEADLINE_S)
+
+    report = asyncio.run(run())
+    judged = {result.case.id: result for result in report.results if result.run == "main"}
+    assert set(judged) == set(REFUSAL_CASES)
+    for result in judged.values():
+        assert result.verdict is Verdict.FAILED, (result.case.id, result.verdict, result.message)
+        assert result.findings[0].row == "R-5.1-MTLS"
+        assert "with a valid client certificate got no HTTP/2 answer" in result.message and stage in result.message

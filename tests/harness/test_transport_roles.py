@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sdcp_conformance.harness import router_context
+from sdcp_conformance.harness import drafter_context, router_context
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.harness.drafter_setup import write_drafter_target
@@ -30,14 +30,15 @@ from sdcp_conformance.transport.pki import load_pki
 RUN_DEADLINE_S = 120.0
 
 
-async def _certify(role: str, mode: Mode, folder: Path, sanity: str) -> RunReport:
+async def _certify(role: str, mode: Mode, folder: Path, *selectors: str) -> RunReport:
     writer = write_router_target if role == "router" else write_drafter_target
     _, path = writer(folder)
     target = dataclasses.replace(load_target(path), request_timeout_s=1.0)
     pki = load_pki(target.pki)
-    config = MisbehavingConfig(mode, pki.cert(role), pki.key(role), pki.ca_cert, port=port_of(target.base_uri))
+    config = MisbehavingConfig(mode, pki.cert(role), pki.key(role), pki.ca_cert, port=port_of(target.base_uri),
+                               other_cert=pki.wrong_ca.cert, other_key=pki.wrong_ca.key)
     async with MisbehavingServer(config):
-        return await asyncio.wait_for(certify(target, selectors=[sanity], seed=3), RUN_DEADLINE_S)
+        return await asyncio.wait_for(certify(target, selectors=list(selectors), seed=3), RUN_DEADLINE_S)
 
 
 def test_a_front_answering_garbage_fails_on_the_session_open_it_never_sent(
@@ -75,3 +76,73 @@ def test_a_front_that_never_answers_leaves_the_run_incomplete(tmp_path: Path, mo
     first = report.results[0]
     assert first.verdict is Verdict.NON_STRICT and not first.completed and "headers timeout" in first.message
     assert report.status == RUN_INCOMPLETE
+
+
+REFUSING_EVERY_CLIENT = [Mode.TLS12_ONLY, Mode.HTTP11_ONLY, Mode.OTHER_CA, Mode.CLOSE_AFTER_HANDSHAKE,
+                         Mode.STREAM_RESET]
+"""Servers that refuse or drop a valid client as they do the bad ones (the stage each shows)."""
+STAGE_WORDS = {Mode.TLS12_ONLY: "protocol_version", Mode.HTTP11_ONLY: "ALPN", Mode.OTHER_CA: "certificate verification",
+               Mode.CLOSE_AFTER_HANDSHAKE: "SETTINGS", Mode.STREAM_RESET: "RST_STREAM"}
+REFUSAL_CASES = {"drafter": ("DRF-5.1-TRANSPORT-001", "DRF-5.1-TRANSPORT-002", "DRF-5.1-TRANSPORT-003",
+                             "DRF-5.1-TRANSPORT-004"),
+                 "router": ("RTR-5.1-TRANSPORT-001", "RTR-5.1-TRANSPORT-002", "RTR-5.1-TRANSPORT-003",
+                            "RTR-5.1-TRANSPORT-004")}
+
+
+@pytest.mark.parametrize("role", ["drafter", "router"])
+@pytest.mark.parametrize("mode", REFUSING_EVERY_CLIENT, ids=lambda mode: mode.value)
+def test_a_server_that_refuses_every_client_does_not_pass_the_refusal_cases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, role: str, mode: Mode) -> None:
+    """A handshake without a certificate (or at TLS 1.2, or over HTTP/1.1) that fails proves nothing when a valid
+    client fails too: each such case fails on its control, at §5.1's MUST, with the control's stage named."""
+    monkeypatch.setattr(router_context, "ACT_S", 1.0)
+    cases = REFUSAL_CASES[role]
+    report = asyncio.run(_certify(role, mode, tmp_path, *cases))
+    judged = {result.case.id: result for result in report.results if result.run == "main"}
+    assert set(judged) == set(cases)
+    for result in judged.values():
+        assert result.verdict is Verdict.FAILED, (result.case.id, result.verdict, result.message)
+        assert result.findings[0].row == "R-5.1-MTLS"
+        assert "with a valid client certificate got no HTTP/2 answer" in result.message
+        assert STAGE_WORDS[mode] in result.message, result.message
+
+
+STAGE_OF = {Mode.HANG: "headers timeout", Mode.STALLED_HANDSHAKE: "TLS handshake stalled",
+            Mode.DRIP_BODY: "body stalled", Mode.STREAM_RESET: "stream reset",
+            Mode.GOAWAY_ERROR: "GOAWAY(INTERNAL_ERROR",
+            Mode.CLOSE_AFTER_HANDSHAKE: "preface/SETTINGS", Mode.STATUS_500_WITH_BODY: "500",
+            Mode.STATUS_500_WITHOUT_BODY: "500", Mode.HUGE_BODY: "body over limit",
+            Mode.HUGE_BODY_UNDECLARED: "body over limit", Mode.TLS12_ONLY: "protocol_version",
+            Mode.HTTP11_ONLY: "ALPN", Mode.OTHER_CA: "certificate verification failed"}
+"""Words of the stage where the conversation broke, as the sanity case's message must name them."""
+ANSWERED_GARBAGE = {
+    # P1-MSG-4: any 2xx to an assignment is success, whatever its body: the drafter is then judged on the proposal
+    # it never sends.
+    ("drafter", Mode.GARBAGE_CBOR): "no proposal arrived", ("drafter", Mode.WRONG_SHAPE): "no proposal arrived",
+    ("router", Mode.GARBAGE_CBOR): "not well-formed CBOR", ("router", Mode.WRONG_SHAPE): "the front answered 200",
+}
+
+
+JUDGED_ABOVE = {("drafter", Mode.HANG), ("drafter", Mode.STREAM_RESET), ("router", Mode.GARBAGE_CBOR),
+                ("router", Mode.HANG)}
+"""Pairs the tests above judge more closely."""
+MATRIX = [pytest.param(role, mode, id=f"{mode.value}-{role}") for role in ("drafter", "router")
+          for mode in (*STAGE_OF, Mode.GARBAGE_CBOR, Mode.WRONG_SHAPE) if (role, mode) not in JUDGED_ABOVE]
+
+
+@pytest.mark.parametrize(("role", "mode"), MATRIX)
+def test_a_misbehaving_drafter_or_router_is_judged_for_where_it_broke(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, role: str, mode: Mode) -> None:
+    """Issue 12's matrix for the other two roles: bounded time, a run that is not passed, and a sanity case that did
+    not pass and names the stage where the conversation broke (the front is the profile's: NON-STRICT there)."""
+    monkeypatch.setattr(router_context, "ACT_S", 1.0)
+    monkeypatch.setattr(drafter_context, "FIRST_PROPOSAL_S", 2.0)
+    report = asyncio.run(_certify(role, mode, tmp_path, "RTR-SANITY-001" if role == "router" else "DRF-SANITY-001"))
+    assert report.status == RUN_INCOMPLETE
+    first = report.results[0]
+    assert first.verdict in (Verdict.FAILED, Verdict.NON_STRICT), (first.verdict, first.message)
+    words = ANSWERED_GARBAGE.get((role, mode)) or STAGE_OF[mode]
+    assert words in first.message, first.message
+    if mode in STAGE_OF and mode not in (Mode.STATUS_500_WITH_BODY, Mode.STATUS_500_WITHOUT_BODY):
+        assert "refused" not in first.message  # P1-JUDGE-3: no answer is never a refusal
+

@@ -47,6 +47,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("drafter", "replaced-loop-keeps-running", ("DRF-P1-DRF-7-003",), "FAILED"),
     ("drafter", "m-cap-only-on-reduce", ("DRF-6.2-LIMIT-001",), "FAILED"),
     ("drafter", "timeout-redrafts", ("DRF-6.9-LOST-003", "DRF-6.9-LOST-006"), "FAILED"),
+    ("drafter", "committed-tokens-trusted", ("DRF-6.9-NEW-DRAFTER-002",), "FAILED"),
 ]
 
 

@@ -64,3 +64,16 @@ def test_an_unreadable_range_assumes_the_iana_one(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(ports, "LOCAL_PORT_RANGE", tmp_path / "absent")
     assert ports.ephemeral_low() == ports.IANA_EPHEMERAL_LOW
     assert ports.LOWEST_PORT <= ports.free_port() < ports.IANA_EPHEMERAL_LOW
+
+
+def test_the_parties_of_one_target_never_share_a_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Independent draws may coincide (a router target names eight parties); a party given a URI keeps it."""
+    with socket.socket() as one, socket.socket() as two:  # both held at once: two different ports
+        one.bind(("127.0.0.1", 0))
+        two.bind(("127.0.0.1", 0))
+        free, second = one.getsockname()[1], two.getsockname()[1]
+    offered = iter([free, free, free, second])  # the draw repeats itself before it moves on
+    monkeypatch.setattr(ports, "free_port", lambda host="127.0.0.1": next(offered))
+    uris = ports.loopback_base_uris(("iut", "cache", "router"), {"router": "https://example.test:9/router/"})
+    assert uris == {"iut": f"https://127.0.0.1:{free}/iut/", "cache": f"https://127.0.0.1:{second}/cache/",
+                    "router": "https://example.test:9/router/"}

@@ -127,17 +127,12 @@ class VerifierBoard:
         retried = self._retry_of_decided(session, arrival)
         if retried is not None:
             return retried
-        if _late(session, arrival):
-            arrival.late, arrival.judged = True, True
+        # While an assignment is on its way the drafter may refuse it (P1-DRF-7: a lower epoch), so a proposal under
+        # the assignment it holds is not late yet: it waits, and :func:`doubt_resolved` decides once the answer is in.
+        if session.in_doubt is None and _late(session, arrival):
             session.arrivals.append(arrival)
             session.queue.put_nowait(arrival)
-            problem = ProblemType.STALE_EPOCH if proposal.epoch != session.epoch else ProblemType.STALE_BASE
-            state = {"session": session.id, "epoch": session.epoch, "round": session.round,
-                     "committed": len(session.output), "digest": session.digest}
-            response = refusal_response(problem, "the assignment this proposal follows has been replaced", state)
-            _settle(arrival, response, Outcome.FINAL, f"{problem.status} {problem.suffix} (late)")
-            session.may_not_have_learned_the_last_verdict()
-            return response
+            return _refuse_late(session, arrival)
         arrival.observations = review(session, arrival, self.facts())
         doubt = session.in_doubt is not None
         if doubt:  # an assignment is on its way: keep only what is wrong under both the old and the new one
@@ -229,9 +224,43 @@ class VerifierBoard:
         return sdcp_response(body.to_cbor())
 
 
-def _late(session: PlayedSession, arrival: Arrival) -> bool:
+def doubt_resolved(session: PlayedSession, during: list[Arrival]) -> None:
+    """The answer to an assignment in doubt is in (the session holds what it says); ``during``: the proposals that
+    arrived meanwhile. If the assignment was taken, one that follows the replaced assignment was on its way before
+    the drafter received it (D-JUDGE-D10) and is refused as late; what is still pending is the open proposal."""
+    pending = [arrival for arrival in during if arrival.outcome is Outcome.PENDING and not arrival.late]
+    for arrival in pending:
+        if _follows_replaced(session, arrival):
+            _refuse_late(session, arrival)
+    still = [arrival for arrival in pending if not arrival.late]
+    if still:
+        session.open = still[-1]
+
+
+def _refuse_late(session: PlayedSession, arrival: Arrival) -> Response:
+    """Refuse a late proposal as a verifier would (its epoch or base is stale), without judging it."""
     proposal = arrival.proposal
-    if session.superseded is None or proposal is None or arrival.at - session.superseded_at > LATE_S:
+    assert proposal is not None
+    arrival.late, arrival.judged = True, True
+    problem = ProblemType.STALE_EPOCH if proposal.epoch != session.epoch else ProblemType.STALE_BASE
+    state = {"session": session.id, "epoch": session.epoch, "round": session.round,
+             "committed": len(session.output), "digest": session.digest}
+    response = refusal_response(problem, "the assignment this proposal follows has been replaced", state)
+    _settle(arrival, response, Outcome.FINAL, f"{problem.status} {problem.suffix} (late)")
+    session.may_not_have_learned_the_last_verdict()
+    return response
+
+
+def _late(session: PlayedSession, arrival: Arrival) -> bool:
+    """D-JUDGE-D10: within :data:`LATE_S` of the new assignment's answer, a proposal that follows the replaced one."""
+    if session.superseded is None or arrival.at - session.superseded_at > LATE_S:
+        return False
+    return _follows_replaced(session, arrival)
+
+
+def _follows_replaced(session: PlayedSession, arrival: Arrival) -> bool:
+    proposal = arrival.proposal
+    if session.superseded is None or proposal is None:
         return False
     now = session.learned
     fits = now is not None and len(proposal.tokens) <= session.limit and (
@@ -305,5 +334,5 @@ def _record(transcript: CaseTranscript, sequence: int, request: Request, respons
                          render_body(body, content_type), note))
 
 
-__all__ = ["HOLD_LIMIT_S", "LATE_S", "Pace", "PlayedVerifier", "VerifierBoard", "refusal_response", "sdcp_response",
-           "settle"]
+__all__ = ["HOLD_LIMIT_S", "LATE_S", "Pace", "PlayedVerifier", "VerifierBoard", "doubt_resolved", "refusal_response",
+           "sdcp_response", "settle"]

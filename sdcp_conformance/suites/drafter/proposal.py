@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.roles.played_session import PlayedSession
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.drafter.conversation import hold, rounds
@@ -20,6 +21,19 @@ NEW_DRAFTER = "The new drafter starts from the committed prefix in the assignmen
 SLOW_VERDICT_S = 0.08
 LIMIT = ("generates M tokens, with 1 <= M <= min(m_max, m_cap), where m_cap is the limit from the last verdict "
          "(m_init before the first).")
+
+
+def _history(ctx: DrafterContext) -> PlayedSession:
+    """A session at round 7 with 12 committed tokens: other drafters' rounds, before this drafter's assignment."""
+    session = ctx.track(rule=1)
+    context = list(session.prompt)
+    for _ in range(7):
+        emitted = ctx.target_greedy(context, 2 if len(session.output) < 10 else 1)
+        session.advanced(session.round + 1, emitted[: 12 - len(session.output)])
+        context = session.context()
+    ctx.require(len(session.output) == 12 and session.round == 7, "harness error: the history is not 12 tokens",
+                row="R-6.9-NEW-DRAFTER")
+    return session
 
 
 @CATALOGUE.case("DRF-6.2-PROPOSAL-001", area="proposal", section="P1-MSG-1, 5.1, 5.2, 6.2",
@@ -37,14 +51,7 @@ async def first_proposal(ctx: DrafterContext) -> None:
                 level=Level.MUST, profile=("P1-RTR-3", "P1-MLC-2"), rows=("R-6.9-NEW-DRAFTER", "P1-MLC-2/TOKEN-LISTS"))
 async def assigned_mid_session(ctx: DrafterContext) -> None:
     """Assigned at round 7 with 12 committed tokens (committed_tokens in the MLC): round 8, base 12, d[12]."""
-    session = ctx.track(rule=1)
-    context = list(session.prompt)
-    for _ in range(7):  # the session's history before this drafter: other drafters' rounds
-        emitted = ctx.target_greedy(context, 2 if len(session.output) < 10 else 1)
-        session.advanced(session.round + 1, emitted[: 12 - len(session.output)])
-        context = session.context()
-    ctx.require(len(session.output) == 12 and session.round == 7, "harness error: the history is not 12 tokens",
-                row="R-6.9-NEW-DRAFTER")
+    session = _history(ctx)
     await ctx.assign_ok(session)
     uri = ctx.assignment(session)["committed_tokens"]
     arrival, _ = await ctx.decide(session, "the first proposal after a mid-session assignment",
@@ -56,6 +63,44 @@ async def assigned_mid_session(ctx: DrafterContext) -> None:
               expected="round 8, base 12", actual=f"round {proposal.round}, base {proposal.base}")
     reads = ctx.env.cache_observer.of(uri, "GET")
     ctx.note(f"GET {uri}: {len(reads)} time(s)")
+
+
+@CATALOGUE.case("DRF-6.9-NEW-DRAFTER-002", area="proposal", section="6.9, 4.2, 6.2",
+                quote=f"{NEW_DRAFTER} ... Because d[n] depends on every committed token, a proposal built on a "
+                      "different or outdated prefix is detected without comparing token lists.",
+                level=Level.MUST, profile=("P1-RTR-3", "P1-DRF-4", "P1-DRF-6"),
+                rows=("R-6.9-NEW-DRAFTER", "P1-DRF-4"))
+async def committed_tokens_off_the_digest(ctx: DrafterContext) -> None:
+    """The assignment's committed_tokens object does not give its digest (its last token altered) while the
+    verifier's output holds the right tokens: the drafter refuses the assignment or drafts from the prefix the
+    digest names, never from the object's (D-JUDGE-D16)."""
+    session = _history(ctx)
+    context = session.context()
+    expected_next = ctx.draft_greedy(context, 1)
+    forged = list(session.output)
+    # Altered so that the draft model's next token differs too: a drafter that drafts from the object and copies
+    # the assignment's digest into base_digest is then seen by its tokens (P1-DRF-4).
+    forged[-1] = next(token for token in range(3, 128) if token != forged[-1]
+                      and ctx.draft_greedy([*session.prompt, *forged[:-1], token], 1) != expected_next)
+    uri = ctx.put_tokens(f"committed-off-digest-{session.id.hex()}", forged)
+    digest = session.digest
+    answer = await ctx.assign(session, committed_tokens=uri)
+    if not answer.ok:
+        ctx.note(f"the drafter refused the assignment, {answer.describe()}: allowed (D-JUDGE-D16)")
+        await ctx.quiet(session, "R-6.9-NEW-DRAFTER", "refusing the assignment")
+        return
+    arrival, _ = await ctx.decide(session, "the first proposal after an assignment whose committed_tokens do not "
+                                  "give its digest", row="R-6.9-NEW-DRAFTER")
+    proposal = arrival.proposal
+    assert proposal is not None
+    ctx.check((proposal.base, proposal.base_digest) == (12, digest),
+              f"the first proposal is on base {proposal.base} / {proposal.base_digest.hex()[:16]}…, not on the "
+              "assignment's 12 tokens and digest: the drafter started from the committed_tokens object, whose tokens "
+              "do not give that digest",
+              expected=f"12 {digest.hex()}", actual=f"{proposal.base} {proposal.base_digest.hex()}")
+    ctx.note(f"GET {uri}: {len(ctx.env.cache_observer.of(uri, 'GET'))} time(s); output reads from "
+             f"{[start for start, _ in session.output_reads]}")
+    await ctx.decide(session, "the round after")
 
 
 @CATALOGUE.case("DRF-6.2-LIMIT-001", area="proposal", section="6.2, 6.5.1, 6.5.2", quote=f"{LIMIT} ... reduce (1):: "

@@ -18,7 +18,7 @@ from sdcp_conformance.harness.probes import TlsOffer, http1_request, tls_probe
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.drafter import CATALOGUE
-from sdcp_conformance.suites.transport_judging import judge_http1
+from sdcp_conformance.suites.transport_judging import judge_http1, require_served
 from sdcp_conformance.transport.client import FailureKind
 
 MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
@@ -27,7 +27,14 @@ TLS_PROFILE = "A handshake without a client certificate, with one from an unknow
 REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
 
 
+async def _served(ctx: DrafterContext) -> None:
+    """The control: the router's valid certificate gets an answer (400 for an empty assignment, no session)."""
+    await require_served(ctx, ctx.env.iut.send("router", "POST", "assignments", {}), "an empty assignment",
+                         "the drafter")
+
+
 async def _bad_identity(ctx: DrafterContext, identity: str, label: str, *, answered_fails: bool) -> None:
+    await _served(ctx)
     session = ctx.track()
     answer = await ctx.env.iut.send(identity, "POST", "assignments", ctx.assignment(session))
     if answer.status is None:
@@ -72,6 +79,7 @@ def _offer(ctx: DrafterContext, *, max_version: ssl.TLSVersion = ssl.TLSVersion.
                 level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True)
 async def tls12_refused(ctx: DrafterContext) -> None:
     """A client offering at most TLS 1.2 (the router's valid certificate, ALPN h2) cannot complete a handshake."""
+    await _served(ctx)
     result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca,
                              _offer(ctx, max_version=ssl.TLSVersion.TLSv1_2, alpn=("h2",)), read=False)
     ctx.note(f"TLS 1.2 probe: {result.describe()}")
@@ -84,6 +92,7 @@ async def tls12_refused(ctx: DrafterContext) -> None:
                 level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True)
 async def http11_refused(ctx: DrafterContext) -> None:
     """The router sending an assignment over HTTP/1.1 (ALPN http/1.1) gets 505 or a closed connection."""
+    await _served(ctx)
     request = http1_request(ctx.env.config.base_uri, "POST", "assignments", encode(ctx.assignment(ctx.track())),
                             SDCP_MEDIA_TYPE)
     result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, _offer(ctx, alpn=("http/1.1",)), request)

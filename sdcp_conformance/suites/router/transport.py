@@ -12,7 +12,7 @@ from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.router import router_case
-from sdcp_conformance.suites.transport_judging import judge_http1
+from sdcp_conformance.suites.transport_judging import judge_http1, require_served
 from sdcp_conformance.transport.client import FailureKind
 
 MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
@@ -22,8 +22,16 @@ TLS_PROFILE = ("HTTP/2 over TLS 1.3 with a required client certificate. A handsh
 REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
 
 
+async def _served(ctx: RouterContext) -> None:
+    """The control: a verifier's valid certificate gets an answer (400 for an empty event, no session)."""
+    verifier = next(iter(ctx.env.verifiers.values()))
+    await require_served(ctx, ctx.env.iut.send(verifier.name, "POST", "events", {}), "an empty event",
+                         "the router")
+
+
 async def _refused(ctx: RouterContext, identity: str, label: str, *, answered_fails: bool) -> None:
     """A status report and a front request as ``identity``: the handshake (or the request on it) must fail."""
+    await _served(ctx)
     verifier = next(iter(ctx.env.verifiers.values()))
     for method, path, body in (("PUT", instance_path(verifier.uri), verifier.status.body(4000)),
                                ("POST", "client/sessions", {"contract": ctx.contract(), "prompt": [1, 2]})):
@@ -59,6 +67,7 @@ async def certificate_of_another_ca(ctx: RouterContext) -> None:
              level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True)
 async def tls12_refused(ctx: RouterContext) -> None:
     """A client offering at most TLS 1.2 (valid certificate, ALPN h2) cannot complete a handshake."""
+    await _served(ctx)
     offer = TlsOffer(ctx.env.pki.cert("client"), ctx.env.pki.key("client"), max_version=ssl.TLSVersion.TLSv1_2,
                      alpn=("h2",))
     result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False)
@@ -76,6 +85,7 @@ H2 = "HTTP/2 over TLS 1.3 with a required client certificate."
 async def http11_is_refused(ctx: RouterContext) -> None:
     """A client offering only ALPN http/1.1 and sending an HTTP/1.1 front request gets 505 or a closed
     connection, never a served request."""
+    await _served(ctx)
     body = encode({"contract": ctx.contract(), "prompt": [1, 2]})
     request = http1_request(ctx.env.config.base_uri, "POST", "client/sessions", body, SDCP_MEDIA_TYPE)
     offer = TlsOffer(ctx.env.pki.cert("client"), ctx.env.pki.key("client"), alpn=("http/1.1",))

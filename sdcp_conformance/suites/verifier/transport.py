@@ -23,7 +23,7 @@ from sdcp_conformance.protocol.problems import (
     PROBLEM_URN_PREFIX,
     SDCP_MEDIA_TYPE,
 )
-from sdcp_conformance.suites.transport_judging import judge_http1
+from sdcp_conformance.suites.transport_judging import judge_http1, require_served
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.transport.client import FailureKind
 
@@ -35,11 +35,18 @@ HTTP1_PROFILE = "HTTP/1.1 requests (if ALPN lets them through) are refused with 
 REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
 
 
+async def _served(ctx: CaseContext) -> None:
+    """The control: the router's valid certificate gets an answer (400 for an empty session-open, no session)."""
+    await require_served(ctx, ctx.env.iut.send("router", "POST", "sessions", {}), "an empty session-open",
+                         "the IUT")
+
+
 async def _bad_identity(ctx: CaseContext, identity: str, label: str, *, answered_fails: bool = False) -> None:
     """Open a session as ``identity``: the handshake (or the first request on it) must fail.
 
     ``answered_fails``: any HTTP answer at all is FAILED — a server that answers a client presenting no
     certificate never required one (§5.1: mutual certificate authentication is REQUIRED)."""
+    await _served(ctx)
     session = ctx.track()
     answer = await ctx.open(session, party=identity)
     if answer.status is None:
@@ -100,6 +107,7 @@ def _offer(ctx: CaseContext, party: str, *, max_version: ssl.TLSVersion = ssl.TL
 )
 async def tls12_refused(ctx: CaseContext) -> None:
     """A client offering at most TLS 1.2 (valid certificate, ALPN h2) cannot complete a handshake."""
+    await _served(ctx)
     offer = _offer(ctx, "drafter-1", max_version=ssl.TLSVersion.TLSv1_2, alpn=("h2",))
     result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False)
     ctx.note(f"TLS 1.2 probe: {result.describe()}")
@@ -108,6 +116,7 @@ async def tls12_refused(ctx: CaseContext) -> None:
 
 
 async def _http1_probe(ctx: CaseContext, alpn: tuple[str, ...]) -> None:
+    await _served(ctx)
     session = ctx.track()
     request = http1_request(ctx.env.config.base_uri, "POST", "sessions", encode(ctx.opening(session)),
                             SDCP_MEDIA_TYPE)
