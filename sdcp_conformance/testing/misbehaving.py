@@ -26,6 +26,7 @@ from pathlib import Path
 import h2.config
 import h2.events
 import h2.exceptions
+import h2.settings
 from h2.errors import ErrorCodes
 
 from sdcp_conformance.errors import InvalidArgument
@@ -82,6 +83,16 @@ class Mode(enum.Enum):
     """Presents a server certificate from a CA the harness does not trust."""
     GRACEFUL_GOAWAY = "graceful-goaway"
     """Conformant: GOAWAY(NO_ERROR) every ``goaway_every`` streams, then answers every stream it named."""
+    INFORMATIONAL_FIRST = "informational-first"
+    """Conformant: a 103 (Early Hints) HEADERS frame before each answer (RFC 9113 §8.1, RFC 9110 §15.2)."""
+    TRAILERS = "trailers"
+    """Conformant: each answer ends with a trailer HEADERS frame instead of END_STREAM on its last DATA frame."""
+    SMALL_PADDED_FRAMES = "small-padded-frames"
+    """Conformant: each answer's body in DATA frames of 7 octets, each padded with 200 (RFC 9113 §6.1)."""
+    ZERO_WINDOW = "zero-window"
+    """SETTINGS_INITIAL_WINDOW_SIZE 0 and never a WINDOW_UPDATE: no request body can be sent."""
+    NO_STREAMS = "no-streams"
+    """SETTINGS_MAX_CONCURRENT_STREAMS 0: no request may be opened."""
 
     @property
     def needs_inner(self) -> bool:
@@ -89,7 +100,12 @@ class Mode(enum.Enum):
 
 
 _INNER_MODES = frozenset({Mode.WRONG_MEDIA_TYPE, Mode.NO_CLIENT_CERT_REQUEST, Mode.LATE_HEADERS,
-                          Mode.VALID_THEN_HANG, Mode.CBOR_AS_HTML, Mode.TRUNCATED_BODY, Mode.GRACEFUL_GOAWAY})
+                          Mode.VALID_THEN_HANG, Mode.CBOR_AS_HTML, Mode.TRUNCATED_BODY, Mode.GRACEFUL_GOAWAY,
+                          Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES})
+CONFORMANT = frozenset({Mode.GRACEFUL_GOAWAY, Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES})
+"""Modes in which the server only does what HTTP/2 allows: a harness must judge the inner handler as if direct."""
+_SETTINGS = {Mode.ZERO_WINDOW: {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0},
+             Mode.NO_STREAMS: {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 0}}
 
 GARBAGE = b"\xff\xfe<html>not CBOR</html>"
 """0xff is a CBOR "break" with nothing to end: not well-formed (RFC 8949 §3.2.1)."""
@@ -220,6 +236,8 @@ class _Connection(asyncio.Protocol):
             self.http1 = True
             return
         self.identity = peer_uri_san(transport.get_extra_info("peercert"))
+        if self.mode in _SETTINGS:  # in the server's first SETTINGS frame, so the client never sees others
+            self.h2.local_settings = h2.settings.Settings(client=False, initial_values=_SETTINGS[self.mode])
         self.h2.initiate_connection()
         self.flush()
 
@@ -356,6 +374,12 @@ class _Connection(asyncio.Protocol):
             await self._truncated(stream_id, await self._inner(request))
         elif mode is Mode.GRACEFUL_GOAWAY:
             await self._graceful(stream_id, request)
+        elif mode is Mode.INFORMATIONAL_FIRST:
+            self.h2.send_headers(stream_id, [(":status", "103"), ("link", "</cache/>; rel=preconnect")])
+            self.flush()
+            await self._send(stream_id, await self._inner(request))
+        elif mode in (Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES):
+            await self._send(stream_id, await self._inner(request))
         else:
             await self._relabelled(stream_id, request)
 
@@ -422,18 +446,27 @@ class _Connection(asyncio.Protocol):
 
     async def _send(self, stream_id: int, response: Response) -> None:
         body = response.body
+        trailers = self.mode is Mode.TRAILERS
+        small = self.mode is Mode.SMALL_PADDED_FRAMES
         headers = [(":status", str(response.status)), ("content-length", str(len(body))),
                    *((k.lower(), v) for k, v in response.headers if k.lower() != "content-length")]
-        self.h2.send_headers(stream_id, headers, end_stream=not body)
+        self.h2.send_headers(stream_id, headers, end_stream=not body and not trailers)
         view = memoryview(body)
         while view:
             window = min(self.h2.local_flow_control_window(stream_id), self.h2.max_outbound_frame_size)
+            if small:  # 7 octets of data and 200 of padding (and the pad-length octet) per frame
+                window = min(len(view), 7) if window >= 208 else 0
             if window <= 0:
                 self.flush()
                 await self._wait_window(stream_id)
                 continue
             chunk, view = view[:window], view[window:]
-            self.h2.send_data(stream_id, bytes(chunk), end_stream=not view)
+            self.h2.send_data(stream_id, bytes(chunk), end_stream=not view and not trailers,
+                              pad_length=200 if small else None)
+            if small:
+                self.flush()
+        if trailers:
+            self.h2.send_headers(stream_id, [("sdcp-conformance-trailer", "1")], end_stream=True)
         self.flush()
         self.server.stats.answered += 1
 
@@ -449,4 +482,4 @@ class _Connection(asyncio.Protocol):
             raise ConnectionError("the connection closed while waiting for the client's window")
 
 
-__all__ = ["GARBAGE", "MisbehavingConfig", "MisbehavingServer", "MisbehavingStats", "Mode"]
+__all__ = ["CONFORMANT", "GARBAGE", "MisbehavingConfig", "MisbehavingServer", "MisbehavingStats", "Mode"]

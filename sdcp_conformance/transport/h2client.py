@@ -205,6 +205,10 @@ class H2Client:
             if connection is not None and stream_id:
                 connection.cancel(stream_id)
             raise self._timeout(method, path, connection, stream, deadline_s) from exc
+        except asyncio.CancelledError:  # the caller gave up: the stream is reset, not left to fail unheard later
+            if connection is not None and stream_id:
+                connection.cancel(stream_id)
+            raise
         return ClientResponse(stream.status, tuple(stream.headers), b"".join(stream.body), connection=connection.info)
 
     def _timeout(self, method: str, path: str, connection: ClientConnection | None, stream: ClientStream | None,
@@ -219,8 +223,11 @@ class H2Client:
                                        deadline_s=deadline_s)
         info = connection.info
         if stream is None:
+            allowed, open_ = connection.h2.remote_settings.max_concurrent_streams, connection.h2.open_outbound_streams
+            why = (f"the server's SETTINGS_MAX_CONCURRENT_STREAMS is {allowed}, {open_} open" if open_ >= allowed
+                   else f"{MAX_STREAMS} in use")
             return TransportFailure.at(Stage.HEADERS_TIMEOUT, f"{what} free stream within {deadline_s:g} s "
-                                       f"({MAX_STREAMS} in use)", connection=info, deadline_s=deadline_s)
+                                       f"({why})", connection=info, deadline_s=deadline_s)
         if not stream.status:
             stage = Stage.HEADERS_TIMEOUT if stream.uploaded else Stage.UPLOAD_STALLED
             words = "response headers" if stream.uploaded else "flow-control credit for the request body"

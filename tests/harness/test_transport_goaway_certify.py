@@ -14,13 +14,11 @@ from pathlib import Path
 
 import pytest
 
-import sdcp_conformance.transport.server as server_module
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.harness.environment import Recorder
 from sdcp_conformance.reference.verifier.app import VerifierApp
-from sdcp_conformance.transport.limits import ServerLimits
-from sdcp_conformance.transport.server import H2Server
+from tests.harness.graceful_goaway import goaway_after
 
 EVERY = 100
 
@@ -28,15 +26,7 @@ EVERY = 100
 @pytest.mark.slow
 def test_certification_behind_a_graceful_goaway_every_100_requests_has_no_failure(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(server_module, "DEFAULT_LIMITS", ServerLimits(max_requests=EVERY))
-    servers: list[H2Server] = []
-    start = H2Server.start
-
-    async def recording_start(self: H2Server) -> None:
-        servers.append(self)
-        await start(self)
-
-    monkeypatch.setattr(H2Server, "start", recording_start)
+    servers = goaway_after(monkeypatch, EVERY)
     report = asyncio.run(certify(seed=100, workdir=tmp_path))
 
     bad = [(r.case.id, r.run, r.verdict.value, r.message) for r in report.results

@@ -19,7 +19,7 @@ import pytest
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.harness.runner import CaseResult, RunReport
-from sdcp_conformance.testing.misbehaving import MisbehavingServer, Mode
+from sdcp_conformance.testing.misbehaving import CONFORMANT, MisbehavingServer, Mode
 from sdcp_conformance.testing.targets import local_target, misbehaving_config, reference_app
 
 REQUEST_TIMEOUT_S = 1.0
@@ -55,6 +55,8 @@ EXPECTED: dict[Mode, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                                 "received=")),
     Mode.OTHER_CA: (("certificate verification failed", "unable to get local issuer certificate"),
                     ("stage=tls-certificate",)),
+    Mode.ZERO_WINDOW: (("request body stalled", "no flow-control credit"), ("stage=upload-stalled",)),
+    Mode.NO_STREAMS: (("no free stream", "SETTINGS_MAX_CONCURRENT_STREAMS is 0"), ("stage=headers-timeout",)),
 }
 EXTRA_CASES = {Mode.NO_CLIENT_CERT_REQUEST: ("VER-5.1-TRANSPORT-001",)}
 """The sanity case runs against every mode; a server that answers validly but never asks for a client
@@ -62,7 +64,7 @@ certificate is found by the transport case (which runs whatever the sanity case 
 
 
 def test_every_misbehaviour_in_issue_12_has_a_mode() -> None:
-    assert set(EXPECTED) | {Mode.GRACEFUL_GOAWAY} == set(Mode)
+    assert set(EXPECTED) | CONFORMANT == set(Mode) and not set(EXPECTED) & CONFORMANT
 
 
 async def _certify(mode: Mode, folder: Path) -> tuple[RunReport, float, MisbehavingServer]:
@@ -100,6 +102,17 @@ def test_misbehaving_server_ends_failed_with_its_stage_named(mode: Mode, tmp_pat
     assert all(entry.note for entry in failed.transcript if entry.direction == "to-iut"), "evidence on every entry"
     stage = next((part.split("=", 1)[1] for part in notes.split("; ") if part.startswith("stage=")), "message")
     print(f"\nMATRIX {mode.value:24} {stage:18} {elapsed:6.2f} s  {failed.case.id}: {failed.message[:110]}")
+
+
+@pytest.mark.parametrize("mode", sorted(CONFORMANT - {Mode.GRACEFUL_GOAWAY}, key=lambda mode: mode.value),
+                         ids=lambda mode: mode.value)
+def test_a_server_doing_only_what_http2_allows_passes(mode: Mode, tmp_path: Path) -> None:
+    """A 103 before the answer, trailers after it, a body in 7-octet padded frames: the same verdicts as direct."""
+    report, elapsed, server = asyncio.run(_certify(mode, tmp_path))
+    assert [result.verdict for result in report.results] == [Verdict.PASSED, Verdict.PASSED], \
+        [result.message for result in report.results]
+    assert server.stats.answered >= 4
+    print(f"\nMATRIX {mode.value:24} {'(passes)':18} {elapsed:6.2f} s")
 
 
 def test_graceful_goaway_server_passes(tmp_path: Path) -> None:

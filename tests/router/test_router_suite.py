@@ -18,6 +18,7 @@ from sdcp_conformance.judge.requirements.router import ROWS
 from sdcp_conformance.mutants.router_base import UNMUTATED_ROUTER
 from sdcp_conformance.report.coverage import coverage_rows
 from sdcp_conformance.suites.router import CATALOGUE
+from tests.harness.graceful_goaway import goaway_after, goaways
 
 CASES = list(CATALOGUE.cases.values())
 REFERENCE_OK = frozenset({Verdict.PASSED, Verdict.SKIPPED, Verdict.INFORMATIONAL})
@@ -56,11 +57,18 @@ def test_the_suite_covers_every_area_the_issue_names() -> None:
     assert CATALOGUE.sanity_id == "RTR-SANITY-001" and CATALOGUE.base_models == ()
 
 
-def test_embedded_reference_router_passes_every_case() -> None:
+def test_embedded_reference_router_passes_every_case_behind_a_graceful_goaway_every_two_requests(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every server of the run (the router's own, the harness's played verifiers, drafters and MLC) ends each
+    connection after two requests (RFC 9113 §6.8): the harness's status reports, events and front requests and the
+    router's own calls cross GOAWAYs all the time, and the judgement is the same as without them."""
+    servers = goaway_after(monkeypatch, 2)
     report = asyncio.run(certify(role="router", seed=SEED))
     wrong = [result for result in report.results if result.verdict not in REFERENCE_OK]
     assert not wrong, f"the reference router must pass every case (NON-STRICT included):\n{_describe(wrong)}"
     assert report.status == "PASSED" and not report.skipped()
+    crossed = goaways(servers)
+    assert len(crossed) >= 3 and crossed[2] >= 5, crossed
 
 
 def test_unmutated_hooks_pass_the_failover_and_front_cases() -> None:

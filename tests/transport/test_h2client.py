@@ -138,6 +138,37 @@ def test_stalled_response_times_out_and_the_connection_stays_usable(pki: Pki, st
     assert after.body == b"fine"
 
 
+def test_a_request_its_caller_cancels_resets_its_stream(pki: Pki, start_server: StartServer) -> None:
+    """A caller that gives up (a case's task cancelled) leaves no stream behind: the server sees RST_STREAM at once,
+    and no failure is later set on a stream nobody awaits (asyncio's "exception was never retrieved")."""
+    entered, reset = asyncio.Event(), asyncio.Event()
+
+    async def handler(request: Request) -> Response:
+        entered.set()
+        try:
+            await asyncio.Event().wait()  # never answers
+        except asyncio.CancelledError:
+            reset.set()
+            raise
+        return Response(200)
+
+    server = start_server(handler)
+
+    async def go() -> int:
+        async with _client(pki, server.base_uri, max_attempts=1) as client:
+            task = asyncio.ensure_future(client.request("POST", "stall", b"x"))
+            await asyncio.wait_for(entered.wait(), 5)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await asyncio.wait_for(reset.wait(), 5)  # the client is still open: only its RST_STREAM ends it
+            connection = client._connection
+            assert connection is not None
+            return len(connection.streams)
+
+    assert run(go) == 0
+
+
 def test_concurrent_streams_share_one_connection(pki: Pki, start_server: StartServer) -> None:
     async def digest(request: Request) -> Response:
         return Response(200, hashlib.sha256(request.body).digest())
