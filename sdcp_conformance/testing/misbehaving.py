@@ -28,6 +28,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 from h2.errors import ErrorCodes
+from hyperframe.frame import HeadersFrame
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.codec import encode
@@ -93,6 +94,8 @@ class Mode(enum.Enum):
     """SETTINGS_INITIAL_WINDOW_SIZE 0 and never a WINDOW_UPDATE: no request body can be sent."""
     NO_STREAMS = "no-streams"
     """SETTINGS_MAX_CONCURRENT_STREAMS 0: no request may be opened."""
+    BAD_STATUS = "bad-status"
+    """A final response whose :status is ``2xx``, not a three-digit code (a malformed response)."""
 
     @property
     def needs_inner(self) -> bool:
@@ -368,6 +371,11 @@ class _Connection(asyncio.Protocol):
             await self._send(stream_id, status_problem_response(500, "the misbehaving server fails on purpose"))
         elif mode is Mode.STATUS_500_WITHOUT_BODY:
             await self._send(stream_id, Response(500))
+        elif mode is Mode.BAD_STATUS:  # h2 builds no such frame: the header block is encoded by hand
+            block = self.h2.encoder.encode([(":status", "2xx"), ("content-type", SDCP_MEDIA_TYPE)])
+            self.flush()
+            if self.transport is not None:
+                self.transport.write(HeadersFrame(stream_id, block, flags=["END_HEADERS", "END_STREAM"]).serialize())
         elif mode in (Mode.HUGE_BODY, Mode.HUGE_BODY_UNDECLARED):
             await self._huge(stream_id, declared=mode is Mode.HUGE_BODY)
         elif mode is Mode.TRUNCATED_BODY:

@@ -221,6 +221,9 @@ class ClientConnection(asyncio.Protocol):
         for raw_name, raw_value in event.headers or ():
             name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
             if name == ":status":
+                if not (len(value) == 3 and value.isdigit() and 200 <= int(value) <= 599):
+                    self._bad_status(event.stream_id, value)
+                    return
                 stream.status = int(value)
             else:
                 stream.headers.append((name, value))
@@ -251,6 +254,16 @@ class ClientConnection(asyncio.Protocol):
             if not stream.held:
                 self._held.append(stream)
             stream.held += length
+
+    def _bad_status(self, stream_id: int, value: str) -> None:
+        """A final response whose :status is not a three-digit code (RFC 9113 §8.3.2, RFC 9110 §15): malformed;
+        the stream is reset (PROTOCOL_ERROR, RFC 9113 §8.1.1) and the request fails at the protocol stage."""
+        failure = TransportFailure.at(Stage.H2_PROTOCOL, f"the response's :status {value!r} is not a three-digit "
+                                      "final status code (a malformed response, RFC 9113 §8.1.1)",
+                                      connection=self.info, stream_id=stream_id)
+        self._finish(stream_id, failure)
+        with contextlib.suppress(h2.exceptions.ProtocolError):
+            self.h2.reset_stream(stream_id, ErrorCodes.PROTOCOL_ERROR)
 
     def _over_limit(self, stream_id: int, stream: ClientStream, what: str) -> None:
         """Stop reading at once: reset the stream (CANCEL) and drop what was buffered."""

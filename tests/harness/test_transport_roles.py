@@ -113,7 +113,8 @@ STAGE_OF = {Mode.HANG: "headers timeout", Mode.STALLED_HANDSHAKE: "TLS handshake
             Mode.CLOSE_AFTER_HANDSHAKE: "preface/SETTINGS", Mode.STATUS_500_WITH_BODY: "500",
             Mode.STATUS_500_WITHOUT_BODY: "500", Mode.HUGE_BODY: "body over limit",
             Mode.HUGE_BODY_UNDECLARED: "body over limit", Mode.TLS12_ONLY: "protocol_version",
-            Mode.HTTP11_ONLY: "ALPN", Mode.OTHER_CA: "certificate verification failed"}
+            Mode.HTTP11_ONLY: "ALPN", Mode.OTHER_CA: "certificate verification failed",
+            Mode.BAD_STATUS: ":status '2xx'"}
 """Words of the stage where the conversation broke, as the sanity case's message must name them."""
 ANSWERED_GARBAGE = {
     # P1-MSG-4: any 2xx to an assignment is success, whatever its body: the drafter is then judged on the proposal

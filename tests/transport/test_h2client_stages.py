@@ -88,6 +88,9 @@ EXPECTED: dict[Mode, tuple[Stage, dict[str, Any]]] = {
     Mode.HTTP11_ONLY: (Stage.ALPN, {"tls_version": "TLSv1.3", "alpn": None}),
     Mode.TRUNCATED_BODY: (Stage.BODY_TRUNCATED, {"status": 200, "content_length": 4, "received": 2}),
     Mode.OTHER_CA: (Stage.TLS_CERTIFICATE, {"certificate_error": "unable to get local issuer certificate"}),
+    Mode.ZERO_WINDOW: (Stage.UPLOAD_STALLED, {"deadline_s": DEADLINE_S}),
+    Mode.NO_STREAMS: (Stage.HEADERS_TIMEOUT, {"deadline_s": DEADLINE_S}),
+    Mode.BAD_STATUS: (Stage.H2_PROTOCOL, {"stream_id": 1}),
 }
 
 
