@@ -26,20 +26,6 @@ async def start_embedded_drafter(config: TargetConfig, pki: Pki, model: str,
                                  app_factory: Callable[..., Any] | None = None, *, reproducible: bool = False
                                  ) -> tuple[Any, H2Server, list[Callable[[], Any]], list[asyncio.Task[None]]]:
     """Start the reference drafter (or ``app_factory``'s) for ``config``; returns (app, server, closers, tasks)."""
-    app, closers = embedded_drafter_app(config, pki, model, app_factory, reproducible=reproducible)
-    cert, key, ca = pki.cert("drafter"), pki.key("drafter"), pki.ca_cert
-    server = H2Server(app, ServerConfig(cert=cert, key=key, ca=ca, host=urlsplit(config.base_uri).hostname or
-                                        "127.0.0.1", port=urlsplit(config.base_uri).port or 443))
-    await server.start()
-    return app, server, closers, [asyncio.create_task(app.report_status_forever())]
-
-
-def embedded_drafter_app(config: TargetConfig, pki: Pki, model: str, app_factory: Callable[..., Any] | None = None,
-                         *, reproducible: bool = False) -> tuple[Any, list[Callable[[], Any]]]:
-    """The reference drafter's app (or ``app_factory``'s) for ``config``, not yet served: (app, closers).
-
-    A test may serve it behind another server (one that sends GOAWAY, say); its status reports are
-    ``app.report_status_forever()``."""
     from sdcp_conformance.cache.clients import HttpxObjectClient
     from sdcp_conformance.harness.drafter_environment import EMBEDDED_PROPOSAL_TIMEOUT_S, EMBEDDED_STATUS_TTL_MS
     from sdcp_conformance.reference.drafter.app import DrafterApp, DrafterConfig
@@ -68,13 +54,16 @@ def embedded_drafter_app(config: TargetConfig, pki: Pki, model: str, app_factory
     factory = app_factory or DrafterApp
     app = factory(drafter_config, RuntimeDraftModel(load_model(model)), ObjectClientCache(HttpxObjectClient(http)),
                   ClientVerifierLink(client_for), ClientRouterLink(client_for))
+    server = H2Server(app, ServerConfig(cert=cert, key=key, ca=ca, host=urlsplit(config.base_uri).hostname or
+                                        "127.0.0.1", port=urlsplit(config.base_uri).port or 443))
+    await server.start()
 
     async def close_links() -> None:
         for client in clients.values():
             await client.aclose()
         await http.aclose()
 
-    return app, [close_links]
+    return app, server, [close_links], [asyncio.create_task(app.report_status_forever())]
 
 
-__all__ = ["embedded_drafter_app", "start_embedded_drafter"]
+__all__ = ["start_embedded_drafter"]

@@ -201,14 +201,12 @@ class H2Client:
                 stream_id, stream = self._open_stream(connection, method, path, body, headers)
                 await self._upload(connection, stream_id, stream, body)
                 await stream.done
-        except TimeoutError as exc:
-            if connection is not None and stream_id:
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            if connection is not None and stream_id:  # given up: reset the stream, never left to fail unheard later
                 connection.cancel(stream_id)
+            if isinstance(exc, asyncio.CancelledError):  # the caller gave up
+                raise
             raise self._timeout(method, path, connection, stream, deadline_s) from exc
-        except asyncio.CancelledError:  # the caller gave up: the stream is reset, not left to fail unheard later
-            if connection is not None and stream_id:
-                connection.cancel(stream_id)
-            raise
         return ClientResponse(stream.status, tuple(stream.headers), b"".join(stream.body), connection=connection.info)
 
     def _timeout(self, method: str, path: str, connection: ClientConnection | None, stream: ClientStream | None,
