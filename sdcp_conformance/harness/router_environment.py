@@ -206,8 +206,12 @@ class RouterEnvironment:
             await environment._serve_harness()
             if config.embedded:
                 await environment._start_embedded(app_factory)
-            for reporter in environment.reporters():
-                await reporter.start()
+            # together: against a router that never answers, one after another cost a request timeout each
+            started = await asyncio.gather(*(reporter.start() for reporter in environment.reporters()),
+                                           return_exceptions=True)  # all settled before stop() below
+            for outcome in started:
+                if isinstance(outcome, BaseException):
+                    raise outcome
         except BaseException:
             await environment.stop()
             raise

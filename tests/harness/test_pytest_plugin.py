@@ -7,9 +7,15 @@ from importlib.metadata import entry_points
 import pytest
 
 # pytester's in-process runs drop the modules they imported afterwards, and numpy and torch cannot be imported
-# twice in a process: import everything the plugin loads lazily here, once, before any run.
+# twice in a process: import everything the plugin loads lazily here, once, before any run (the embedded
+# reference's models and scoring too: without them this file failed when run alone, its second run reimporting
+# torch).
 import sdcp_conformance.harness.cli
 import sdcp_conformance.harness.environment
+import sdcp_conformance.models.checkpoint
+import sdcp_conformance.models.runtime
+import sdcp_conformance.reference.scoring
+import sdcp_conformance.reference.stack
 import sdcp_conformance.suites.verifier  # noqa: F401
 
 pytest_plugins = ["pytester"]
@@ -79,3 +85,14 @@ def test_unknown_selector_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*_plugin_args(), "--sdcp-suite", "--sdcp-only", "VER-NO-SUCH")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*no case matches*"])
+
+
+def test_without_paths_the_suite_options_run_the_cases_only(pytester: pytest.Pytester) -> None:
+    """In a project's root, ``pytest --sdcp-suite`` must not also run the project's tests (the default paths)."""
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    alone = pytester.runpytest(*_plugin_args(), "--sdcp-suite", "--sdcp-only", SANITY, "--collect-only", "-q")
+    assert "test_plain.py::test_one" not in alone.stdout.str()
+    assert SANITY in alone.stdout.str()
+    named = pytester.runpytest(*_plugin_args(), "test_plain.py", "--sdcp-suite", "--sdcp-only", SANITY,
+                               "--collect-only", "-q")
+    assert "test_plain.py::test_one" in named.stdout.str() and SANITY in named.stdout.str()

@@ -4,7 +4,7 @@ Measured in a fresh process (a test process's peak RSS says nothing about
 one request): a certification against the misbehaving server's 2 GiB modes,
 after a warm-up certification, with the peak RSS reset just before
 (``/proc/self/clear_refs``), so the growth is the harness's for that body.
-The figures are printed (``-s``); the bound is asserted.
+The figures are printed (``-s -n 0``: one process, whose output -s shows); the bound is asserted.
 """
 
 from __future__ import annotations
