@@ -21,7 +21,14 @@ from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
-from sdcp_conformance.harness.roles.played_verifier import doubt_resolved, refusal_response, sdcp_response, settle
+from sdcp_conformance.harness.roles.played_verifier import (
+    answer_final,
+    answer_twins,
+    doubt_resolved,
+    refusal_response,
+    sdcp_response,
+    settle,
+)
 from sdcp_conformance.harness.roles.verdicts import VerdictPlan, build_verdict
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
@@ -272,7 +279,7 @@ class DrafterContext(JudgedContext):
         obj.update(extra or {})
         response = sdcp_response(encode(obj))
         settle(arrival, response, Outcome.VERDICT, f"verdict round {verdict.round}")
-        self._answer_twins(session, arrival, response, Outcome.VERDICT)
+        answer_twins(session, arrival, response, Outcome.VERDICT)
         session.verdicts[verdict.round] = response
         session.decided_keys[verdict.round] = arrival.key
         session.decided(verdict.round, list(verdict.emitted), verdict.m_cap)
@@ -302,20 +309,19 @@ class DrafterContext(JudgedContext):
         response = refusal_response(problem, f"refused by the harness ({self.case_id})", members)
         if status is not None:
             response.status = status
-        settle(arrival, response, Outcome.FINAL, f"{response.status} {problem.suffix}")
-        self._answer_twins(session, arrival, response, Outcome.FINAL)
-        session.open = None
-        session.finals[arrival.key] = f"{response.status} {problem.suffix}"
+        self._final(session, arrival, response, f"{response.status} {problem.suffix}")
         if problem is ProblemType.STALE_BASE and members is not None:
             session.told_state()  # what the state says is what the drafter learns (P1-DRF-6)
 
     def refuse_plain(self, session: PlayedSession, arrival: Arrival, status: int) -> None:
         """A 4xx with no SDCP problem type (an unlisted status, handled by class, §5.1)."""
         response = status_problem_response(status, "refused by the harness")
-        settle(arrival, response, Outcome.FINAL, str(status))
-        self._answer_twins(session, arrival, response, Outcome.FINAL)
-        session.open = None
-        session.finals[arrival.key] = str(status)
+        self._final(session, arrival, response, str(status))
+
+    def _final(self, session: PlayedSession, arrival: Arrival, response: Response, text: str) -> None:
+        if not answer_final(session, arrival, response, text):
+            self.note(f"the answer {text} to #{arrival.sequence} reached no one: the drafter had given up on the "
+                      "request; its identical retry gets it (D-JUDGE-D17)")
 
     def lose(self, arrival: Arrival, how: str) -> None:
         """Answer so that the drafter gets no verdict (``hold``: do not answer at all)."""
@@ -334,15 +340,6 @@ class DrafterContext(JudgedContext):
             arrival.future.set_result(response)
 
     # ------------------------------------------------------------------ helpers
-
-    @staticmethod
-    def _answer_twins(session: PlayedSession, arrival: Arrival, response: Response, outcome: Outcome) -> None:
-        """Copies of ``arrival`` still waiting (retries sent after the drafter's own timeout, before this answer)
-        get the same answer: the drafter may be listening on any of them."""
-        for other in session.arrivals:
-            if other is not arrival and other.key == arrival.key and other.outcome is Outcome.PENDING:
-                settle(other, response, outcome, f"the answer of its twin #{arrival.sequence}")
-                other.twin = True
 
     def _proposal(self, arrival: Arrival) -> Proposal:
         if arrival.proposal is None:

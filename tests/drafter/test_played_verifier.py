@@ -14,7 +14,13 @@ import numpy as np
 
 from sdcp_conformance.harness.roles.played_cache import CacheEvent
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
-from sdcp_conformance.harness.roles.played_verifier import Pace, VerifierBoard, doubt_resolved
+from sdcp_conformance.harness.roles.played_verifier import (
+    Pace,
+    VerifierBoard,
+    answer_final,
+    doubt_resolved,
+    refusal_response,
+)
 from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts, review
 from sdcp_conformance.harness.roles.verdicts import VerdictPlan, build_verdict
 from sdcp_conformance.models.bigram import bigram_table
@@ -303,3 +309,41 @@ def test_a_proposal_under_the_held_epoch_waits_while_a_lower_epoch_assignment_is
     asyncio.run(refused())
     asyncio.run(taken())
 
+
+
+async def _refused_then_retried(gave_up: bool) -> tuple[PlayedSession, bool, Response, Arrival]:
+    """A proposal is refused 409 sdcp-stale-base with state 4 (stop, P1-DRF-6); the drafter gave up on the request
+    before that answer (its timeout: the request task cancelled) or not; then the identical proposal arrives."""
+    board = VerifierBoard(facts=World().facts)
+    played = board.add(session())
+    body = encode(proposal_body(played, greedy(DRAFT, PROMPT[-1], 3)))
+    request = Request("POST", "/proposals", "", (("content-type", "application/sdcp+cbor"),), body, ME)
+    first = asyncio.create_task(board.receive("https://v/", request))
+    while not played.arrivals:  # until the played verifier has taken the request in (one loop pass each)
+        await asyncio.sleep(0)
+    if gave_up:
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+    stop = refusal_response(ProblemType.STALE_BASE, "stop", {"session": played.id, "state": 4})
+    delivered = answer_final(played, played.arrivals[0], stop, "409 sdcp-stale-base")
+    played.stop("P1-DRF-6/STOP", "sdcp-stale-base with state 4")
+    if not gave_up:
+        assert (await first) is stop
+    again = await board.receive("https://v/", request)
+    return played, delivered, again, played.arrivals[-1]
+
+
+def test_a_final_answer_that_reached_no_one_goes_to_the_identical_retry_unjudged() -> None:
+    """D-JUDGE-D17: a drafter whose request timed out before the harness refused it never learned the refusal; its
+    identical retry (P1-DRF-5) gets the refusal and is neither a resend after a 4xx nor a proposal after a stop
+    (under load a correct drafter was found NON-STRICT at P1-DRF-6 and P1-DRF-5 so). A retry after a refusal that
+    was received is still judged."""
+    played, delivered, again, retry = asyncio.run(_refused_then_retried(gave_up=True))
+    assert not delivered and again.status == ProblemType.STALE_BASE.status
+    assert retry.twin and retry.judged and retry.observations == []
+    assert played.finals and not played.undelivered  # final once it reached the drafter
+
+    played, delivered, again, retry = asyncio.run(_refused_then_retried(gave_up=False))
+    assert delivered and not retry.twin
+    assert "P1-DRF-5/FINAL" in rows_of(retry)
+    assert again.status == ProblemType.NOT_ASSIGNED.status  # after a stop the drafter is not assigned (D-JUDGE)

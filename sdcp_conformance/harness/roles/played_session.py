@@ -130,6 +130,9 @@ class PlayedSession:
     """min(m_max, m_init) of the assignment held: the limit before its first verdict (§6.2)."""
     open: Arrival | None = None
     finals: dict[bytes, str] = field(default_factory=dict)
+    undelivered: dict[bytes, tuple[Response, str]] = field(default_factory=dict)
+    """Final answers the drafter had given up waiting for (its request gone before the harness answered): the
+    identical retry gets the answer (D-JUDGE-D17), and only then is it final."""
     stopped: tuple[str, str] | None = None
     """(row, why) once the harness told the drafter to stop proposing for the session."""
     forged_output: list[int] | None = None
@@ -210,13 +213,15 @@ class PlayedSession:
         self.open = None
         self.stopped = None
         self.finals.clear()
+        self.undelivered.clear()
 
     _TOLD = ("epoch", "verifier", "sampling", "learned", "limit", "assignment_limit", "open", "stopped", "superseded",
              "superseded_at", "abandoned", "forged_output", "forged_after")
 
     def snapshot(self) -> dict[str, Any]:
         """What an assignment changes (so that a refused one can be undone)."""
-        return {name: getattr(self, name) for name in self._TOLD} | {"finals": dict(self.finals)}
+        return {name: getattr(self, name) for name in self._TOLD} | {"finals": dict(self.finals),
+                                                                     "undelivered": dict(self.undelivered)}
 
     def restore(self, saved: dict[str, Any]) -> None:
         for name, value in saved.items():

@@ -124,7 +124,7 @@ class VerifierBoard:
         session = self.sessions.get(proposal.session) if proposal is not None else None
         if session is None or proposal is None:
             return self._stray(arrival, proposal)
-        retried = self._retry_of_decided(session, arrival)
+        retried = self._retry_of_decided(session, arrival) or self._retry_of_undelivered(session, arrival)
         if retried is not None:
             return retried
         # While an assignment is on its way the drafter may refuse it (P1-DRF-7: a lower epoch), so a proposal under
@@ -185,6 +185,22 @@ class VerifierBoard:
         session.queue.put_nowait(arrival)
         _settle(arrival, stored, Outcome.VERDICT, f"the stored verdict of round {round_} (a retry)")
         return stored
+
+    @staticmethod
+    def _retry_of_undelivered(session: PlayedSession, arrival: Arrival) -> Response | None:
+        """D-JUDGE-D17: the identical retry of a proposal whose final answer reached no one (the drafter had given
+        up on the request) gets that answer, which only now is final; the retry is not judged (it is what P1-DRF-5
+        has a drafter do when no answer came)."""
+        stored = session.undelivered.pop(arrival.key, None)
+        if stored is None:
+            return None
+        response, text = stored
+        arrival.twin, arrival.judged = True, True
+        session.arrivals.append(arrival)
+        session.queue.put_nowait(arrival)
+        session.finals[arrival.key] = text
+        _settle(arrival, response, Outcome.FINAL, f"{text} (the answer that had reached no one)")
+        return response
 
     def _immediate(self, session: PlayedSession, arrival: Arrival) -> Response | None:
         """Answers that need no case: a decided round's stored verdict, the refusal after a stop."""
@@ -293,6 +309,35 @@ def settle(arrival: Arrival, response: Response, outcome: Outcome, answer: str) 
     _settle(arrival, response, outcome, answer)
 
 
+def answer_twins(session: PlayedSession, arrival: Arrival, response: Response, outcome: Outcome) -> int:
+    """Copies of ``arrival`` still waiting (retries sent after the drafter's own timeout, before this answer) get
+    the same answer: the drafter may be listening on any of them. Returns how many there were."""
+    answered = 0
+    for other in session.arrivals:
+        if other is not arrival and other.key == arrival.key and other.outcome is Outcome.PENDING:
+            _settle(other, response, outcome, f"the answer of its twin #{arrival.sequence}")
+            other.twin = True
+            answered += 1
+    return answered
+
+
+def answer_final(session: PlayedSession, arrival: Arrival, response: Response, text: str) -> bool:
+    """A final answer (a 4xx, P1-DRF-5) to ``arrival`` and its waiting twins; False when it reached no one.
+
+    D-JUDGE-D17: an answer given after the drafter gave up on the request (its own timeout, a reset stream), with no
+    retry of it waiting, reached no one: the drafter has not learned it, so it is not yet final. The identical retry
+    gets it (:meth:`VerifierBoard.receive`), and that retry is not judged as a resend after a 4xx (P1-DRF-5) or as a
+    proposal after a stop: it is what P1-DRF-5 has a drafter do when no answer came."""
+    _settle(arrival, response, Outcome.FINAL, text)
+    twins = answer_twins(session, arrival, response, Outcome.FINAL)
+    session.open = None
+    if arrival.outcome is Outcome.ABANDONED and not twins:
+        session.undelivered[arrival.key] = (response, text)
+        return False
+    session.finals[arrival.key] = text
+    return True
+
+
 @dataclass
 class PlayedVerifier:
     """The handler of one played verifier base URI."""
@@ -334,5 +379,5 @@ def _record(transcript: CaseTranscript, sequence: int, request: Request, respons
                          render_body(body, content_type), note))
 
 
-__all__ = ["HOLD_LIMIT_S", "LATE_S", "Pace", "PlayedVerifier", "VerifierBoard", "doubt_resolved", "refusal_response",
-           "sdcp_response", "settle"]
+__all__ = ["HOLD_LIMIT_S", "LATE_S", "Pace", "PlayedVerifier", "VerifierBoard", "answer_final", "answer_twins",
+           "doubt_resolved", "refusal_response", "sdcp_response", "settle"]
