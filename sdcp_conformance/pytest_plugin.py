@@ -25,7 +25,7 @@ configured with (drafter, router), and an exclusive case waits until no
 other worker runs a case (:mod:`sdcp_conformance.harness.process_lock`).
 
 Given the suite's options and no paths, the run is the cases alone: the tests pytest would collect by default
-are not (:data:`CASES_ONLY_WITHOUT_PATHS`); name paths to run both.
+are not (:func:`cases_only_without_paths`); name paths to run both.
 
 Registered as a ``pytest11`` entry point, so it is loaded by every pytest run
 of every project where this package is installed: without its options it
@@ -84,16 +84,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("sdcp_suite") or config.getoption("sdcp_target"):
-        if config.args_source is not pytest.Config.ArgsSource.ARGS:
-            config.args = []  # the cases only (CASES_ONLY_WITHOUT_PATHS)
+        cases_only_without_paths(config)
         config.pluginmanager.register(SdcpSuite(config), PLUGIN_NAME)
 
 
-CASES_ONLY_WITHOUT_PATHS = True
-"""Decision (not in the draft or profile): ``pytest --sdcp-suite`` or ``--sdcp-target`` without paths runs the
-conformance cases only, not also the tests pytest would collect by default (the project's ``testpaths`` or the
-current folder): in a project's root ``pytest --sdcp-target t.toml`` would otherwise run its whole test suite
-before the first case. Naming paths (``pytest tests --sdcp-target t.toml``) runs both."""
+def cases_only_without_paths(config: pytest.Config) -> None:
+    """Decision (not in the draft or profile): ``pytest --sdcp-suite`` or ``--sdcp-target`` without paths runs the
+    conformance cases only, not also the tests pytest would collect by default (the project's ``testpaths`` or the
+    current folder): in a project's root ``pytest --sdcp-target t.toml`` would otherwise run its whole test suite
+    before the first case. Naming paths (``pytest tests --sdcp-target t.toml``) runs both."""
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args = []
 
 
 class SdcpItem(pytest.Item):

@@ -179,12 +179,8 @@ class VerifierBoard:
         round_ = proposal.round
         if proposal.epoch != session.epoch or session.decided_keys.get(round_) != arrival.key:
             return None
-        stored = session.verdicts[round_]
-        arrival.twin, arrival.judged = True, True
-        session.arrivals.append(arrival)
-        session.queue.put_nowait(arrival)
-        _settle(arrival, stored, Outcome.VERDICT, f"the stored verdict of round {round_} (a retry)")
-        return stored
+        return _answer_retry(session, arrival, session.verdicts[round_], Outcome.VERDICT,
+                             f"the stored verdict of round {round_} (a retry)")
 
     @staticmethod
     def _retry_of_undelivered(session: PlayedSession, arrival: Arrival) -> Response | None:
@@ -195,12 +191,8 @@ class VerifierBoard:
         if stored is None:
             return None
         response, text = stored
-        arrival.twin, arrival.judged = True, True
-        session.arrivals.append(arrival)
-        session.queue.put_nowait(arrival)
         session.finals[arrival.key] = text
-        _settle(arrival, response, Outcome.FINAL, f"{text} (the answer that had reached no one)")
-        return response
+        return _answer_retry(session, arrival, response, Outcome.FINAL, f"{text} (the answer that had reached no one)")
 
     def _immediate(self, session: PlayedSession, arrival: Arrival) -> Response | None:
         """Answers that need no case: a decided round's stored verdict, the refusal after a stop."""
@@ -295,6 +287,16 @@ def _follows_replaced(session: PlayedSession, arrival: Arrival) -> bool:
         return True  # it follows the replaced assignment, not the new one
     # The new assignment implies the same position; only its limit may differ (m_init).
     return session.limit < len(proposal.tokens) <= limit
+
+
+def _answer_retry(session: PlayedSession, arrival: Arrival, response: Response, outcome: Outcome,
+                  answer: str) -> Response:
+    """A retry answered as its original was, not judged (the case sees it as a twin)."""
+    arrival.twin, arrival.judged = True, True
+    session.arrivals.append(arrival)
+    session.queue.put_nowait(arrival)
+    _settle(arrival, response, outcome, answer)
+    return response
 
 
 def _settle(arrival: Arrival, response: Response, outcome: Outcome, answer: str) -> None:
