@@ -388,6 +388,7 @@ __all__ = [
     "SdcpItem",
     "SdcpNote",
     "SdcpSuite",
+    "cases_only_without_paths",
     "describe_result",
     "pytest_addoption",
     "pytest_configure",
