@@ -28,7 +28,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 from h2.errors import ErrorCodes
-from hyperframe.frame import HeadersFrame
+from hyperframe.frame import HeadersFrame, PriorityFrame, SettingsFrame
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.codec import encode
@@ -51,6 +51,9 @@ class Mode(enum.Enum):
     """Answers 200 with content-length 1000, then one body byte per ``drip_interval_s``."""
     STREAM_RESET = "stream-reset"
     """RST_STREAM(INTERNAL_ERROR) on every request."""
+    REFUSED_STREAMS = "refused-streams"
+    """RST_STREAM(REFUSED_STREAM) on every request: never processed, so a client may resend it (RFC 9113 §8.7),
+    but nothing is ever served."""
     GOAWAY_ERROR = "goaway-error"
     """GOAWAY(INTERNAL_ERROR) naming the request's stream as processed, then closes."""
     CLOSE_AFTER_HANDSHAKE = "close-after-handshake"
@@ -96,6 +99,20 @@ class Mode(enum.Enum):
     """SETTINGS_MAX_CONCURRENT_STREAMS 0: no request may be opened."""
     BAD_STATUS = "bad-status"
     """A final response whose :status is ``2xx``, not a three-digit code (a malformed response)."""
+    SHUTDOWN_NOTICE = "shutdown-notice"
+    """Conformant: RFC 9113 §6.8's two-step shutdown every ``goaway_every`` streams: GOAWAY(NO_ERROR) naming
+    2^31-1 and a PING; on the PING's ACK a second GOAWAY(NO_ERROR) naming the last stream received, every stream
+    it names answered, then the connection closed."""
+    ONE_STREAM = "one-stream"
+    """Conformant: SETTINGS_MAX_CONCURRENT_STREAMS 1, so concurrent requests wait their turn (RFC 9113 §5.1.2)."""
+    FRAME_NOISE = "frame-noise"
+    """Conformant: before each answer a PING, a PRIORITY frame, a frame of an unknown type and a SETTINGS frame with
+    an unknown identifier, which a client answers or ignores (RFC 9113 §4.1, §5.5, §6.3, §6.5.2, §6.7)."""
+    SMALL_WINDOW = "small-window"
+    """Conformant: SETTINGS_INITIAL_WINDOW_SIZE 16, so a request body goes 16 octets per WINDOW_UPDATE."""
+    CLOSE_WHEN_IDLE = "close-when-idle"
+    """Conformant: once no stream is open, GOAWAY(NO_ERROR) naming the last stream received, then the connection
+    closes: each connection serves one burst of requests."""
 
     @property
     def needs_inner(self) -> bool:
@@ -104,11 +121,22 @@ class Mode(enum.Enum):
 
 _INNER_MODES = frozenset({Mode.WRONG_MEDIA_TYPE, Mode.NO_CLIENT_CERT_REQUEST, Mode.LATE_HEADERS,
                           Mode.VALID_THEN_HANG, Mode.CBOR_AS_HTML, Mode.TRUNCATED_BODY, Mode.GRACEFUL_GOAWAY,
-                          Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES})
-CONFORMANT = frozenset({Mode.GRACEFUL_GOAWAY, Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES})
+                          Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES, Mode.SHUTDOWN_NOTICE,
+                          Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW, Mode.CLOSE_WHEN_IDLE})
+CONFORMANT = frozenset({Mode.GRACEFUL_GOAWAY, Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES,
+                        Mode.SHUTDOWN_NOTICE, Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW,
+                        Mode.CLOSE_WHEN_IDLE})
 """Modes in which the server only does what HTTP/2 allows: a harness must judge the inner handler as if direct."""
 _SETTINGS = {Mode.ZERO_WINDOW: {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0},
-             Mode.NO_STREAMS: {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 0}}
+             Mode.NO_STREAMS: {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 0},
+             Mode.ONE_STREAM: {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1},
+             Mode.SMALL_WINDOW: {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16}}
+UNKNOWN_FRAME_TYPE = 0xFA
+"""A frame type no RFC defines: RFC 9113 §5.5 says a receiver ignores it."""
+UNKNOWN_SETTING = 0xFAFA
+"""A SETTINGS identifier no RFC defines: RFC 9113 §6.5.2 says a receiver ignores it."""
+SHUTDOWN_PING = b"shutdown"
+LAST_STREAM_ID = (1 << 31) - 1
 
 GARBAGE = b"\xff\xfe<html>not CBOR</html>"
 """0xff is a CBOR "break" with nothing to end: not well-formed (RFC 8949 §3.2.1)."""
@@ -220,7 +248,9 @@ class _Connection(asyncio.Protocol):
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.windows: dict[int, asyncio.Event] = {}
         self.streams_seen = 0
+        self.highest_stream = 0
         self.goaway_last: int | None = None
+        self.notice_sent = False
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -297,6 +327,7 @@ class _Connection(asyncio.Protocol):
 
     def _dispatch(self, event: h2.events.Event) -> None:
         if isinstance(event, h2.events.RequestReceived):
+            self.highest_stream = max(self.highest_stream, event.stream_id)
             self.headers[event.stream_id] = list(event.headers or ())
             self.bodies[event.stream_id] = bytearray()
         elif isinstance(event, h2.events.DataReceived):
@@ -312,7 +343,20 @@ class _Connection(asyncio.Protocol):
             for stream_id, window in self.windows.items():
                 if event.stream_id in (0, stream_id):
                     window.set()
+        elif isinstance(event, h2.events.PingAckReceived):
+            if event.ping_data == SHUTDOWN_PING and self.goaway_last is None:
+                self._goaway(self.highest_stream)  # the second step: every stream that reached the server
         elif isinstance(event, h2.events.ConnectionTerminated):
+            self.close()
+
+    def _goaway(self, last_stream_id: int) -> None:
+        """GOAWAY(NO_ERROR) naming ``last_stream_id``: streams above it are refused, the rest answered, then the
+        connection closes."""
+        self.goaway_last = last_stream_id
+        self.h2.close_connection(ErrorCodes.NO_ERROR, last_stream_id=last_stream_id)
+        self.server.stats.goaways += 1
+        self.flush()
+        if not self.tasks and not self.headers:
             self.close()
 
     def _on_request(self, stream_id: int) -> None:
@@ -334,6 +378,14 @@ class _Connection(asyncio.Protocol):
             self.h2.close_connection(ErrorCodes.NO_ERROR, last_stream_id=stream_id)
             self.server.stats.goaways += 1
             self.flush()
+        if (self.mode is Mode.SHUTDOWN_NOTICE and not self.notice_sent
+                and self.streams_seen >= self.server.config.goaway_every):
+            # The first step warns without refusing anything; the PING's ACK shows that every stream the client
+            # opened before it saw the warning has arrived, so the second GOAWAY can name them all.
+            self.notice_sent = True
+            self.h2.close_connection(ErrorCodes.NO_ERROR, last_stream_id=LAST_STREAM_ID)
+            self.h2.ping(SHUTDOWN_PING)
+            self.flush()
         request = make_request(headers, bytes(body), self.identity)
         self.tasks[stream_id] = asyncio.ensure_future(self._serve(stream_id, request))
 
@@ -347,15 +399,18 @@ class _Connection(asyncio.Protocol):
         finally:
             self.tasks.pop(stream_id, None)
             self.flush()
-            if self.goaway_last is not None and not self.tasks:
+            if self.goaway_last is not None and not self.tasks and not self.headers:
                 self.close()
+            elif self.mode is Mode.CLOSE_WHEN_IDLE and self.goaway_last is None and not self.tasks and not self.headers:
+                self._goaway(self.highest_stream)
 
     async def _misbehave(self, stream_id: int, request: Request) -> None:
         mode, config = self.mode, self.server.config
         if mode is Mode.HANG or (mode is Mode.VALID_THEN_HANG and self.server.stats.requests > config.valid_requests):
             await asyncio.Event().wait()  # until the client resets the stream or the connection closes
-        elif mode is Mode.STREAM_RESET:
-            self.h2.reset_stream(stream_id, ErrorCodes.INTERNAL_ERROR)
+        elif mode in (Mode.STREAM_RESET, Mode.REFUSED_STREAMS):
+            code = ErrorCodes.REFUSED_STREAM if mode is Mode.REFUSED_STREAMS else ErrorCodes.INTERNAL_ERROR
+            self.h2.reset_stream(stream_id, code)
         elif mode is Mode.GOAWAY_ERROR:
             self.h2.close_connection(ErrorCodes.INTERNAL_ERROR, last_stream_id=stream_id)
             self.flush()
@@ -380,16 +435,32 @@ class _Connection(asyncio.Protocol):
             await self._huge(stream_id, declared=mode is Mode.HUGE_BODY)
         elif mode is Mode.TRUNCATED_BODY:
             await self._truncated(stream_id, await self._inner(request))
-        elif mode is Mode.GRACEFUL_GOAWAY:
+        elif mode in (Mode.GRACEFUL_GOAWAY, Mode.SHUTDOWN_NOTICE):
             await self._graceful(stream_id, request)
+        elif mode is Mode.FRAME_NOISE:
+            self._noise(stream_id)
+            await self._send(stream_id, await self._inner(request))
         elif mode is Mode.INFORMATIONAL_FIRST:
             self.h2.send_headers(stream_id, [(":status", "103"), ("link", "</cache/>; rel=preconnect")])
             self.flush()
             await self._send(stream_id, await self._inner(request))
-        elif mode in (Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES):
+        elif mode in (Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES, Mode.ONE_STREAM, Mode.SMALL_WINDOW,
+                      Mode.CLOSE_WHEN_IDLE):
             await self._send(stream_id, await self._inner(request))
         else:
             await self._relabelled(stream_id, request)
+
+    def _noise(self, stream_id: int) -> None:
+        """Frames a client must answer (PING) or ignore (the rest), written raw: h2 builds none of the others."""
+        self.h2.ping(b"noise!!!")
+        self.flush()
+        if self.transport is None or self.transport.is_closing():
+            return
+        payload = b"sdcp-conformance noise"
+        unknown = (len(payload).to_bytes(3, "big") + bytes([UNKNOWN_FRAME_TYPE, 0xFF]) + stream_id.to_bytes(4, "big")
+                   + payload)  # hyperframe's ExtensionFrame serialises a zero length
+        self.transport.write(PriorityFrame(stream_id, depends_on=0, stream_weight=15).serialize() + unknown
+                             + SettingsFrame(0, settings={UNKNOWN_SETTING: 1}).serialize())
 
     async def _inner(self, request: Request) -> Response:
         inner = self.server.config.inner

@@ -51,7 +51,14 @@ def h2_client_config() -> h2.config.H2Configuration:
 
 
 class Unprocessed(TransportFailure):
-    """The peer never processed the request (GOAWAY above it, REFUSED_STREAM): it may be resent (§8.7)."""
+    """The peer never processed the request (GOAWAY above it, REFUSED_STREAM): it may be resent (§8.7).
+
+    ``progressed`` says whether the refusing connection answered or took on other streams: a server that serves
+    some and turns the rest away (a GOAWAY every N requests) is making progress; one that serves none is refusing
+    everything.
+    """
+
+    progressed = False
 
 
 class ClientStream:
@@ -106,10 +113,17 @@ class ClientConnection(asyncio.Protocol):
         self.goaway: tuple[str, int] | None = None
         """(error name, last_stream_id) of the peer's GOAWAY."""
         self.buffered = 0
+        self.served = 0
+        """Streams answered whole on this connection."""
         self._held: list[ClientStream] = []
         self._first_bytes = b""
         self._flush_pending = False
         self._slot_waiters: list[asyncio.Future[None]] = []
+
+    @property
+    def progressed(self) -> bool:
+        """Whether the server answered a stream here, or took one on (a GOAWAY naming a stream it will answer)."""
+        return self.served > 0 or (self.goaway is not None and self.goaway[1] > 0)
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -323,7 +337,10 @@ class ClientConnection(asyncio.Protocol):
         stream = self.streams.pop(stream_id, None)
         if stream is None or stream.done.done():
             return
+        if isinstance(failure, Unprocessed):
+            failure.progressed = self.progressed
         if failure is None:
+            self.served += 1
             stream.done.set_result(None)
         else:
             stream.body.clear()
@@ -349,6 +366,10 @@ class ClientConnection(asyncio.Protocol):
                     waiting.held = 0
             self._held.clear()
         self.flush_soon()
+
+    def has_free_stream(self) -> bool:
+        """Usable, and the peer's SETTINGS_MAX_CONCURRENT_STREAMS leaves room for one more stream."""
+        return self.usable and self.h2.open_outbound_streams < self.h2.remote_settings.max_concurrent_streams
 
     async def stream_slot(self) -> None:
         """Wait until the peer's SETTINGS_MAX_CONCURRENT_STREAMS leaves room for one more stream (h2 refuses

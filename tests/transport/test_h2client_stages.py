@@ -8,7 +8,7 @@ prefix or an error code given as a number.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from sdcp_conformance.reference.stack import free_port
 from sdcp_conformance.testing.misbehaving import MisbehavingConfig, MisbehavingServer, Mode
 from sdcp_conformance.transport.exchange import ClientResponse, Timeouts
 from sdcp_conformance.transport.failures import FailureKind, Stage, TransportFailure
-from sdcp_conformance.transport.h2client import H2Client
+from sdcp_conformance.transport.h2client import MAX_CONNECTIONS, MAX_UNPROCESSED_RESENDS, H2Client
 from sdcp_conformance.transport.pki import Pki, init_pki
 from sdcp_conformance.transport.types import Request, Response
 
@@ -79,6 +79,7 @@ EXPECTED: dict[Mode, tuple[Stage, dict[str, Any]]] = {
     Mode.STALLED_HANDSHAKE: (Stage.TLS_STALLED, {"deadline_s": DEADLINE_S}),
     Mode.DRIP_BODY: (Stage.BODY_STALLED, {"status": 200, "content_length": 1000, "deadline_s": DEADLINE_S}),
     Mode.STREAM_RESET: (Stage.STREAM_RESET, {"error_code": "INTERNAL_ERROR"}),
+    Mode.REFUSED_STREAMS: (Stage.STREAM_RESET, {}),
     Mode.GOAWAY_ERROR: (Stage.GOAWAY, {"error_code": "INTERNAL_ERROR", "last_stream_id": 1}),
     Mode.CLOSE_AFTER_HANDSHAKE: (Stage.H2_PREFACE, {"tls_version": "TLSv1.3", "alpn": "h2"}),
     Mode.HUGE_BODY: (Stage.BODY_OVER_LIMIT, {"status": 200, "content_length": 2 << 30, "received": 0,
@@ -219,8 +220,68 @@ def test_error_goaway_fails_the_streams_it_names(server_pki: Pki) -> None:
     assert "GOAWAY(INTERNAL_ERROR, last_stream_id=1)" in failure.detail
 
 
-def test_the_servers_stream_limit_is_waited_for_not_exceeded(pki: Pki, start_server: StartServer) -> None:
-    """A server allowing 2 concurrent streams: 10 concurrent requests queue for them (h2 would refuse a third)."""
+def test_a_server_refusing_every_stream_is_not_asked_forever(server_pki: Pki) -> None:
+    """REFUSED_STREAM on everything, nothing served: resent, and the cap stands (D-H2C-2)."""
+    async def go() -> tuple[TransportFailure, int]:
+        async with MisbehavingServer(_config(server_pki, Mode.REFUSED_STREAMS)) as server, \
+                _client(server_pki, server.port) as client:
+            with pytest.raises(TransportFailure) as caught:
+                await client.request("POST", "sessions", b"\xa0", timeout=10)
+            return caught.value, client.connections_opened
+
+    failure, connections = run(go())
+    assert f"sent {MAX_UNPROCESSED_RESENDS + 1} times on {connections} connection(s), never processed" \
+        in failure.detail
+    assert "refused the stream unprocessed" in failure.detail and failure.stage is Stage.STREAM_RESET
+
+
+@pytest.mark.parametrize("mode", [Mode.GRACEFUL_GOAWAY, Mode.SHUTDOWN_NOTICE], ids=lambda mode: mode.value)
+def test_a_server_shedding_connections_while_it_serves_loses_no_request(server_pki: Pki, mode: Mode) -> None:
+    """GOAWAY(NO_ERROR) after every 2nd stream, 24 requests in flight: a connection serves two and turns the rest
+    away, so the last request is refused about eleven times. The server serves all along, so every refused request
+    is resent (D-H2C-2: the cap is for a server that serves nothing) and each is processed once."""
+    inner = Inner()
+    bodies = [bytes([0xA1, 0x61, 0x69, i]) for i in range(24)]
+
+    async def go() -> tuple[list[ClientResponse], int, int]:
+        async with MisbehavingServer(_config(server_pki, mode, inner, goaway_every=2)) as server, \
+                _client(server_pki, server.port) as client:
+            await client.connect()
+            answers = await asyncio.gather(*(client.request("POST", "sessions", b, timeout=10) for b in bodies))
+            return list(answers), client.connections_opened, server.stats.goaways
+
+    answers, connections, goaways = run(go())
+    assert [answer.status for answer in answers] == [200] * len(bodies)
+    assert sorted(inner.seen) == sorted(bodies)
+    assert goaways >= 1
+    if mode is Mode.GRACEFUL_GOAWAY:  # the two-step shutdown names every stream already sent
+        assert connections > MAX_UNPROCESSED_RESENDS + 1
+
+
+def test_a_server_closing_each_idle_connection_is_followed(server_pki: Pki) -> None:
+    """GOAWAY(NO_ERROR) and close whenever no stream is open: every request after the first burst goes on a new
+    connection, none is lost or sent twice."""
+    inner = Inner()
+
+    async def go() -> tuple[list[int], int]:
+        async with MisbehavingServer(_config(server_pki, Mode.CLOSE_WHEN_IDLE, inner)) as server, \
+                _client(server_pki, server.port) as client:
+            statuses = []
+            for burst in range(4):
+                answers = await asyncio.gather(*(client.request("POST", "sessions", bytes([0xA1, 0x61, 0x69, i]),
+                                                                timeout=10) for i in range(burst * 3, burst * 3 + 3)))
+                statuses += [answer.status for answer in answers]
+            return statuses, client.connections_opened
+
+    statuses, connections = run(go())
+    assert statuses == [200] * 12 and len(inner.seen) == 12
+    assert connections >= 4
+
+
+def test_the_servers_stream_limit_is_kept_on_each_connection(pki: Pki, start_server: StartServer) -> None:
+    """A server allowing 2 concurrent streams per connection, 20 concurrent requests: the server refuses a stream
+    beyond its limit, so every answer shows it was kept; the rest go on further connections (D-H2C-5), at most
+    MAX_CONNECTIONS of them."""
     release = asyncio.Event()
     inside = 0
     most = 0
@@ -229,18 +290,69 @@ def test_the_servers_stream_limit_is_waited_for_not_exceeded(pki: Pki, start_ser
         nonlocal inside, most
         inside += 1
         most = max(most, inside)
-        if inside == 2:
+        if inside >= 4:
             release.set()
-        await release.wait()
+        await asyncio.wait_for(release.wait(), 10)
         inside -= 1
         return Response(200, request.path.encode())
 
     server = start_server(handler, max_concurrent_streams=2)
 
+    async def go() -> tuple[list[bytes], int]:
+        async with H2Client(server.base_uri, pki.cert("drafter-1"), pki.key("drafter-1"), pki.ca_cert) as client:
+            answers = await asyncio.gather(*(client.request("GET", f"n/{i}") for i in range(20)))
+            return [answer.body for answer in answers], client.connections_opened
+
+    bodies, connections = run(go())
+    assert bodies == [f"/n/{i}".encode() for i in range(20)]
+    assert 2 < most <= 2 * MAX_CONNECTIONS and 1 < connections <= MAX_CONNECTIONS
+
+
+def _held_until_overtaken(timeout_s: float) -> Callable[[Request], Awaitable[Response]]:
+    """A handler holding ``hold`` until ``overtake`` arrives (at most ``timeout_s``; then 504)."""
+    overtaken = asyncio.Event()
+
+    async def handler(request: Request) -> Response:
+        if request.path.endswith("overtake"):
+            overtaken.set()
+            return Response(200, b"overtook")
+        try:
+            await asyncio.wait_for(overtaken.wait(), timeout_s)
+        except TimeoutError:
+            return Response(504, b"never overtaken")
+        return Response(200, b"released")
+
+    return handler
+
+
+def test_a_request_overtakes_a_held_one_when_the_server_allows_one_stream(pki: Pki,
+                                                                          start_server: StartServer) -> None:
+    """SETTINGS_MAX_CONCURRENT_STREAMS 1 and the first request held until a second arrives: the second goes on
+    a second connection (D-H2C-5), as a different proposal must overtake a round in flight (§6.3)."""
+    server = start_server(_held_until_overtaken(5.0), max_concurrent_streams=1)
+
+    async def go() -> tuple[list[bytes], int]:
+        async with H2Client(server.base_uri, pki.cert("drafter-1"), pki.key("drafter-1"), pki.ca_cert) as client:
+            held = asyncio.ensure_future(client.request("GET", "hold"))
+            await asyncio.sleep(0.2)  # not synchronisation: the order is fixed either way, this only lets it start
+            overtake = await client.request("GET", "overtake")
+            return [(await held).body, overtake.body], client.connections_opened
+
+    assert run(go()) == ([b"released", b"overtook"], 2)
+
+
+def test_a_server_refusing_a_second_connection_gets_its_requests_in_turn(pki: Pki,
+                                                                          start_server: StartServer) -> None:
+    """One stream and one connection per client: the extra connection is turned away (ENHANCE_YOUR_CALM) before
+    it serves, so no more are asked for and the requests wait for the one stream — all answered."""
+    async def handler(request: Request) -> Response:
+        return Response(200, request.path.encode())
+
+    server = start_server(handler, max_concurrent_streams=1, max_connections_per_identity=1)
+
     async def go() -> list[bytes]:
         async with H2Client(server.base_uri, pki.cert("drafter-1"), pki.key("drafter-1"), pki.ca_cert) as client:
-            answers = await asyncio.gather(*(client.request("GET", f"n/{i}") for i in range(10)))
+            answers = await asyncio.gather(*(client.request("GET", f"n/{i}") for i in range(8)))
             return [answer.body for answer in answers]
 
-    assert run(go()) == [f"/n/{i}".encode() for i in range(10)]
-    assert most == 2
+    assert run(go()) == [f"/n/{i}".encode() for i in range(8)]
