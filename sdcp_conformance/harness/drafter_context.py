@@ -28,6 +28,7 @@ from sdcp_conformance.harness.roles.played_verifier import (
     refusal_response,
     sdcp_response,
     settle,
+    supersede,
 )
 from sdcp_conformance.harness.roles.verdicts import VerdictPlan, build_verdict
 from sdcp_conformance.judge import TABLE
@@ -165,9 +166,7 @@ class DrafterContext(JudgedContext):
             session.restore(saved)  # refused: the drafter holds what it held
         elif body is None:
             session.superseded_at = self.env.now()  # D-JUDGE-D10 counts from the answer
-            for arrival in before:  # P1-DRF-7: the drafter abandoned them first; no answer reaches it any more
-                if arrival.outcome is Outcome.PENDING:
-                    arrival.outcome, arrival.answer, arrival.superseded = Outcome.ABANDONED, "abandoned", True
+            supersede(before)
         if body is None:
             doubt_resolved(session, during)
         return answer

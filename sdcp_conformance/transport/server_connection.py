@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 
 H2_PREFACE = b"PRI * HTTP/2.0"
 DATA, RST_STREAM, SETTINGS, PING = 0x0, 0x3, 0x4, 0x6
+WATCHED_DELIVERIES = 256
+"""Answered streams per connection whose late RST_STREAM is still reported (``Response.undelivered``)."""
 END_STREAM = ACK = 0x1
 
 
@@ -109,6 +112,8 @@ class ServerConnection(asyncio.Protocol):
         self._inbound: dict[int, _Inbound] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._task_charges: dict[int, int] = {}
+        self._delivered: dict[int, Callable[[], None]] = {}
+        """Streams answered with a response that asked to hear of its loss, oldest first (WATCHED_DELIVERIES)."""
         self._held: dict[int, int] = {}
         """Flow-controlled bytes received and not acknowledged (a budget was spent), by stream."""
         self.buffered = 0
@@ -262,6 +267,8 @@ class ServerConnection(asyncio.Protocol):
         """Before h2 acts on a frame: spend the token its kind costs, or end the connection (ENHANCE_YOUR_CALM)."""
         if frame_type == DATA and (length or flags & END_STREAM):
             return  # a DATA frame that carries bytes or ends the stream is progress
+        if frame_type == RST_STREAM and stream_id in self._delivered:
+            self._lost(self._delivered.pop(stream_id))  # after its answer was sent: the reset crossed it
         if frame_type in (SETTINGS, PING) and flags & ACK:
             return
         entry = self._buckets.get(frame_type)
@@ -469,14 +476,21 @@ class ServerConnection(asyncio.Protocol):
     # -- responding ---------------------------------------------------------------------
 
     async def _respond(self, stream_id: int, request: Request) -> None:
+        response: Response | None = None
         try:
             response = await self._call_handler(request)
             if response.fault is not None:
                 self._commit_fault(stream_id, response.fault)
                 return
             await self._send_response(stream_id, response)
+            if response.undelivered is not None:
+                self._delivered[stream_id] = response.undelivered
+                if len(self._delivered) > WATCHED_DELIVERIES:
+                    del self._delivered[next(iter(self._delivered))]
         except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError, _SendTimedOut):
-            pass  # the peer reset the stream, the connection is going away, or the client stopped reading
+            # the peer reset the stream, the connection is going away, or the client stopped reading
+            if response is not None and response.undelivered is not None:
+                self._lost(response.undelivered)
         except Exception:  # never let one response kill the connection
             log.exception("sending the response on stream %d failed", stream_id)
             self._reset(stream_id, ErrorCodes.INTERNAL_ERROR)
@@ -484,6 +498,13 @@ class ServerConnection(asyncio.Protocol):
             self._tasks.pop(stream_id, None)
             self._release(self._task_charges.pop(stream_id, 0))
             self._maybe_done()
+
+    @staticmethod
+    def _lost(undelivered: Callable[[], None]) -> None:
+        try:
+            undelivered()
+        except Exception:  # the handler's bookkeeping must not end the connection
+            log.exception("a response's undelivered callback failed")
 
     async def _call_handler(self, request: Request) -> Response:
         try:

@@ -53,6 +53,10 @@ class Response:
     body: bytes = b""
     headers: list[tuple[str, str]] = field(default_factory=list)
     fault: TransportFault | None = None
+    undelivered: Callable[[], None] | None = None
+    """Called by the server when the response did not reach the client: sending it failed, or the client reset the
+    stream after it was sent (its RST_STREAM crossed the response; a client that received the whole response has
+    a closed stream and resets nothing). The harness needs it to know whether a drafter learned a final answer."""
 
     def header(self, name: str) -> str | None:
         wanted = name.lower()

@@ -26,7 +26,8 @@ MAX_STEPS = 4
 def test_the_reference_drafter_survives_a_short_campaign(tmp_path: Path) -> None:
     result = run_drafter_campaign(DrafterCampaignConfig(examples=15, seed=3, out=tmp_path))
     assert result.failure is None, f"{result.failure.message if result.failure else ''}"
-    assert not result.stats.flaky and result.stats.judge.summary() == {}
+    assert not result.stats.flaky
+    assert result.stats.judge.summary() == {}, [(d.row, d.message) for d in result.stats.judge.deviations]
     assert result.stats.examples >= 15
 
 

@@ -11,6 +11,7 @@ import hashlib
 from typing import Any
 
 import numpy as np
+import pytest
 
 from sdcp_conformance.harness.roles.played_cache import CacheEvent
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
@@ -20,6 +21,8 @@ from sdcp_conformance.harness.roles.played_verifier import (
     answer_final,
     doubt_resolved,
     refusal_response,
+    settle,
+    supersede,
 )
 from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts, review
 from sdcp_conformance.harness.roles.verdicts import VerdictPlan, build_verdict
@@ -311,9 +314,11 @@ def test_a_proposal_under_the_held_epoch_waits_while_a_lower_epoch_assignment_is
 
 
 
-async def _refused_then_retried(gave_up: bool) -> tuple[PlayedSession, bool, Response, Arrival]:
+async def _refused_then_retried(gave_up: bool, crossed: bool = False
+                                ) -> tuple[PlayedSession, bool, Response, Arrival]:
     """A proposal is refused 409 sdcp-stale-base with state 4 (stop, P1-DRF-6); the drafter gave up on the request
-    before that answer (its timeout: the request task cancelled) or not; then the identical proposal arrives."""
+    before that answer (its timeout: the request task cancelled) or not; if ``crossed``, the server then reports the
+    answer lost (the drafter's reset crossed it); then the identical proposal arrives."""
     board = VerifierBoard(facts=World().facts)
     played = board.add(session())
     body = encode(proposal_body(played, greedy(DRAFT, PROMPT[-1], 3)))
@@ -328,7 +333,10 @@ async def _refused_then_retried(gave_up: bool) -> tuple[PlayedSession, bool, Res
     delivered = answer_final(played, played.arrivals[0], stop, "409 sdcp-stale-base")
     played.stop("P1-DRF-6/STOP", "sdcp-stale-base with state 4")
     if not gave_up:
-        assert (await first) is stop
+        sent = await first
+        assert (sent.status, sent.body) == (stop.status, stop.body) and sent.undelivered is not None
+        if crossed:
+            sent.undelivered()
     again = await board.receive("https://v/", request)
     return played, delivered, again, played.arrivals[-1]
 
@@ -343,7 +351,75 @@ def test_a_final_answer_that_reached_no_one_goes_to_the_identical_retry_unjudged
     assert retry.twin and retry.judged and retry.observations == []
     assert played.finals and not played.undelivered  # final once it reached the drafter
 
+    played, delivered, again, retry = asyncio.run(_refused_then_retried(gave_up=False, crossed=True))
+    assert delivered and again.status == ProblemType.STALE_BASE.status  # the server said it never arrived
+    assert retry.twin and retry.judged and retry.observations == []
+
     played, delivered, again, retry = asyncio.run(_refused_then_retried(gave_up=False))
     assert delivered and not retry.twin
     assert "P1-DRF-5/FINAL" in rows_of(retry)
     assert again.status == ProblemType.NOT_ASSIGNED.status  # after a stop the drafter is not assigned (D-JUDGE)
+
+
+async def _proposal_over_a_new_limit(dropped: bool) -> tuple[PlayedSession, Arrival]:
+    """After round 1 under m_init 4 the harness sends an assignment with m_init 2 (same epoch); before its answer a
+    proposal of 3 tokens under the old one arrives, which the drafter drops on taking the assignment (P1-DRF-7:
+    its handler cancelled, ABANDONED) or has not dropped yet when the answer arrives."""
+    board = VerifierBoard(facts=World().facts)
+    played = board.add(session())
+    played.decided(1, greedy(TARGET, PROMPT[-1], 2), m_cap=4)
+    body = proposal_body(played, greedy(DRAFT, played.context()[-1], 3))
+    saved = played.snapshot()
+    played.assigned(epoch=played.epoch, m_init=2, verifier="https://v/", sampling=None,
+                    now=asyncio.get_running_loop().time())
+    played.in_doubt = saved
+    request = Request("POST", "/proposals", "", (("content-type", "application/sdcp+cbor"),), encode(body), ME)
+    answered = asyncio.create_task(board.receive("https://v/", request))
+    while not played.arrivals:  # until the played verifier has taken the request in (one loop pass each)
+        await asyncio.sleep(0)
+    arrival = played.arrivals[-1]
+    if dropped:
+        answered.cancel()
+        await asyncio.gather(answered, return_exceptions=True)
+    played.in_doubt = None
+    doubt_resolved(played, [arrival])
+    await asyncio.gather(answered, return_exceptions=True)
+    return played, arrival
+
+
+@pytest.mark.parametrize("dropped", [True, False], ids=["dropped", "still-waiting"])
+def test_a_proposal_under_the_replaced_limit_is_late_even_if_the_drafter_dropped_it(dropped: bool) -> None:
+    """D-JUDGE-D10: the 3-token proposal follows the replaced assignment and is late, not the drafter's next
+    proposal. Dropped before the answer came, it was once left for the next case step to take: a fuzz step refused
+    it with a stop (an answer that reached no one) and then judged the 2-token proposal that replaced it as a
+    proposal after the stop (P1-DRF-6/STOP against the reference, under load)."""
+    played, arrival = asyncio.run(_proposal_over_a_new_limit(dropped))
+    assert arrival.outcome is (Outcome.ABANDONED if dropped else Outcome.FINAL)
+    assert arrival.late and arrival.judged and played.open is None
+
+
+def test_a_new_assignment_supersedes_the_unanswered_proposals_even_those_already_dropped() -> None:
+    """P1-DRF-7: a proposal still waiting, and one the drafter already dropped (reset on taking the assignment,
+    before the assignment's answer came), are superseded, so no case takes either for the next proposal; answered
+    ones keep their answers."""
+    async def go() -> list[Arrival]:
+        board = VerifierBoard(facts=World().facts)
+        played = board.add(session())
+        body = encode(proposal_body(played, greedy(DRAFT, PROMPT[-1], 3)))
+        request = Request("POST", "/proposals", "", (("content-type", "application/sdcp+cbor"),), body, ME)
+        tasks = [asyncio.create_task(board.receive("https://v/", request)) for _ in range(3)]
+        while len(played.arrivals) < 3:
+            await asyncio.sleep(0)
+        waiting, dropped, answered = played.arrivals
+        tasks[1].cancel()
+        settle(answered, refusal_response(ProblemType.BAD_PROPOSAL, "no"), Outcome.FINAL, "422")
+        await asyncio.gather(tasks[1], tasks[2], return_exceptions=True)
+        assert dropped.outcome is Outcome.ABANDONED and not dropped.superseded
+        supersede(played.arrivals)
+        tasks[0].cancel()
+        await asyncio.gather(tasks[0], return_exceptions=True)
+        return [waiting, dropped, answered]
+
+    waiting, dropped, answered = asyncio.run(go())
+    assert waiting.superseded and dropped.superseded and not answered.superseded
+    assert (waiting.outcome, dropped.outcome, answered.outcome) == (Outcome.ABANDONED, Outcome.ABANDONED, Outcome.FINAL)

@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Callable
 
 import pytest
-from hyperframe.frame import DataFrame, Frame, HeadersFrame, PingFrame, PriorityFrame, SettingsFrame
+from hyperframe.frame import DataFrame, ExtensionFrame, Frame, HeadersFrame, PingFrame, PriorityFrame, SettingsFrame
 
 from sdcp_conformance.testing.raw_h2 import RawH2, Received
 from sdcp_conformance.transport.pki import Pki
@@ -68,9 +68,26 @@ def _one_octet_frames(raw: RawH2) -> list[Frame]:
     return [*frames, raw.data(1, BODY[300:], end_stream=True)]
 
 
+class _Extension(ExtensionFrame):
+    """A frame of a type no RFC defines; hyperframe's own serialises its length as 0."""
+
+    def serialize(self) -> bytes:
+        return (len(self.body).to_bytes(3, "big") + bytes([self.type, self.flag_byte])
+                + self.stream_id.to_bytes(4, "big") + self.body)
+
+
+def _unknown_frames_and_settings(raw: RawH2) -> list[Frame]:
+    """Frames of an unknown type on the connection and on the stream, and a SETTINGS identifier no RFC defines,
+    between the frames of the request: a receiver ignores them (RFC 9113 §4.1, §5.5, §6.5.2)."""
+    return [_Extension(0xFA, 0, 0, b"extension"), raw.request(1, "PUT", "/o", content_length=len(BODY)),
+            _Extension(0xFB, 1, 0xFF, b"more extension"), SettingsFrame(0, {0xFAFA: 7}),
+            raw.data(1, BODY, end_stream=True)]
+
+
 FRAMINGS: dict[str, Callable[[RawH2], list[Frame]]] = {
     "padded-data": _padded, "continuation": _continuation, "trailers": _trailers,
     "priority-ping-settings": _priority_ping_settings, "one-octet-frames": _one_octet_frames,
+    "unknown-frames-and-settings": _unknown_frames_and_settings,
 }
 
 
@@ -94,3 +111,36 @@ def test_a_request_framed_as_the_rfc_allows_is_answered(pki: Pki, start_server: 
     assert received.statuses(1) == [200]
     body = b"".join(bytes(f.data) for f in received.frames if isinstance(f, DataFrame) and f.stream_id == 1)
     assert body == hashlib.sha256(BODY).digest()
+
+
+@pytest.mark.parametrize("reset", [True, False], ids=["reset-after-answer", "no-reset"])
+def test_a_reset_that_crossed_the_answer_reports_it_undelivered(pki: Pki, start_server: StartServer,
+                                                                reset: bool) -> None:
+    """A client that gave up on a request (its timeout) resets the stream; when that reset crosses the whole answer,
+    the client never read it, and the server says so (``Response.undelivered``): the harness must know whether a
+    drafter learned a final answer (D-JUDGE-D17). A client that read the answer resets nothing, and nothing is said.
+    The PING after it is answered only once the server has handled every frame before it, so no sleep is needed."""
+    lost: list[str] = []
+
+    async def answer(request: Request) -> Response:
+        return Response(409, b"final", undelivered=lambda: lost.append(request.path))
+
+    server = start_server(answer)
+
+    async def go() -> Received:
+        context = client_context(pki.ca_cert, pki.cert("router"), pki.key("router"), alpn=["h2"])
+        raw = await RawH2.open("127.0.0.1", server.port, context)
+        try:
+            await raw.settle()
+            await raw.send([raw.request(1, "POST", "/proposals", end_stream=True)])
+            await raw.read_until(lambda r: any(isinstance(f, DataFrame) and "END_STREAM" in f.flags
+                                               for f in r.frames), timeout_s=10)
+            await raw.send([*([raw.rst(1)] if reset else []), raw.ping(b"crossing")])
+            return await raw.read_until(lambda r: any(isinstance(f, PingFrame) and "ACK" in f.flags
+                                                      for f in r.frames), timeout_s=10)
+        finally:
+            await raw.close()
+
+    received = asyncio.run(go())
+    assert received.statuses(1) == [409] and received.goaway is None
+    assert lost == (["/proposals"] if reset else [])

@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
@@ -236,13 +238,27 @@ def doubt_resolved(session: PlayedSession, during: list[Arrival]) -> None:
     """The answer to an assignment in doubt is in (the session holds what it says); ``during``: the proposals that
     arrived meanwhile. If the assignment was taken, one that follows the replaced assignment was on its way before
     the drafter received it (D-JUDGE-D10) and is refused as late; what is still pending is the open proposal."""
-    pending = [arrival for arrival in during if arrival.outcome is Outcome.PENDING and not arrival.late]
+    unanswered = (Outcome.PENDING, Outcome.ABANDONED)
+    pending = [arrival for arrival in during if arrival.outcome in unanswered and not arrival.late]
     for arrival in pending:
+        # One the drafter has already dropped counts too: the new assignment is why (P1-DRF-7), and a case that took
+        # it for the drafter's next proposal would stop the session on it, then judge the proposal that replaced it.
         if _follows_replaced(session, arrival):
             _refuse_late(session, arrival)
-    still = [arrival for arrival in pending if not arrival.late]
+    still = [arrival for arrival in pending if not arrival.late and arrival.outcome is Outcome.PENDING]
     if still:
         session.open = still[-1]
+
+
+def supersede(before: list[Arrival]) -> None:
+    """A new assignment was taken: the proposals that arrived before it and have no answer were abandoned by the
+    drafter (P1-DRF-7), and no answer reaches it any more. One it has already dropped (it reset the request on taking
+    the assignment, and the reset came before the assignment's answer) is superseded too: no case may take it for
+    the next proposal, answer it (no one listens) and then judge the proposal that replaced it (under load a fuzz
+    step stopped the session so, and found the reference NON-STRICT at P1-DRF-6/STOP)."""
+    for arrival in before:
+        if arrival.outcome in (Outcome.PENDING, Outcome.ABANDONED):
+            arrival.outcome, arrival.answer, arrival.superseded = Outcome.ABANDONED, "abandoned", True
 
 
 def _refuse_late(session: PlayedSession, arrival: Arrival) -> Response:
@@ -311,32 +327,54 @@ def settle(arrival: Arrival, response: Response, outcome: Outcome, answer: str) 
     _settle(arrival, response, outcome, answer)
 
 
+def _waiting_twins(session: PlayedSession, arrival: Arrival) -> list[Arrival]:
+    """Copies of ``arrival`` still waiting: retries sent after the drafter's own timeout, before it was answered."""
+    return [other for other in session.arrivals
+            if other is not arrival and other.key == arrival.key and other.outcome is Outcome.PENDING]
+
+
 def answer_twins(session: PlayedSession, arrival: Arrival, response: Response, outcome: Outcome) -> int:
-    """Copies of ``arrival`` still waiting (retries sent after the drafter's own timeout, before this answer) get
-    the same answer: the drafter may be listening on any of them. Returns how many there were."""
-    answered = 0
-    for other in session.arrivals:
-        if other is not arrival and other.key == arrival.key and other.outcome is Outcome.PENDING:
-            _settle(other, response, outcome, f"the answer of its twin #{arrival.sequence}")
-            other.twin = True
-            answered += 1
-    return answered
+    """The waiting copies of ``arrival`` get the same answer: the drafter may be listening on any of them.
+    Returns how many there were."""
+    twins = _waiting_twins(session, arrival)
+    for other in twins:
+        _settle(other, response, outcome, f"the answer of its twin #{arrival.sequence}")
+        other.twin = True
+    return len(twins)
 
 
 def answer_final(session: PlayedSession, arrival: Arrival, response: Response, text: str) -> bool:
     """A final answer (a 4xx, P1-DRF-5) to ``arrival`` and its waiting twins; False when it reached no one.
 
-    D-JUDGE-D17: an answer given after the drafter gave up on the request (its own timeout, a reset stream), with no
-    retry of it waiting, reached no one: the drafter has not learned it, so it is not yet final. The identical retry
-    gets it (:meth:`VerifierBoard.receive`), and that retry is not judged as a resend after a 4xx (P1-DRF-5) or as a
-    proposal after a stop: it is what P1-DRF-5 has a drafter do when no answer came."""
-    _settle(arrival, response, Outcome.FINAL, text)
-    twins = answer_twins(session, arrival, response, Outcome.FINAL)
+    D-JUDGE-D17: an answer the drafter never received is not final: it had given up on the request (its own
+    timeout, a reset stream) before the answer was given, with no retry of it waiting, or the server reports the
+    answer lost on every request it went to (``Response.undelivered``: the drafter's reset crossed it). The identical
+    retry gets it (:meth:`VerifierBoard.receive`), and that retry is not judged as a resend after a 4xx (P1-DRF-5) or
+    as a proposal after a stop: it is what P1-DRF-5 has a drafter do when no answer came."""
+    key = arrival.key
+    reached: set[int] = set()
+    """The requests the answer went to whose drafter may still be listening."""
+
+    def lost(sequence: int) -> None:
+        reached.discard(sequence)
+        if not reached and session.finals.get(key) == text:  # not if a new assignment cleared the finals since
+            del session.finals[key]
+            session.undelivered[key] = (response, text)
+
+    def sent_to(target: Arrival) -> Response:
+        reached.add(target.sequence)
+        return dataclasses.replace(response, undelivered=functools.partial(lost, target.sequence))
+
+    listening = arrival.outcome is not Outcome.ABANDONED and arrival.future is not None and not arrival.future.done()
+    _settle(arrival, sent_to(arrival) if listening else response, Outcome.FINAL, text)
+    for other in _waiting_twins(session, arrival):
+        _settle(other, sent_to(other), Outcome.FINAL, f"the answer of its twin #{arrival.sequence}")
+        other.twin = True
     session.open = None
-    if arrival.outcome is Outcome.ABANDONED and not twins:
-        session.undelivered[arrival.key] = (response, text)
+    if not reached:
+        session.undelivered[key] = (response, text)
         return False
-    session.finals[arrival.key] = text
+    session.finals[key] = text
     return True
 
 
@@ -382,4 +420,4 @@ def _record(transcript: CaseTranscript, sequence: int, request: Request, respons
 
 
 __all__ = ["HOLD_LIMIT_S", "LATE_S", "Pace", "PlayedVerifier", "VerifierBoard", "answer_final", "answer_twins",
-           "doubt_resolved", "refusal_response", "sdcp_response", "settle"]
+           "doubt_resolved", "refusal_response", "sdcp_response", "settle", "supersede"]
