@@ -6,8 +6,9 @@ in reassembly shows."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from hyperframe.frame import DataFrame, ExtensionFrame, Frame, HeadersFrame, PingFrame, PriorityFrame, SettingsFrame
@@ -91,20 +92,30 @@ FRAMINGS: dict[str, Callable[[RawH2], list[Frame]]] = {
 }
 
 
+@contextlib.asynccontextmanager
+async def _raw_connection(pki: Pki, port: int) -> AsyncIterator[RawH2]:
+    """A raw HTTP/2 connection as the router, past the server's SETTINGS; closed after the block."""
+    context = client_context(pki.ca_cert, pki.cert("router"), pki.key("router"), alpn=["h2"])
+    raw = await RawH2.open("127.0.0.1", port, context)
+    try:
+        await raw.settle()
+        yield raw
+    finally:
+        await raw.close()
+
+
+def _response_ended(received: Received) -> bool:
+    return any(isinstance(f, DataFrame) and "END_STREAM" in f.flags for f in received.frames)
+
+
 @pytest.mark.parametrize("framing", list(FRAMINGS))
 def test_a_request_framed_as_the_rfc_allows_is_answered(pki: Pki, start_server: StartServer, framing: str) -> None:
     server = start_server(digest)
 
     async def go() -> Received:
-        context = client_context(pki.ca_cert, pki.cert("router"), pki.key("router"), alpn=["h2"])
-        raw = await RawH2.open("127.0.0.1", server.port, context)
-        try:
-            await raw.settle()
+        async with _raw_connection(pki, server.port) as raw:
             await raw.send(FRAMINGS[framing](raw))
-            return await raw.read_until(lambda r: any(isinstance(f, DataFrame) and "END_STREAM" in f.flags
-                                                      for f in r.frames) or r.goaway is not None, timeout_s=10)
-        finally:
-            await raw.close()
+            return await raw.read_until(lambda r: _response_ended(r) or r.goaway is not None, timeout_s=10)
 
     received = asyncio.run(go())
     assert received.goaway is None and not received.resets(1), (received.goaway, received.resets(1))
@@ -128,18 +139,12 @@ def test_a_reset_that_crossed_the_answer_reports_it_undelivered(pki: Pki, start_
     server = start_server(answer)
 
     async def go() -> Received:
-        context = client_context(pki.ca_cert, pki.cert("router"), pki.key("router"), alpn=["h2"])
-        raw = await RawH2.open("127.0.0.1", server.port, context)
-        try:
-            await raw.settle()
+        async with _raw_connection(pki, server.port) as raw:
             await raw.send([raw.request(1, "POST", "/proposals", end_stream=True)])
-            await raw.read_until(lambda r: any(isinstance(f, DataFrame) and "END_STREAM" in f.flags
-                                               for f in r.frames), timeout_s=10)
+            await raw.read_until(_response_ended, timeout_s=10)
             await raw.send([*([raw.rst(1)] if reset else []), raw.ping(b"crossing")])
             return await raw.read_until(lambda r: any(isinstance(f, PingFrame) and "ACK" in f.flags
                                                       for f in r.frames), timeout_s=10)
-        finally:
-            await raw.close()
 
     received = asyncio.run(go())
     assert received.statuses(1) == [409] and received.goaway is None
