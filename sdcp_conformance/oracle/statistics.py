@@ -305,6 +305,10 @@ class RoundLaw:
         lower, upper = self._bounds()
         self.lower_cells, self.upper_cells = self.on_cells(lower), self.on_cells(upper)
         self.possible = self.upper_cells > 0
+        self.possible_cells = np.flatnonzero(self.possible)
+        """The cells' indices where :attr:`possible`, ascending."""
+        self.lower_mass = float(self.lower_cells.sum())
+        self.exact_mass = float(self.exact_cells.sum())
 
     @property
     def m(self) -> int:
@@ -453,9 +457,12 @@ def robust_mean(lower: F, upper: F, g: F) -> float:
     return base + float(np.dot(taken, g[order]))
 
 
-def _robust_means(lower: F, upper: F, g: F) -> F:
-    """:func:`robust_mean` of every row of ``g`` at once (the same knapsack, row-wise)."""
-    remaining = max(0.0, 1.0 - float(lower.sum()))
+def _robust_means(lower: F, upper: F, g: F, lower_mass: float | None = None) -> F:
+    """:func:`robust_mean` of every row of ``g`` at once (the same knapsack, row-wise).
+
+    ``lower_mass`` is the sum of the lower bounds over every cell, when ``lower`` holds only some of them.
+    """
+    remaining = max(0.0, 1.0 - float(lower.sum() if lower_mass is None else lower_mass))
     order = np.argsort(-g, axis=1)  # ties in g add the same amount in any order
     room = (upper - lower)[order]
     # remaining - (cumsum - room), clipped to [0, room]: in place, as numpy's per-call cost is most of this
@@ -540,17 +547,21 @@ class Rule2EProcess(AveragedEProcess):
             self.decisive = self.decisive or (f"{what}: an outcome that no verifier within the tolerance can "
                                               f"produce (exact probability {_prob(law, cell)})")
             return
-        names, bets = self._bets(law, cell)
         # Every component's bet at once, one row each of one matrix: numpy's per-call cost is paid once per
-        # round, not once per component.
-        g = _ratio(bets, law.upper_cells)
-        norms = _robust_means(law.lower_cells, law.upper_cells, g)
-        factors = np.log(np.maximum(g[:, cell], 1e-300) / norms)
+        # round, not once per component. Only the cells some null member can produce take part: elsewhere
+        # upper = lower = 0, so a bet there adds nothing to any mean (and often most cells are such).
+        names, live_bets, totals = self._bets(law, cell)
+        possible = law.possible_cells
+        upper = law.upper_cells[possible]
+        g = _ratio(live_bets, upper)
+        norms = _robust_means(law.lower_cells[possible], upper, g, law.lower_mass)
+        at = int(np.searchsorted(possible, cell))
+        factors = np.log(np.maximum(g[:, at], 1e-300) / norms)
         # Power bookkeeping (reported, not tested): E_A[log factor] and log P_A(no impossible cell) per row.
-        logs = np.log(np.maximum(g, 1e-300) / norms[:, None])
-        live = law.possible & (bets > 0)
-        expected = np.einsum("ij,ij->i", np.where(live, bets, 0.0), np.where(live, logs, 0.0))
-        miss = bets[:, law.possible].sum(axis=1) / np.maximum(bets.sum(axis=1), 1e-300)
+        positive = live_bets > 0
+        logs = np.log(np.maximum(g, 1e-300) / norms[:, None], where=positive, out=np.zeros_like(g))
+        expected = np.einsum("ij,ij->i", live_bets, logs)
+        miss = live_bets.sum(axis=1) / np.maximum(totals, 1e-300)
         misses = np.log(np.clip(miss, 1e-300, 1.0))
         for name, factor, power, missed in zip(names, factors.tolist(), expected.tolist(), misses.tolist(),
                                                strict=True):
@@ -564,18 +575,24 @@ class Rule2EProcess(AveragedEProcess):
         self._log_e = _mean_log_wealth(self.components.values())
         self.max_log_e = max(self.max_log_e, self._log_e)
 
-    def _bets(self, law: RoundLaw, cell: int) -> tuple[list[str], F]:
-        """The components' bets, one row each: every family mixed with the exact law at each weight, the memory
-        bet and the PIT histogram bet."""
+    def _bets(self, law: RoundLaw, cell: int) -> tuple[list[str], F, F]:
+        """The components' bets on the possible cells, one row each, and each row's total over every cell: every
+        family mixed with the exact law at each weight, the memory bet and the PIT histogram bet."""
         names, matrix = alternative_matrix(law)
+        possible = law.possible_cells
         weights = np.asarray(MIX_WEIGHTS)[None, :, None]
-        mixed = ((1 - weights) * law.exact_cells + weights * matrix[:, None, :]).reshape(-1, law.cells)
+        exact = law.exact_cells[possible]
+        mixed = ((1 - weights) * exact + weights * matrix[:, possible][:, None, :]).reshape(-1, possible.size)
+        mixed_totals = ((1 - weights[..., 0]) * law.exact_mass + weights[..., 0] * matrix.sum(axis=1)[:, None]).ravel()
         seen = self._memory.get(_law_key(law), [])
-        empirical = np.bincount(seen, minlength=law.cells) / len(seen) if seen else law.exact_cells
-        memory = 0.5 * law.exact_cells + 0.5 * empirical
-        bets = np.concatenate([mixed, memory[None], self._pit_bet(law, cell)[None]])
+        # Observed cells are possible ones: the empirical law lives on them.
+        empirical = np.bincount(seen, minlength=law.cells)[possible] / len(seen) if seen else exact
+        memory = 0.5 * exact + 0.5 * empirical
+        pit = self._pit_bet(law, cell)
+        bets = np.concatenate([mixed, memory[None], pit[possible][None]])
+        totals = np.concatenate([mixed_totals, [0.5 * law.exact_mass + 0.5, float(pit.sum())]])
         labels = [f"{name}@{weight}" for name in names for weight in MIX_WEIGHTS]
-        return [*labels, "memory", "pit-histogram"], bets
+        return [*labels, "memory", "pit-histogram"], bets, totals
 
     def _pit_bet(self, law: RoundLaw, cell: int) -> F:
         """Nonparametric component: a histogram bet on the randomised PIT (cells by ascending exact probability).

@@ -28,7 +28,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 from h2.errors import ErrorCodes
-from hyperframe.frame import HeadersFrame, PriorityFrame, SettingsFrame
+from hyperframe.frame import HeadersFrame, PriorityFrame, PushPromiseFrame, SettingsFrame
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.codec import encode
@@ -110,6 +110,9 @@ class Mode(enum.Enum):
     an unknown identifier, which a client answers or ignores (RFC 9113 §4.1, §5.5, §6.3, §6.5.2, §6.7)."""
     SMALL_WINDOW = "small-window"
     """Conformant: SETTINGS_INITIAL_WINDOW_SIZE 16, so a request body goes 16 octets per WINDOW_UPDATE."""
+    PUSH_PROMISE = "push-promise"
+    """Before each answer a PUSH_PROMISE and the pushed response, although the client's SETTINGS_ENABLE_PUSH is 0
+    (RFC 9113 §8.4: a connection error)."""
     CLOSE_WHEN_IDLE = "close-when-idle"
     """Conformant: once no stream is open, GOAWAY(NO_ERROR) naming the last stream received, then the connection
     closes: each connection serves one burst of requests."""
@@ -122,7 +125,8 @@ class Mode(enum.Enum):
 _INNER_MODES = frozenset({Mode.WRONG_MEDIA_TYPE, Mode.NO_CLIENT_CERT_REQUEST, Mode.LATE_HEADERS,
                           Mode.VALID_THEN_HANG, Mode.CBOR_AS_HTML, Mode.TRUNCATED_BODY, Mode.GRACEFUL_GOAWAY,
                           Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES, Mode.SHUTDOWN_NOTICE,
-                          Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW, Mode.CLOSE_WHEN_IDLE})
+                          Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW, Mode.CLOSE_WHEN_IDLE,
+                          Mode.PUSH_PROMISE})
 CONFORMANT = frozenset({Mode.GRACEFUL_GOAWAY, Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES,
                         Mode.SHUTDOWN_NOTICE, Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW,
                         Mode.CLOSE_WHEN_IDLE})
@@ -440,6 +444,9 @@ class _Connection(asyncio.Protocol):
         elif mode is Mode.FRAME_NOISE:
             self._noise(stream_id)
             await self._send(stream_id, await self._inner(request))
+        elif mode is Mode.PUSH_PROMISE:
+            self._push(stream_id)
+            await self._send(stream_id, await self._inner(request))
         elif mode is Mode.INFORMATIONAL_FIRST:
             self.h2.send_headers(stream_id, [(":status", "103"), ("link", "</cache/>; rel=preconnect")])
             self.flush()
@@ -461,6 +468,18 @@ class _Connection(asyncio.Protocol):
                    + payload)  # hyperframe's ExtensionFrame serialises a zero length
         self.transport.write(PriorityFrame(stream_id, depends_on=0, stream_weight=15).serialize() + unknown
                              + SettingsFrame(0, settings={UNKNOWN_SETTING: 1}).serialize())
+
+    def _push(self, stream_id: int) -> None:
+        """A PUSH_PROMISE and its response, written raw: h2 refuses to push to a client that turned push off."""
+        promised = 2 * stream_id  # even, as server-initiated streams are, and never promised twice
+        request = self.h2.encoder.encode([(":method", "GET"), (":scheme", "https"), (":authority", "localhost"),
+                                          (":path", "/pushed")])
+        response = self.h2.encoder.encode([(":status", "200"), ("content-length", "0")])
+        self.flush()
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(PushPromiseFrame(stream_id, promised_stream_id=promised, data=request,
+                                                  flags=["END_HEADERS"]).serialize()
+                                 + HeadersFrame(promised, response, flags=["END_HEADERS", "END_STREAM"]).serialize())
 
     async def _inner(self, request: Request) -> Response:
         inner = self.server.config.inner

@@ -17,6 +17,7 @@ from typing import Any
 import h2.config
 import h2.events
 import h2.exceptions
+import h2.settings
 from h2.errors import ErrorCodes
 
 from sdcp_conformance.transport.failures import (
@@ -37,6 +38,10 @@ CONNECTION_BUFFER_BUDGET = 64 << 20
 acknowledging DATA (and so stops the peer by flow control) until some stream finishes."""
 FIRST_BYTES = 48
 """How much of a non-HTTP/2 reply is quoted in the evidence."""
+CLIENT_SETTINGS = {h2.settings.SettingCodes.ENABLE_PUSH: 0}
+"""D-H2C-6: SDCP has no use for server push, so the client turns it off in its first SETTINGS (RFC 9113 §6.5.2,
+§8.4): a server that pushes anyway breaks HTTP/2 (a PUSH_PROMISE is then a connection error, PROTOCOL_ERROR), and
+pushed streams never hold the client's streams or memory."""
 
 
 def h2_client_config() -> h2.config.H2Configuration:
@@ -140,6 +145,7 @@ class ClientConnection(asyncio.Protocol):
                                            "HTTP/2 or HTTP/3)", connection=self.info, tls_version=version, alpn=alpn))
             transport.close()
             return
+        self.h2.local_settings = h2.settings.Settings(client=True, initial_values=CLIENT_SETTINGS)
         self.h2.initiate_connection()
         self.h2.increment_flow_control_window(RECEIVE_WINDOW - 65535)
         self.flush()

@@ -63,6 +63,7 @@ EXPECTED: dict[Mode, tuple[tuple[str, ...], tuple[str, ...]]] = {
     Mode.ZERO_WINDOW: (("request body stalled", "no flow-control credit"), ("stage=upload-stalled",)),
     Mode.NO_STREAMS: (("no free stream", "SETTINGS_MAX_CONCURRENT_STREAMS is 0"), ("stage=headers-timeout",)),
     Mode.BAD_STATUS: (("HTTP/2 protocol error", ":status '2xx' is not a three-digit"), ("stage=h2-protocol",)),
+    Mode.PUSH_PROMISE: (("HTTP/2 protocol error", "push"), ("stage=h2-protocol",)),
 }
 EXTRA_CASES = {Mode.NO_CLIENT_CERT_REQUEST: ("VER-5.1-TRANSPORT-001",)}
 """The sanity case runs against every mode; a server that answers validly but never asks for a client

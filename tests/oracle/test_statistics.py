@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -216,6 +217,31 @@ def test_robust_means_of_many_rows_equal_one_row_at_a_time() -> None:
     g[4, :50] = 0.5
     np.testing.assert_allclose(_robust_means(lower, upper, g), [robust_mean(lower, upper, row) for row in g],
                                rtol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["plus-minus", "profile-and-policy", "q-equals-p"])
+def test_a_round_bets_as_if_every_cell_took_part(name: str) -> None:
+    """The e-process computes its bets on the possible cells only; its first round must give each mixed
+    component the factor and power of the same bet over every cell (the robust mean one row at a time)."""
+    law = _law(name)
+    assert name == "q-equals-p" or not law.possible.all()
+    cell = int(np.argmax(law.exact_cells))
+    test = Rule2EProcess(0.05, random.Random(1))
+    test.update(law, cell)
+    names, matrix = alternative_matrix(law)
+    upper, lower = law.upper_cells, law.lower_cells
+    for family, alternative in zip(names, matrix, strict=True):
+        for weight in (0.25, 0.75):
+            bet = (1 - weight) * law.exact_cells + weight * alternative
+            g = np.where(upper > 0, bet / np.where(upper > 0, upper, 1.0), 0.0)
+            norm = robust_mean(lower, upper, g)
+            live = law.possible & (bet > 0)
+            power = float(np.sum(bet[live] * np.log(g[live] / norm)))
+            miss = math.log(bet[law.possible].sum() / bet.sum())
+            component = test.components[f"{family}@{weight}"]
+            assert component.log_wealth == pytest.approx(math.log(g[cell] / norm), rel=1e-9, abs=1e-12), family
+            assert component.power_log == pytest.approx(power, rel=1e-9, abs=1e-12), family
+            assert component.power_miss == pytest.approx(miss, rel=1e-9, abs=1e-12), family
 
 
 def test_drafted_tokens_follow_the_published_rows_by_p1_samp_2() -> None:

@@ -92,6 +92,7 @@ EXPECTED: dict[Mode, tuple[Stage, dict[str, Any]]] = {
     Mode.ZERO_WINDOW: (Stage.UPLOAD_STALLED, {"deadline_s": DEADLINE_S}),
     Mode.NO_STREAMS: (Stage.HEADERS_TIMEOUT, {"deadline_s": DEADLINE_S}),
     Mode.BAD_STATUS: (Stage.H2_PROTOCOL, {"stream_id": 1}),
+    Mode.PUSH_PROMISE: (Stage.H2_PROTOCOL, {}),
 }
 
 
