@@ -7,12 +7,17 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
-from sdcp_conformance.protocol.codec import decode_sequence, diagnostic
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.protocol.codec import sequence_diagnostic
 from sdcp_conformance.transport.types import Request, Response
 
 DIAGNOSTIC_LIMIT = 64 * 1024
 """Bodies up to this size are rendered in full; larger ones (``q_rows``, KV) as length + hex."""
+
+ANY_SEQUENCE_LIMIT = 1024
+"""Bodies up to this size are rendered as any well-formed CBOR sequence (a hostile answer's trailing items
+shown); larger ones only when one item or a sequence of maps (a commit log, P1-LOG-1), so that a raw ``q_rows``
+blob, whose zero bytes each scan as a CBOR item, is not scanned to its end before being summarised."""
 
 _HEX_HEAD = 16
 
@@ -30,22 +35,15 @@ def render_body(body: bytes, content_type: str | None = None) -> str:
     if len(body) <= DIAGNOSTIC_LIMIT:
         if content_type is not None and _is_textual(content_type):
             return body.decode("utf-8", errors="replace")
-        if _is_cbor(body):
-            return diagnostic(body)
+        text = sequence_diagnostic(body, maps_only=len(body) > ANY_SEQUENCE_LIMIT)
+        if text is not None:
+            return text
     return _summary(body)
 
 
 def _is_textual(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media.startswith("text/") or media.endswith("json")
-
-
-def _is_cbor(body: bytes) -> bool:
-    try:
-        decode_sequence(body)
-    except (MalformedMessage, InvalidArgument):
-        return False
-    return True
 
 
 def _summary(body: bytes) -> str:

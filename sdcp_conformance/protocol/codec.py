@@ -364,23 +364,38 @@ def diagnostic(value: Any) -> str:
 
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
-        try:
-            items = _item_slices(data)
-            fresh = {item: _build(item) for item in items if item not in _RENDERED}
-        except (MalformedMessage, InvalidArgument):
-            return f"h'{data.hex()}'"
-        if len(items) == 1:
-            return _rendered(cbor_diag, data)  # as sent, encoding quirks included
-        parts = []
-        for item in items:
-            text = _RENDERED.get(item)
-            if text is None:
-                built = fresh[item] if item in fresh else _build(item)
-                text = _rendered(cbor_diag, encode(built))
-                _remember(item, text)
-            parts.append(text)
-        return ", ".join(parts)
+        text = sequence_diagnostic(data)
+        return f"h'{data.hex()}'" if text is None else text
     return _rendered(cbor_diag, encode(value))
+
+
+def sequence_diagnostic(data: bytes, *, maps_only: bool = False) -> str | None:
+    """Diagnostic notation of ``data`` when it is a well-formed CBOR item or sequence (what
+    :func:`decode_sequence` accepts), else None; one pass, where a check with :func:`decode_sequence` first would
+    build every item of a long commit log a second time.
+
+    ``maps_only``: a sequence of two items or more is rendered only when its items are maps, as a commit log's
+    are (P1-LOG-1); else None, found at the first item that is not a map. A raw blob often starts like a long
+    sequence of small items (zero bytes are each a CBOR 0), which a full scan would walk to its end.
+    """
+    import cbor_diag
+
+    try:
+        items = _item_slices(data, maps_only=maps_only)
+        fresh = {item: _build(item) for item in items if item not in _RENDERED}
+    except (MalformedMessage, InvalidArgument):
+        return None
+    if len(items) == 1:
+        return _rendered(cbor_diag, data)  # as sent, encoding quirks included
+    parts = []
+    for item in items:
+        text = _RENDERED.get(item)
+        if text is None:
+            built = fresh[item] if item in fresh else _build(item)  # _remember may have cleared the memory
+            text = _rendered(cbor_diag, encode(built))
+            _remember(item, text)
+        parts.append(text)
+    return ", ".join(parts)
 
 
 def _rendered(cbor_diag: Any, data: bytes) -> str:
@@ -411,15 +426,22 @@ def _remember(item: bytes, text: str) -> None:
     _RENDERED[item] = text
 
 
-def _item_slices(data: bytes) -> list[bytes]:
-    """The items of a well-formed CBOR sequence, as byte slices (the scan of :func:`decode_sequence`)."""
+def _item_slices(data: bytes, *, maps_only: bool = False) -> list[bytes]:
+    """The items of a well-formed CBOR sequence, as byte slices (the scan of :func:`decode_sequence`).
+
+    ``maps_only``: a sequence of two items or more must be of maps; the scan stops at the first item that is not.
+    """
     data = _as_bytes(data, DEFAULT_LIMITS)
     known, items = _KNOWN.longest_prefix(data, DEFAULT_LIMITS)
     ends = list(known)
+    if maps_only and ends and not all(data[begin] >> 5 == _MT_MAP for begin in [0, *ends[:-1]]):
+        raise MalformedMessage("a sequence of items that are not all maps")
     scanner = _Scanner(data, DEFAULT_LIMITS)
     scanner.items = items
     start = ends[-1] if ends else 0
     while start < len(data):
+        if maps_only and ends and (data[start] >> 5 != _MT_MAP or data[0] >> 5 != _MT_MAP):
+            raise MalformedMessage("a sequence of items that are not all maps")
         start = scanner.scan_item(start)
         ends.append(start)
     _KNOWN.remember(data, DEFAULT_LIMITS, tuple(ends), scanner.items)
@@ -435,4 +457,5 @@ __all__ = [
     "diagnostic",
     "encode",
     "iter_sequence",
+    "sequence_diagnostic",
 ]

@@ -16,6 +16,8 @@ from typing import Any
 
 TRACE_KIND = "rule2-eprocess"
 _PREAMBLE = re.compile(r"^.*?(?=<svg)", re.S)
+_MARGINS = {"left": 0.11, "right": 0.98, "bottom": 0.16, "top": 0.9}
+"""Fractions of the 5.6 x 2.8 in figure, room for the axis labels, tick labels and the title."""
 
 
 def _pyplot() -> Any:
@@ -32,7 +34,10 @@ def _svg(figure: Any, title: str) -> str:
     """The figure as an inline ``<svg>`` element with an accessible title (XML preamble removed)."""
     pyplot = _pyplot()
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    # Fixed margins, not bbox_inches="tight": "tight" draws every figure twice (a third of a report's writing
+    # time went to plots). Both plots have the same size and at most 5-character tick labels, which these fit.
+    figure.subplots_adjust(**_MARGINS)
+    figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     pyplot.close(figure)
     svg = _PREAMBLE.sub("", buffer.getvalue(), count=1)
     return svg.replace("<svg ", f'<svg role="img" aria-label="{title}" class="plot" ', 1)

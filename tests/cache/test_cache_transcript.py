@@ -31,6 +31,31 @@ def test_raw_float32_rows_are_summarised_by_length_and_first_bytes() -> None:
     assert rendered == "<1048576 bytes: h'" + "0000003f" * 4 + "'…>"
 
 
+def test_a_long_commit_log_is_rendered_whole() -> None:
+    epochs = [epoch % 24 for epoch in range(480)]
+    log = b"".join(b"\xa1\x65epoch" + bytes([epoch]) for epoch in epochs)  # 480 maps, over 1 KiB
+    assert len(log) > 1024
+    assert render_body(log) == ", ".join(f'{{"epoch":{epoch}}}' for epoch in epochs)
+
+
+def test_a_large_blob_that_scans_as_many_small_items_is_summarised() -> None:
+    # Zero float32 rows are a well-formed CBOR sequence of 0s; a row starting with an empty map (0xa0) too.
+    zeros = bytes(2048)
+    assert render_body(zeros) == "<2048 bytes: h'" + "00" * 16 + "'…>"
+    mapped = b"\xa0" + bytes(2047)
+    assert render_body(mapped) == "<2048 bytes: h'a0" + "00" * 15 + "'…>"
+
+
+def test_a_small_body_with_items_after_a_message_shows_them_all() -> None:
+    # A hostile answer's trailing items stay visible in the transcript, whatever they are.
+    assert render_body(FENCE_2 + b"\x05\x06") == '{"epoch":2}, 5, 6'
+
+
+def test_a_large_single_item_is_rendered() -> None:
+    body = b"\x99" + (1500).to_bytes(2, "big") + bytes([7]) * 1500  # [7, 7, ...], 1,503 bytes
+    assert render_body(body) == "[" + ",".join(["7"] * 1500) + "]"
+
+
 def test_small_non_cbor_bytes_are_summarised_too() -> None:
     assert render_body(b"\xff\x00") == "<2 bytes: h'ff00'>"
 

@@ -48,6 +48,16 @@ def test_full_run_page_shows_counts_metadata_plots_and_coverage_without_errors(f
         assert set(plotted) == stat_cases
         assert page.evaluate("document.querySelector('figure[data-plot$=evalue] svg').textContent"
                              ".includes('threshold')")
+        # no label, tick label or title of a plot is cut off by its figure's edge (the margins are fixed)
+        clipped = page.evaluate(
+            "document.querySelectorAll('details').forEach(d => { d.open = true; });"
+            "[...document.querySelectorAll('figure[data-plot] svg')].flatMap(svg => {"
+            "  const box = svg.getBoundingClientRect();"
+            "  return [...svg.querySelectorAll('text')].map(t => [t.textContent, t.getBoundingClientRect()])"
+            "    .filter(([, r]) => r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5"
+            "      || r.bottom > box.bottom + 0.5).map(([text]) => svg.closest('figure').dataset.plot + ': ' + text);"
+            "})")
+        assert clipped == []
         # the coverage table has a row per requirement row of the role
         assert page.evaluate("document.querySelectorAll('#coverage tr').length") == len(document["coverage"]) + 1
         # filters: the area filter leaves only that area's cases

@@ -497,6 +497,14 @@ async def self_decode_goes_on(ctx: CaseContext) -> None:
               actual=str(final.to_obj()))
 
 
+SAMPLED_SELF_MAX = 16
+"""Tokens VER-6.5-ESC-018 has the verifier self-decode under rule 2. Each is a chance to see a draw P1-SAMP-3
+does not give, but two different uniforms draw the same token from the bigram's top 4 about half the time (the
+mean of sum p^2 over its rows is 0.51), and a session's uniforms differ from run to run (its ID does). With 3
+tokens a verifier drawing with purpose 0 passed one run in 7.5 (simulated: 399 of 3,000; the Node.js stand-in's
+planted bug passed one campaign of two); with 12, 5 of 12,000; with 16, about 3 in 100,000."""
+
+
 @CATALOGUE.case(
     "VER-6.5-ESC-018", area="escalation", section="6.5.2",
     quote="self_decode (3):: The verifier decodes the session itself with the target model.", level=Level.MUST,
@@ -505,14 +513,15 @@ async def self_decode_goes_on(ctx: CaseContext) -> None:
     black_box_note="Under rule 2 the target model is sampled, not decoded greedily: each self-decoded token must "
                    "lie in the support of p under the session's profile (top-k 4), strictly; with the seed it must "
                    "be the token P1-SAMP-3 draws (the round's number, i = 1, purpose 1), a profile-level check. "
-                   "self_load is 100, which no load exceeds.",
+                   "self_load is 100, which no load exceeds. self_max is 16: two different uniforms often draw "
+                   "the same token, so few tokens could hide a draw made with other uniforms.",
 )
 async def self_decode_samples_under_rule2(ctx: CaseContext) -> None:
-    """Rule 2, seeded, top-k 4: a rejected proposal starts self-decoding; its self_max (3) tokens are p's draws."""
+    """Rule 2, seeded, top-k 4: a rejected proposal starts self-decoding; its self_max tokens are p's draws."""
     _pin(ctx, 0)
     sampling = {"seed": ctx.rng.randrange(1, 2**63), "temperature_milli": 1000, "top_k": 4}
     session = await started(ctx, rule=2, sampling=sampling, low_rounds=1, fallback=[3, 5], self_load=100,
-                            self_max=3, max_new=200)
+                            self_max=SAMPLED_SELF_MAX, max_new=200)
     # A proposal rule 2 must reject: a token outside p's top 4 (p = 0), published with q = 1 (§6.3: q > 0).
     p = p_row(session.model, session.context, sampling)
     token = next(t for t in range(3, len(p)) if p[t] == 0.0)
@@ -528,6 +537,6 @@ async def self_decode_samples_under_rule2(ctx: CaseContext) -> None:
     ctx.require(bool(ended) or bool(events_of(ctx, session, 4)),
                 "self-decoding did not end (no event of kind 0 or 4 within 10 s)", row="R-6.5.2-SELF-RUN")
     tokens = await _absorb_self_decoded(ctx, session)
-    ctx.check(len(tokens) == 3 or bool(events_of(ctx, session, 4)),
-              f"{len(tokens)} tokens were self-decoded with self_max 3", row="R-6.5.2-SELF-RUN",
-              expected="3", actual=str(len(tokens)))
+    ctx.check(len(tokens) == SAMPLED_SELF_MAX or bool(events_of(ctx, session, 4)),
+              f"{len(tokens)} tokens were self-decoded with self_max {SAMPLED_SELF_MAX}", row="R-6.5.2-SELF-RUN",
+              expected=str(SAMPLED_SELF_MAX), actual=str(len(tokens)))
