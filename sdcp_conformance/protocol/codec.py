@@ -440,7 +440,8 @@ def _item_slices(data: bytes, *, maps_only: bool = False) -> list[bytes]:
     scanner.items = items
     start = ends[-1] if ends else 0
     while start < len(data):
-        if maps_only and ends and (data[start] >> 5 != _MT_MAP or data[0] >> 5 != _MT_MAP):
+        # From the second item on, every item (the first among them) must be a map.
+        if maps_only and ends and (data[start] >> 5 != _MT_MAP or (len(ends) == 1 and data[0] >> 5 != _MT_MAP)):
             raise MalformedMessage("a sequence of items that are not all maps")
         start = scanner.scan_item(start)
         ends.append(start)
