@@ -291,6 +291,77 @@ VERIFIER: dict[str, Planted] = {
         "",
         "FAILED",
     ),
+    # second batch: counters, order of the steps, refusal types, derivations, judging of SHOULDs
+    "g-kept-on-low": Planted(
+        "protocol.js",
+        "      this.c += 1;\n      this.g = 0;\n",
+        "      this.c += 1;\n",
+        "FAILED",
+    ),
+    "escalate-after-R-plus-1": Planted(
+        "protocol.js",
+        "if (this.c >= this.contract.low_rounds) {",
+        "if (this.c > this.contract.low_rounds) {",
+        "FAILED",
+    ),
+    "epoch-before-authorization": Planted(
+        "session.js",
+        "    if (this.drafter === null || peer !== this.drafter || proposal.drafter !== this.drafter) {\n"
+        "      throw new P.ProtocolError('notAssigned', `${peer} is not the drafter assigned to the session`);\n"
+        "    }\n    this.requireServing();\n    this.requireEpoch(proposal.epoch);\n",
+        "    this.requireServing();\n    this.requireEpoch(proposal.epoch);\n"
+        "    if (this.drafter === null || peer !== this.drafter || proposal.drafter !== this.drafter) {\n"
+        "      throw new P.ProtocolError('notAssigned', `${peer} is not the drafter assigned to the session`);\n"
+        "    }\n",
+        "FAILED",
+    ),
+    "q-fetch-failure-bad-proposal": Planted(
+        "server.js",
+        "throw new P.ProtocolError('qUnavailable', `cannot read ${ticket.proposal.q_rows}: ${error.message}`);",
+        "throw new P.ProtocolError('badProposal', `cannot read ${ticket.proposal.q_rows}: ${error.message}`);",
+        "FAILED",
+    ),
+    "wrong-round-without-state": Planted(
+        "session.js",
+        "if (proposal.round !== this.round + 1) throw this.staleBase(",
+        "if (proposal.round !== this.round + 1) throw new P.ProtocolError('staleBase', ",
+        "FAILED",
+    ),
+    "restore-after-low-round": Planted(
+        "protocol.js",
+        "else if (!low) this.mCap = Math.min(this.ceiling, this.mCap + 1);",
+        "else this.mCap = Math.min(this.ceiling, this.mCap + 1);",
+        "NON-STRICT",
+        "§6.5.1's restore is a SHOULD; P1-CTL-4 alone restores only on rounds that are not low",
+    ),
+    "tokenizer-unchecked": Planted(
+        "server.js",
+        "    if (contract.tokenizer.toString('hex') !== model.tokenizer) throw new P.ProtocolError('badContract', "
+        "\"the contract's tokenizer is not this verifier's\");\n",
+        "",
+        "NON-STRICT",
+        "P1-SES-1 alone (a SHOULD) refuses another tokenizer; §6.1 names only the target",
+    ),
+    "hmac-low-53-bits": Planted(
+        "protocol.js",
+        "return Number(mac.readBigUInt64BE(0) >> 11n) / TWO_53;",
+        "return Number(mac.readBigUInt64BE(0) & (2n ** 53n - 1n)) / TWO_53;",
+        "FAILED",
+    ),
+    "switch-keeps-drafter": Planted(
+        "session.js",
+        "case P.ACTION.switch: this.drafter = null; return [this.event(P.ACTION.switch)];",
+        "case P.ACTION.switch: return [this.event(P.ACTION.switch)];",
+        "NON-STRICT",
+        "the latest assignment still names the drafter (§6.3 step 1); P1-EVT-1 alone refuses it after switch",
+    ),
+    "self-decoded-rounds-reset-j": Planted(
+        "session.js",
+        "      this.selfDecodedInPeriod += 1;\n",
+        "      this.selfDecodedInPeriod += 1;\n"
+        "      this.control.g += 1; if (this.control.g >= this.contract.low_rounds) this.control.j = 0;\n",
+        "FAILED",
+    ),
 }
 
 
@@ -626,6 +697,58 @@ ROUTER: dict[str, Planted] = {
         "requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.3', allowHTTP1: false,",
         "FAILED",
     ),
+    # second batch: expiry units, failure thresholds, the order of the assignment, the resume member
+    "open-ignores-expiry": Planted(
+        "router.js",
+        "const candidates = this.ranked(2);",
+        "const candidates = [...this.instances.values()].filter((i) => i.role === 2);",
+        "FAILED",
+    ),
+    "status-ttl-as-seconds": Planted(
+        "router.js",
+        "instance.expiresAt = Date.now() + status.ttl_ms;",
+        "instance.expiresAt = Date.now() + 1000 * status.ttl_ms;",
+        "FAILED",
+    ),
+    "failed-after-two": Planted(
+        "router.js",
+        "const FAIL_COUNT = 3;",
+        "const FAIL_COUNT = 2;",
+        "NON-STRICT",
+        "P1-RTR-5 alone defines a failed verifier (three failures in a row)",
+    ),
+    "failed-without-span": Planted(
+        "router.js",
+        "const FAIL_SPAN_MS = 500;",
+        "const FAIL_SPAN_MS = 0;",
+        "PASSED",
+        "GAP: P1-RTR-5's 0.5 s (profile) is never judged: no case makes three failures in a row that span less than "
+        "0.5 s and are then followed by a success, so a router that fails a verifier after three quick failures "
+        "passes (it would read NON-STRICT)",
+    ),
+    "m-init-is-m-max": Planted(
+        "router.js",
+        "m_init: Math.max(1, Math.min(s.contract.m_max, M_INIT)),",
+        "m_init: s.contract.m_max,",
+        "PASSED",
+        "m_init is the router's choice within 1..m_max (§5.2, P1-DRF-2): conformant",
+    ),
+    "drafter-told-before-verifier": Planted(
+        "router.js",
+        "        reply = await this.origins.request('PUT', `${s.verifier}sessions/${P.b64url(s.id)}/drafter`, "
+        "P.encode(putBody));",
+        "        await this.origins.request('POST', `${drafter}assignments`, P.encode(putBody)).catch(() => null);\n"
+        "        reply = await this.origins.request('PUT', `${s.verifier}sessions/${P.b64url(s.id)}/drafter`, "
+        "P.encode(putBody));",
+        "INCOMPLETE",
+        "§6.1's order is in the sanity case (R-6.1-ASSIGN-ORDER)",
+    ),
+    "no-resume-from-empty-log": Planted(
+        "router.js",
+        "      resume: { ...resume, committed_tokens: tokensUri },",
+        "      ...(last ? { resume: { ...resume, committed_tokens: tokensUri } } : {}),",
+        "FAILED",
+    ),
 }
 
 DRAFTER: dict[str, Planted] = {
@@ -847,6 +970,66 @@ DRAFTER: dict[str, Planted] = {
         "server.js",
         "requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3',",
         "requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.2',",
+        "FAILED",
+    ),
+    # second batch: limits, the verdict's fields, q_rows layout and lifetime, refusals, status units
+    "m-over-limit-by-one": Planted(
+        "server.js",
+        "for (let m = 1; m <= limit; m += 1) {",
+        "for (let m = 1; m <= limit + 1; m += 1) {",
+        "INCOMPLETE",
+        "the sanity case's first proposal already has M = m_init + 1 (R-6.2-M-BOUNDS)",
+    ),
+    "m-cap-above-m-max-obeyed": Planted(
+        "server.js",
+        "const limit = Math.max(1, Math.min(s.contract.m_max, s.limit));",
+        "const limit = Math.max(1, s.limit);",
+        "FAILED",
+    ),
+    "adopts-accepted-not-emitted": Planted(
+        "server.js",
+        "s.tokens = s.tokens.concat(v.emitted);",
+        "s.tokens = s.tokens.concat(v.emitted.slice(0, v.accepted));",
+        "INCOMPLETE",
+        "the sanity case's second proposal is on a base one short of the verdict's (R-6.2-BASE)",
+    ),
+    "reduce-stops": Planted(
+        "server.js",
+        '// "fail" (§5.2, P1-DRF-9).\n    if (v.action !== ACTION.continue && v.action !== ACTION.reduce) s.active = false;',
+        '// "fail" (§5.2, P1-DRF-9).\n    if (v.action !== ACTION.continue) s.active = false;',
+        "FAILED",
+    ),
+    "q-rows-reversed": Planted(
+        "server.js",
+        "const row = rows.subarray(i * this.model.vocab, (i + 1) * this.model.vocab);",
+        "const row = rows.subarray((m - 1 - i) * this.model.vocab, (m - i) * this.model.vocab);",
+        "FAILED",
+    ),
+    "q-rows-deleted-before-verdict": Planted(
+        "server.js",
+        "      const outcome = await this.propose(s, body);\n      this.release(qRows);\n",
+        "      this.release(qRows);\n      const outcome = await this.propose(s, body);\n",
+        "FAILED",
+    ),
+    "403-retried": Planted(
+        "server.js",
+        "reply.status >= 400 && reply.status < 500 && reply.status !== 429) {",
+        "reply.status >= 400 && reply.status < 500 && reply.status !== 429 && reply.status !== 403) {",
+        "NON-STRICT",
+        "P1-DRF-5 alone makes a 4xx final",
+    ),
+    "m-init-zero-accepted": Planted(
+        "server.js",
+        "    if (a.m_init < 1) throw new P.ProtocolError('badMessage', 'm_init 0 (P1-DRF-2)');\n",
+        "",
+        "FAILED",
+        "accepting m_init 0 is P1-DRF-2's (NON-STRICT), but the proposal it then sends has M = 1 > m_init, which "
+        "breaks §6.2's 1 <= M <= min(m_max, m_cap) (m_init before the first verdict)",
+    ),
+    "status-ttl-in-seconds": Planted(
+        "server.js",
+        "queue: 0, ttl_ms: this.config.status_ttl_ms };",
+        "queue: 0, ttl_ms: Math.ceil(this.config.status_ttl_ms / 1000) };",
         "FAILED",
     ),
 }

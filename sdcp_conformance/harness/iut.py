@@ -154,6 +154,12 @@ class Answer:
             return self.connection.alpn
         return self.evidence.alpn if self.evidence is not None else None
 
+    @property
+    def peer_uris(self) -> tuple[str, ...] | None:
+        """The URI SANs of the certificate the IUT presented on the answering connection; ``None`` when no
+        connection answered."""
+        return self.connection.peer_uris if self.connection is not None else None
+
     # -- bodies ----------------------------------------------------------------------------------
 
     def decoded(self) -> Any:

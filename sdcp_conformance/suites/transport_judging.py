@@ -8,6 +8,7 @@ from collections.abc import Awaitable
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.probes import ProbeResult
+from sdcp_conformance.transport.tls import names_party
 
 HTTP1_ACCEPTABLE = ("handshake refused", "HTTP/1.1 505", "connection closed without an HTTP/1.x answer")
 
@@ -31,7 +32,7 @@ def judge_http1(ctx: JudgedContext, result: ProbeResult, who: str) -> None:
                 expected=acceptable, actual=result.describe())
 
 
-async def require_served(ctx: JudgedContext, control: Awaitable[Answer], what: str, who: str) -> None:
+async def require_served(ctx: JudgedContext, control: Awaitable[Answer], what: str, who: str) -> Answer:
     """D-JUDGE-5, the control of a case that passes on a refusal (a handshake without a certificate, at TLS 1.2,
     over HTTP/1.1): ``control``, ``what`` a client with a valid certificate sends over the harness's HTTP/2 client,
     must get an HTTP answer (any status) first. A server that refuses or drops every client passed those probes
@@ -45,6 +46,29 @@ async def require_served(ctx: JudgedContext, control: Awaitable[Answer], what: s
                  row="R-5.1-MTLS", expected=["an HTTP/2 answer over TLS 1.3 (any status)"], actual=answer.describe())
     ctx.note(f"control: {what} with a valid client certificate got {answer.describe()} ({answer.tls_version}, "
              f"ALPN {answer.alpn})")
+    return answer
 
 
-__all__ = ["HTTP1_ACCEPTABLE", "judge_http1", "require_served"]
+OWN_CERTIFICATE = ("Every party is identified by the URI SAN of its TLS certificate, which equals its base URI "
+                   "(scheme, host, port, path, trailing `/`).")
+
+
+async def judge_own_certificate(ctx: JudgedContext, control: Awaitable[Answer], what: str, who: str,
+                                base_uri: str) -> None:
+    """P1-ID-1 at the IUT's own server: the certificate it presents names its base URI, once (D-TLS-1: several URI
+    SANs identify no party). The TLS handshake has already checked the CA and the hostname; a certificate of the
+    CA that names another party's URI, or none, still passes those (every party on a host shares its name), so
+    this is the only place it shows. ``control`` is a valid request (:func:`require_served`)."""
+    answer = await require_served(ctx, control, what, who)
+    uris = answer.peer_uris or ()
+    ctx.note(f"{who}'s certificate names {', '.join(uris) or 'no URI'}; its base URI is {base_uri}")
+    if names_party(uris, base_uri):
+        return
+    named = ("no URI SAN" if not uris else f"the URI SAN {uris[0]}" if len(uris) == 1
+             else f"{len(uris)} URI SANs ({', '.join(uris)}), which identify no one party")
+    ctx.deviate("P1-ID-1/OWN-CERTIFICATE", f"{who} presented a certificate with {named}, not its base URI "
+                f"{base_uri}: the parties calling it cannot tell by P1-ID-1 that they reached it",
+                expected=[base_uri], actual=", ".join(uris) or "no URI SAN")
+
+
+__all__ = ["HTTP1_ACCEPTABLE", "OWN_CERTIFICATE", "judge_http1", "judge_own_certificate", "require_served"]

@@ -56,6 +56,9 @@ class Mode(enum.Enum):
     but nothing is ever served."""
     GOAWAY_ERROR = "goaway-error"
     """GOAWAY(INTERNAL_ERROR) naming the request's stream as processed, then closes."""
+    GOAWAY_AT_ONCE = "goaway-at-once"
+    """GOAWAY(NO_ERROR) naming no stream right after its SETTINGS, then closes: every connection refuses every
+    request unprocessed (a server that is shutting down and never comes back)."""
     CLOSE_AFTER_HANDSHAKE = "close-after-handshake"
     """Completes TLS, then closes before any HTTP/2 frame."""
     GARBAGE_CBOR = "garbage-cbor"
@@ -79,6 +82,9 @@ class Mode(enum.Enum):
     """The inner handler's answers, each sent ``late_s`` after its request."""
     VALID_THEN_HANG = "valid-then-hang"
     """The first ``valid_requests`` requests answered by the inner handler, then no answer."""
+    VALID_THEN_CLOSE = "valid-then-close"
+    """The first ``valid_requests`` requests answered by the inner handler; then each request that arrives ends its
+    connection, with no GOAWAY (RFC 9113 §6.8 asks for one, so that the client knows what was processed)."""
     CBOR_AS_HTML = "cbor-as-html"
     """The inner handler's valid answers, labelled ``text/html``."""
     TRUNCATED_BODY = "truncated-body"
@@ -123,10 +129,10 @@ class Mode(enum.Enum):
 
 
 _INNER_MODES = frozenset({Mode.WRONG_MEDIA_TYPE, Mode.NO_CLIENT_CERT_REQUEST, Mode.LATE_HEADERS,
-                          Mode.VALID_THEN_HANG, Mode.CBOR_AS_HTML, Mode.TRUNCATED_BODY, Mode.GRACEFUL_GOAWAY,
-                          Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES, Mode.SHUTDOWN_NOTICE,
-                          Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW, Mode.CLOSE_WHEN_IDLE,
-                          Mode.PUSH_PROMISE})
+                          Mode.VALID_THEN_HANG, Mode.VALID_THEN_CLOSE, Mode.CBOR_AS_HTML, Mode.TRUNCATED_BODY,
+                          Mode.GRACEFUL_GOAWAY, Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES,
+                          Mode.SHUTDOWN_NOTICE, Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW,
+                          Mode.CLOSE_WHEN_IDLE, Mode.PUSH_PROMISE})
 CONFORMANT = frozenset({Mode.GRACEFUL_GOAWAY, Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES,
                         Mode.SHUTDOWN_NOTICE, Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW,
                         Mode.CLOSE_WHEN_IDLE})
@@ -277,6 +283,8 @@ class _Connection(asyncio.Protocol):
             self.h2.local_settings = h2.settings.Settings(client=False, initial_values=_SETTINGS[self.mode])
         self.h2.initiate_connection()
         self.flush()
+        if self.mode is Mode.GOAWAY_AT_ONCE:
+            self._goaway(0)
 
     def data_received(self, data: bytes) -> None:
         if self.mode is Mode.STALLED_HANDSHAKE:
@@ -412,6 +420,8 @@ class _Connection(asyncio.Protocol):
         mode, config = self.mode, self.server.config
         if mode is Mode.HANG or (mode is Mode.VALID_THEN_HANG and self.server.stats.requests > config.valid_requests):
             await asyncio.Event().wait()  # until the client resets the stream or the connection closes
+        elif mode is Mode.VALID_THEN_CLOSE and self.server.stats.requests > config.valid_requests:
+            self.close()  # TLS close_notify and FIN, no GOAWAY: the stream is left open
         elif mode in (Mode.STREAM_RESET, Mode.REFUSED_STREAMS):
             code = ErrorCodes.REFUSED_STREAM if mode is Mode.REFUSED_STREAMS else ErrorCodes.INTERNAL_ERROR
             self.h2.reset_stream(stream_id, code)
@@ -452,7 +462,7 @@ class _Connection(asyncio.Protocol):
             self.flush()
             await self._send(stream_id, await self._inner(request))
         elif mode in (Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES, Mode.ONE_STREAM, Mode.SMALL_WINDOW,
-                      Mode.CLOSE_WHEN_IDLE):
+                      Mode.CLOSE_WHEN_IDLE, Mode.VALID_THEN_CLOSE):
             await self._send(stream_id, await self._inner(request))
         else:
             await self._relabelled(stream_id, request)

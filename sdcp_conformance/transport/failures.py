@@ -135,9 +135,12 @@ class ConnectionInfo:
     """1 for the first connection a client opened, 2 for the next, …"""
     tls_version: str | None
     alpn: str | None
+    peer_uris: tuple[str, ...] = ()
+    """The URI SANs of the certificate the server presented (P1-ID-1: one, its base URI)."""
 
     def describe(self) -> str:
-        return f"connection {self.number}: {self.tls_version or 'no TLS'}, ALPN {self.alpn or 'none'}"
+        named = f", server certificate {' '.join(self.peer_uris)}" if self.peer_uris else ""
+        return f"connection {self.number}: {self.tls_version or 'no TLS'}, ALPN {self.alpn or 'none'}{named}"
 
 
 @dataclass(frozen=True)

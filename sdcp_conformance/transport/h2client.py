@@ -16,7 +16,8 @@ concurrent streams, the TLS profile of :mod:`.tls`. What it guarantees:
 * **Graceful GOAWAY** (RFC 9113 §6.8): streams ≤ ``last_stream_id`` complete on
   the old connection, which closes once they are done; new requests go to a
   fresh connection; requests above ``last_stream_id``, or refused with
-  REFUSED_STREAM, were never processed and are resent there whatever their
+  REFUSED_STREAM, or still waiting for a stream when their connection ended,
+  were never processed and are resent there whatever their
   method (§8.7), until the deadline while the server serves others, at most
   :data:`MAX_UNPROCESSED_RESENDS` times where it served nothing. An error
   GOAWAY fails the streams it leaves unanswered. (h2 itself would close the
@@ -103,6 +104,26 @@ _REQUEST_FLAGS = HeaderValidationFlags(
     is_client=True, is_trailer=False, is_response_header=False, is_push_promise=False
 )
 """What h2 validates a client's initial HEADERS against (not trailers, not a response, not a push)."""
+
+
+def _unsent(connection: ClientConnection) -> Unprocessed:
+    """D-H2C-7: a GOAWAY came, or the connection ended, while this request waited for a stream on it. It was never
+    sent, so never processed there, whatever ended the connection (a graceful GOAWAY, a close without one, a
+    protocol error after other streams): it is resent on a fresh connection as D-H2C-2 says, and only if those
+    fail too does the failure stand, with the stage of what ended them (a server that says GOAWAY naming no stream
+    on every connection refuses everything; it is judged at the GOAWAY, not for a lost connection)."""
+    ended = connection.failure
+    if connection.goaway is not None:
+        name, last = connection.goaway
+        stage, words = Stage.GOAWAY, f"GOAWAY({name}, last_stream_id={last}) came before the request was sent"
+    elif ended is not None:
+        stage = ended.stage or Stage.CONNECTION_LOST
+        words = f"the connection ended before the request was sent ({ended.detail})"
+    else:
+        stage, words = Stage.GOAWAY, "the connection went away before the request was sent"
+    unsent = Unprocessed(FailureKind.CONNECTION_LOST, words, stage=stage, connection=connection.info)
+    unsent.progressed = connection.progressed
+    return unsent
 
 
 class H2Client:
@@ -206,7 +227,7 @@ class H2Client:
                 on.add(unprocessed.connection.number if unprocessed.connection is not None else 0)
                 if refused_idle > MAX_UNPROCESSED_RESENDS or loop.time() >= deadline:
                     stage = unprocessed.stage or Stage.GOAWAY
-                    raise TransportFailure.at(stage, f"{method} {path}: {unprocessed.detail}; sent {sent} times on "
+                    raise TransportFailure.at(stage, f"{method} {path}: {unprocessed.detail}; tried {sent} times on "
                                               f"{len(on)} connection(s), never processed",
                                               connection=unprocessed.connection, deadline_s=deadline_s
                                               ) from unprocessed
@@ -370,13 +391,8 @@ class H2Client:
         body: bytes,
         headers: dict[str, str] | None,
     ) -> tuple[int, ClientStream]:
-        if connection.failure is not None:
-            raise connection.failure
-        if not connection.usable:  # a GOAWAY came while this request waited for a stream: never sent
-            unsent = Unprocessed(FailureKind.CONNECTION_LOST, "the connection went away before the request was sent",
-                                 stage=Stage.GOAWAY, connection=connection.info)
-            unsent.progressed = connection.progressed
-            raise unsent
+        if connection.failure is not None or not connection.usable:
+            raise _unsent(connection)
         request_headers = self._request_headers(method, path, len(body), headers)
         try:
             stream_id = connection.h2.get_next_available_stream_id()

@@ -138,7 +138,9 @@ class ClientConnection(asyncio.Protocol):
         ssl_object = transport.get_extra_info("ssl_object")
         version = ssl_object.version() if ssl_object is not None else None
         alpn = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
-        self.info = ConnectionInfo(self.number, version, alpn)
+        certificate = ssl_object.getpeercert() if ssl_object is not None else None
+        uris = tuple(value for kind, value in (certificate or {}).get("subjectAltName", ()) if kind == "URI")
+        self.info = ConnectionInfo(self.number, version, alpn, uris)
         if alpn != ALPN_H2:
             offered = "no ALPN protocol" if alpn is None else f"ALPN {alpn!r}"
             self._fail(TransportFailure.at(Stage.ALPN, f"the server selected {offered}, not h2 (§5.1 requires "
@@ -177,10 +179,14 @@ class ClientConnection(asyncio.Protocol):
                 failure = TransportFailure.at(
                     Stage.BODY_TRUNCATED, f"the connection ended{goaway} mid-body ({reason}): {stream.words()}",
                     connection=self.info, stream_id=stream_id, **stream.evidence())
-            else:
+            elif goaway:
                 failure = TransportFailure.at(
-                    Stage.CONNECTION_LOST, f"the connection ended{goaway} before the response headers ({reason})",
+                    Stage.CONNECTION_LOST, f"the connection ended{goaway} ({reason})",
                     connection=self.info, stream_id=stream_id)
+            else:  # RFC 9113 §6.8: a GOAWAY says which streams were processed; without one nobody knows
+                failure = TransportFailure.at(
+                    Stage.CONNECTION_LOST, f"the connection ended without a GOAWAY ({reason}), so whether the request "
+                    "was processed is unknown (RFC 9113 §6.8)", connection=self.info, stream_id=stream_id)
             self._finish(stream_id, failure)
         self._fail(TransportFailure.at(Stage.CONNECTION_LOST, f"connection closed{goaway} ({reason})",
                                        connection=self.info))

@@ -56,6 +56,21 @@ def peer_uri_san(peercert: dict[str, Any] | None) -> str | None:
     return uris[0] if len(uris) == 1 else None
 
 
+def names_party(uri_sans: tuple[str, ...], base_uri: str) -> bool:
+    """D-TLS-3: whether a certificate with these URI SANs identifies the party at ``base_uri`` (P1-ID-1): exactly
+    one URI SAN (D-TLS-1), equal to the base URI; scheme and host compare case-insensitively (RFC 3986 §6.2.2.1),
+    the port, path and trailing ``/`` as written."""
+    return len(uri_sans) == 1 and _comparable(uri_sans[0]) == _comparable(base_uri)
+
+
+def _comparable(uri: str) -> str:
+    scheme, separator, rest = uri.partition("://")
+    if not separator:
+        return uri
+    authority, slash, path = rest.partition("/")
+    return f"{scheme.lower()}://{authority.lower()}{slash}{path}"
+
+
 class AlertingServerTls(sslproto.SSLProtocol):
     """D-TLS-2: asyncio's server-side TLS, except that a failed handshake's alert reaches the client.
 
@@ -101,4 +116,5 @@ def _tls13_h2(ctx: ssl.SSLContext) -> None:
     ctx.set_alpn_protocols([ALPN_H2])
 
 
-__all__ = ["ALPN_H2", "AlertingServerTls", "client_ssl_context", "peer_uri_san", "serve_tls", "server_ssl_context"]
+__all__ = ["ALPN_H2", "AlertingServerTls", "client_ssl_context", "names_party", "peer_uri_san", "serve_tls",
+           "server_ssl_context"]

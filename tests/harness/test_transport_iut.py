@@ -71,6 +71,7 @@ def test_only_the_output_long_poll_gets_the_long_deadline(target: TargetConfig) 
     notes = [entry.note for entry in transcript.entries()]
     assert len(notes) == 2 and all("stage=headers-timeout" in note for note in notes)
     assert "connection 1: TLSv1.3, ALPN h2" in notes[0]
+    assert f"server certificate {target.base_uri}" in notes[0]  # the URI SAN it presented (P1-ID-1)
 
 
 def test_every_answer_in_the_transcript_carries_its_content_type_and_new_connections_their_tls(

@@ -81,6 +81,7 @@ EXPECTED: dict[Mode, tuple[Stage, dict[str, Any]]] = {
     Mode.STREAM_RESET: (Stage.STREAM_RESET, {"error_code": "INTERNAL_ERROR"}),
     Mode.REFUSED_STREAMS: (Stage.STREAM_RESET, {}),
     Mode.GOAWAY_ERROR: (Stage.GOAWAY, {"error_code": "INTERNAL_ERROR", "last_stream_id": 1}),
+    Mode.GOAWAY_AT_ONCE: (Stage.GOAWAY, {}),
     Mode.CLOSE_AFTER_HANDSHAKE: (Stage.H2_PREFACE, {"tls_version": "TLSv1.3", "alpn": "h2"}),
     Mode.HUGE_BODY: (Stage.BODY_OVER_LIMIT, {"status": 200, "content_length": 2 << 30, "received": 0,
                                              "limit": LIMIT}),
@@ -108,6 +109,26 @@ def test_failure_names_its_stage_and_carries_the_evidence(server_pki: Pki, mode:
     words = failure.describe()
     assert words.startswith(stage.label + ": ")
     assert str(failure).count(stage.value) == 1 and "timeout: timeout" not in str(failure)
+
+
+def test_connection_ended_without_goaway_is_lost_with_the_unknown_said(server_pki: Pki) -> None:
+    """A served request, then one whose connection the server ends with no GOAWAY: connection-lost, saying that
+    nobody knows whether it was processed (RFC 9113 §6.8), on the stream that was open."""
+    inner = Inner()
+
+    async def go() -> TransportFailure:
+        async with MisbehavingServer(_config(server_pki, Mode.VALID_THEN_CLOSE, inner, valid_requests=1)) as server, \
+                _client(server_pki, server.port) as client:
+            assert (await client.request("POST", "sessions", b"\xa0", timeout=DEADLINE_S)).status == 200
+            with pytest.raises(TransportFailure) as caught:
+                await client.request("POST", "sessions", b"\xa0", timeout=DEADLINE_S)
+            return caught.value
+
+    failure = run(go())
+    assert failure.stage is Stage.CONNECTION_LOST, failure.describe()
+    assert failure.evidence.stream_id == 3
+    assert "without a GOAWAY" in str(failure) and "RFC 9113 §6.8" in str(failure)
+    assert len(inner.seen) == 1
 
 
 def test_drip_fed_body_reports_the_bytes_that_did_arrive(server_pki: Pki) -> None:
@@ -231,7 +252,7 @@ def test_a_server_refusing_every_stream_is_not_asked_forever(server_pki: Pki) ->
             return caught.value, client.connections_opened
 
     failure, connections = run(go())
-    assert f"sent {MAX_UNPROCESSED_RESENDS + 1} times on {connections} connection(s), never processed" \
+    assert f"tried {MAX_UNPROCESSED_RESENDS + 1} times on {connections} connection(s), never processed" \
         in failure.detail
     assert "refused the stream unprocessed" in failure.detail and failure.stage is Stage.STREAM_RESET
 

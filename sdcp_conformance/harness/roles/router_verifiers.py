@@ -138,10 +138,14 @@ class PlayedVerifier:
         self.output_wait_s = OUTPUT_WAIT_S
         """How long its output long poll waits for tokens (a case may keep a read in flight longer, as P1-OUT-1's
         30 s allow)."""
+        self.error_delay_s = 0.0
+        """How long a faulted output read takes to be answered with ``error_status``: slow failures, so that two
+        failures in a row span more than P1-RTR-5's 0.5 s at any pace of retries."""
 
     def reset(self) -> None:
         self.fault, self.error_status, self.zombie = Fault.NONE, 503, False
         self.intermittent_count = 0
+        self.error_delay_s = 0.0
         self.output_wait_s = OUTPUT_WAIT_S
         self.success_status.clear()
         self.extra_members.clear()
@@ -307,6 +311,8 @@ class PlayedVerifier:
         served = self.sessions.get(session)
         output = None
         if faulted is not None:
+            if self.error_delay_s > 0 and faulted.fault is None:
+                await asyncio.sleep(self.error_delay_s)  # a slow failure (the case's pace, not a synchronisation)
             response = faulted
         elif served is None:
             response = status_problem_response(404, "no such session at this verifier")

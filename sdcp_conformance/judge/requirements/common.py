@@ -37,6 +37,13 @@ ROWS: tuple[Row, ...] = (
         "A handshake without a client certificate, with one from an unknown CA, or at TLS 1.2 must fail.",
         Level.PROFILE, "any"),
     Row("P1-TLS-1/H2", "P1-TLS-1", "HTTP/2 over TLS 1.3 with a required client certificate.", Level.PROFILE, "any"),
+    # D-TLS-3: a server's certificate must name its base URI: P1-ID-1 identifies every party so, and the parties that
+    # call it check who answered by that name. The draft requires mutual authentication but not this mapping, so a
+    # certificate of the CA naming another URI (the hostname still matches) is a profile deviation, NON-STRICT.
+    Row("P1-ID-1/OWN-CERTIFICATE", "P1-ID-1",
+        "Every party is identified by the URI SAN of its TLS certificate, which equals its base URI (scheme, host, "
+        "port, path, trailing `/`).",
+        Level.PROFILE, "any"),
     Row("P1-TLS-1/HTTP1", "P1-TLS-1",
         "HTTP/1.1 requests (if ALPN lets them through) are refused with 505 or the connection is closed.",
         Level.PROFILE, "any"),

@@ -286,8 +286,8 @@ ROWS: tuple[Row, ...] = (
         "A self-decoded token is drawn with that round's number, i = 1 and purpose 1.",
         Level.PROFILE, V),
     Row("R-6.5.2-J-RESET", "6.5.2",
-        "after a round that is not low, c is reset and g incremented, and when g reaches R, where R is low_rounds, "
-        "j is reset to zero.",
+        "After a low round, c is incremented and g reset; after a round that is not low, c is reset and g "
+        "incremented, and when g reaches R, where R is low_rounds, j is reset to zero.",
         Level.MUST, V),
     Row("R-6.5.2-J-PERSISTS", "6.5.2", "j persists across a change of drafter and across a self-decoding period.",
         Level.MUST, V),

@@ -133,6 +133,19 @@ async def limit_follows_every_verdict(ctx: DrafterContext) -> None:
 @CATALOGUE.case("DRF-6.2-LIMIT-002", area="proposal", section="6.2", quote=LIMIT, level=Level.MUST,
                 profile=("P1-CTL-1", "P1-DRF-2"), rows=("R-6.2-M-BOUNDS",))
 async def m_init_above_m_max(ctx: DrafterContext) -> None:
-    """m_init 20 with m_max 3: the first proposal has M <= min(m_max, m_init) = 3."""
+    """m_init 20 with m_max 3: the first proposal has M <= min(m_max, m_init) = 3. Then the played verifier sends
+    verdicts whose m_cap (20) is above m_max, breaking §6.5.1's 1 <= m_cap <= m_max on purpose, every token
+    accepted: a drafter that goes on keeps M <= min(m_max, m_cap) = 3 (every proposal is judged so as it arrives;
+    found by a planted bug in an independent drafter, which clamped m_init to m_max but took each verdict's m_cap
+    as it came). D-JUDGE-D18: a drafter that stops proposing after such a verdict (a faulty verifier's) breaks
+    nothing; only an M above m_max does."""
     session = await ctx.start(rule=1, contract=ctx.contract(m_max=3), m_init=20)
     await rounds(ctx, session, 2, m_cap=3)
+    for number in range(3):
+        arrival = await ctx.next_arrival(session, max(2.0, 5 * ctx.env.pace.quiet_window()))
+        if arrival is None:
+            ctx.note(f"the drafter sent no proposal after {number} verdict(s) with m_cap 20 above m_max 3")
+            return
+        ctx.require(arrival.proposal is not None, "the drafter sent something that is not a proposal",
+                    row="R-5.2-PROPOSAL", actual=arrival.error)
+        ctx.answer(session, arrival, ctx.verdict(session, arrival, m_cap=20, accepted=arrival.m))

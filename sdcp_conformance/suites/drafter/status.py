@@ -62,7 +62,7 @@ async def reports_in_time(ctx: DrafterContext) -> None:
         following = inbox.since(last.sequence)
         if not following:
             ctx.fail(f"no status report within ttl_ms ({ttl_s * 1000:.0f} ms) of the last one",
-                     expected=f"a report within {ttl_s * 1000:.0f} ms", actual="none")
+                     expected=[f"a report within {ttl_s * 1000:.0f} ms"], actual="none")
         reports.append(following[0])
     own_id = base64.urlsafe_b64encode(ctx.env.config.base_uri.encode()).rstrip(b"=").decode()
     for earlier, later in itertools.pairwise(reports):

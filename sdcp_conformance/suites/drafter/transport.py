@@ -18,7 +18,12 @@ from sdcp_conformance.harness.probes import TlsOffer, http1_request, tls_probe
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.drafter import CATALOGUE
-from sdcp_conformance.suites.transport_judging import judge_http1, require_served
+from sdcp_conformance.suites.transport_judging import (
+    OWN_CERTIFICATE,
+    judge_http1,
+    judge_own_certificate,
+    require_served,
+)
 from sdcp_conformance.transport.client import FailureKind
 
 MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
@@ -116,3 +121,11 @@ async def alpn_selects_h2(ctx: DrafterContext) -> None:
         return
     ctx.fail(f"the drafter selected ALPN {result.alpn!r}; HTTP/2 or HTTP/3 is REQUIRED", expected=["ALPN h2"],
              actual=str(result.alpn))
+
+
+@CATALOGUE.case("DRF-5.1-TRANSPORT-006", area="transport", section="5.1", quote=f"{MTLS} ... {OWN_CERTIFICATE}",
+                level=Level.PROFILE, profile=("P1-ID-1",), rows=("P1-ID-1/OWN-CERTIFICATE",))
+async def own_certificate_names_base_uri(ctx: DrafterContext) -> None:
+    """The certificate the drafter presents names its base URI, as every party's does."""
+    await judge_own_certificate(ctx, ctx.env.iut.send("router", "POST", "assignments", {}), "an empty assignment",
+                                "the drafter", ctx.env.config.base_uri)

@@ -41,9 +41,13 @@ LOG3 = ("The router names the commit log; the object need not exist yet. The fir
 IN_FLIGHT_READ_S = 10.0
 """How long the old verifier keeps the front's read waiting in RTR-6.9-PARTITION-002 (P1-OUT-1 allows 30 s), so it
 is still in flight when that verifier releases tokens past the fence."""
-INTERMITTENT_S = 3.0
+INTERMITTENT_S = 5.0
 """How long the serving verifier fails two requests of every three in RTR-P1-RTR-5-INTERMITTENT-001: several
-rounds of three at a router's pace of retries and 1 s output polls, and well over P1-RTR-5's 0.5 s."""
+rounds of three (each two slow failures, 1.2 s, and the router's retries and 1 s output polls), and well over
+P1-RTR-5's 0.5 s."""
+SLOW_FAILURE_S = 0.6
+"""How long each failing read takes in RTR-P1-RTR-5-INTERMITTENT-001: over P1-RTR-5's 0.5 s, so that two failures in
+a row span more than 0.5 s whatever the router's pace of retries."""
 AFTER_FENCE_S = 1.0
 """How long after a router's fence the harness watches for a session-open it must not send (a router that resumes
 does so at once: fence, committed_tokens, open); in RTR-6.9-FAILOVER-006, how long the failed verifier stays the
@@ -175,21 +179,24 @@ async def a_log_that_does_not_give_its_digest_is_not_resumed(ctx: RouterContext)
 @router_case("RTR-P1-RTR-5-INTERMITTENT-001", area="failover", section="P1-RTR-5, 6.9", quote=FAILED,
              level=Level.PROFILE, profile=("P1-RTR-5",), rows=("P1-RTR-5/FAILED-VERIFIER", "R-6.7-FRONT-END"))
 async def intermittent_failures_are_not_a_failure(ctx: RouterContext) -> None:
-    """Two of every three requests to the serving verifier get 503 for a while, the third is served: never three
-    failures in a row, so the verifier has not failed and the session stays where it is (found by a planted bug in
-    an independent router, which counted failures without resetting the count on a success)."""
+    """Two of every three requests to the serving verifier get 503 for a while, each only after 0.6 s, the third is
+    served at once: never three failures in a row, so the verifier has not failed and the session stays where it
+    is. Found by two planted bugs in an independent router: one counted failures without resetting the count on a
+    success; one failed a verifier after two failures in a row, which quick 503s would have kept within P1-RTR-5's
+    0.5 s (slow ones span more, so only the count of three can keep the session in place)."""
     session = await ctx.open_ok()
     committed = ctx.commit(session, 2)
     serving = ctx.serving(session)
     mark = ctx.history.mark()
     # The front's reads are the router's requests to the verifier: some fail, none three in a row. The served ones
     # answer at once (no long poll), so a router that abandons a read it waited for still sees them answered.
-    serving.fault, serving.output_wait_s = Fault.INTERMITTENT, 0.0
+    serving.fault, serving.output_wait_s, serving.error_delay_s = Fault.INTERMITTENT, 0.0, SLOW_FAILURE_S
     try:
         await ctx.read_front(session, count=len(committed) + 1, timeout_s=INTERMITTENT_S)
     finally:
-        serving.fault, serving.output_wait_s = Fault.NONE, OUTPUT_WAIT_S
-    ctx.note(f"{serving.intermittent_count} requests reached {serving.name} while it failed intermittently")
+        serving.fault, serving.output_wait_s, serving.error_delay_s = Fault.NONE, OUTPUT_WAIT_S, 0.0
+    ctx.note(f"{serving.intermittent_count} requests reached {serving.name} while it failed intermittently (each "
+             f"failure answered after {SLOW_FAILURE_S} s)")
     moved = [seen for seen in ctx.history.of(OpenSeen, session.id, since=mark) if seen.verifier != serving.name]
     ctx.check(not moved, f"the router failed the session over to {moved[0].verifier if moved else ''} although no "
               f"three requests in a row to {serving.name} had failed", row="P1-RTR-5/FAILED-VERIFIER",

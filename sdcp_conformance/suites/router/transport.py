@@ -12,7 +12,12 @@ from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.router import router_case
-from sdcp_conformance.suites.transport_judging import judge_http1, require_served
+from sdcp_conformance.suites.transport_judging import (
+    OWN_CERTIFICATE,
+    judge_http1,
+    judge_own_certificate,
+    require_served,
+)
 from sdcp_conformance.transport.client import FailureKind
 
 MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
@@ -102,3 +107,12 @@ async def front_and_resources_speak_h2_over_tls13(ctx: RouterContext) -> None:
     ctx.check(answer.tls_version == "TLSv1.3" and answer.alpn == "h2", f"the front answered over "
               f"{answer.tls_version} / {answer.alpn}", row="P1-TLS-1/H2", expected="TLSv1.3 / h2",
               actual=f"{answer.tls_version} / {answer.alpn}")
+
+
+@router_case("RTR-5.1-TRANSPORT-006", area="transport", section="5.1, P1-ID-1", quote=f"{MTLS} ... {OWN_CERTIFICATE}",
+             level=Level.PROFILE, profile=("P1-ID-1",), rows=("P1-ID-1/OWN-CERTIFICATE",))
+async def own_certificate_names_base_uri(ctx: RouterContext) -> None:
+    """The certificate the router presents (to the verifiers and at its front) names its base URI."""
+    verifier = next(iter(ctx.env.verifiers.values()))
+    await judge_own_certificate(ctx, ctx.env.iut.send(verifier.name, "POST", "events", {}), "an empty event",
+                                "the router", ctx.env.config.base_uri)

@@ -120,6 +120,24 @@ async def replaced_drafter_retry(ctx: CaseContext) -> None:
     ctx.expect_refusal(answer, AUTH_ROW, what="a retry of round 1 by the replaced drafter-1")
 
 
+@CATALOGUE.case("VER-6.3-AUTHORIZATION-008", area="authorization", section="6.3",
+                quote=f"On receiving a proposal, the verifier performs these steps: ... {AUTH} ... Fencing:",
+                level=Level.MUST,
+                rows=(AUTH_ROW,))
+async def authorization_before_fencing(ctx: CaseContext) -> None:
+    """An unassigned drafter's proposal at another epoch (higher, then lower) is 403 sdcp-not-assigned, not 409
+    sdcp-stale-epoch: §6.3 step 1 (Authorization) comes before step 2 (Fencing). Found by a planted bug in an
+    independent verifier that checked the epoch first: every other case sends a wrong epoch only from the
+    assigned drafter, and an unassigned drafter only at the right epoch."""
+    session = await ctx.open_ok()
+    await ctx.assign_ok(session, "drafter-1")
+    tokens = ctx.greedy(session, 1)
+    for epoch, which in ((session.epoch + 1, "higher"), (session.epoch - 1, "lower")):
+        answer = await ctx.propose(session, tokens, drafter="drafter-2", party="drafter-2", epoch=epoch)
+        ctx.expect_refusal(answer, AUTH_ROW, what=f"a proposal by the unassigned drafter-2 with a {which} epoch")
+    await still_works(ctx, session, "the assigned drafter's round")
+
+
 ROUTER_ONLY = "P1-ID-2/ROUTER-ONLY"
 
 

@@ -113,7 +113,8 @@ async def low_with_ratio(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.5-ESC-003", area="escalation", section="6.5.2", quote=ESCALATE_QUOTE + " ... " + REDUCE_QUOTE,
-                level=Level.MUST, profile=("P1-CTL-5",), rows=("R-6.5.2-REDUCE", "R-6.5.2-ESCALATE"),
+                level=Level.MUST, profile=("P1-CTL-5", "P1-CTL-4"),
+                rows=("R-6.5.2-REDUCE", "R-6.5.2-ESCALATE", "R-6.5.1-RESTORE"),
                 black_box_note="m_cap must be exactly halved when the verdict reports load 0 (the embedded IUT's "
                                "is pinned to 0); at another load a lower m_cap is accepted (§6.5.1: the verifier "
                                "lowers m_cap when its own load makes long proposals costly).")
@@ -121,12 +122,21 @@ async def reduce_halves(ctx: CaseContext) -> None:
     """R = 2, fallback [reduce x3]: every second low round halves m_cap, rounding down (7 -> 3 -> 1 -> 1).
 
     The odd m_caps are what tell floor from other roundings: halving 4 and 2 gives the same with ceil or round.
+    reduce halves the m_cap in effect when it applies, the one the low round before it reported: an m_cap that
+    rose on that low round is a deviation from §6.5.1's SHOULD ("restore m_cap ... when rounds are no longer
+    low", P1-CTL-4: "by one per round that is not low"), judged as such (NON-STRICT), not as a wrong halving
+    (found by a planted bug in an independent verifier, which this case used to fail on R-6.5.2-REDUCE).
     """
     _pin(ctx, 0)
     session = await started(ctx, low_rounds=2, fallback=[1, 1, 1], m_max=8, m_init=7)
     cap = 7
     for _ in range(3):
-        _expect(ctx, await _low(ctx, session), action=0, low=1, row="R-6.5.2-ESCALATE")
+        first = await _low(ctx, session)
+        _expect(ctx, first, action=0, low=1, row="R-6.5.2-ESCALATE")
+        ctx.check(first.m_cap <= cap, f"round {first.round} was low, yet m_cap rose from {cap} to {first.m_cap} "
+                  "(§6.5.1 restores it only when rounds are no longer low)", row="R-6.5.1-RESTORE",
+                  expected=f"at most {cap}", actual=str(first.m_cap))
+        cap = first.m_cap
         verdict = await _low(ctx, session)
         cap = max(1, cap // 2)
         _expect(ctx, verdict, action=1, low=0, row="R-6.5.2-ESCALATE")
@@ -411,11 +421,17 @@ async def fail_when_exhausted(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.5-ESC-013", area="escalation", section="6.5.2", level=Level.MUST, rows=("R-6.5.2-J-RESET",),
-    quote="after a round that is not low, c is reset and g incremented, and when g reaches R, where R is "
-          "low_rounds, j is reset to zero.",
+    quote="After a low round, c is incremented and g reset; after a round that is not low, c is reset and g "
+          "incremented, and when g reaches R, where R is low_rounds, j is reset to zero.",
 )
 async def j_reset_after_good_rounds(ctx: CaseContext) -> None:
-    """R = 2, fallback [reduce, fail]: low, low (reduce), good, good (j = 0), low, low: reduce again, not fail."""
+    """R = 2, fallback [reduce, fail]: low, low (reduce), good, good (j = 0), low, low: reduce again, not fail.
+
+    Then good, low, good, low, low: the two good rounds are not consecutive (the low one between them resets g),
+    so g never reaches R, j stays past reduce, and the escalation is fail. A verifier that counts the good rounds
+    without resetting g on a low one resets j and reduces again (found by a planted bug in an independent
+    verifier, which the consecutive good rounds above could not tell from a right one).
+    """
     session = await started(ctx, low_rounds=2, fallback=[1, 5])
     await _low(ctx, session)
     _expect(ctx, await _low(ctx, session), action=1)
@@ -423,6 +439,10 @@ async def j_reset_after_good_rounds(ctx: CaseContext) -> None:
         _expect(ctx, await _good(ctx, session, 1), action=0, low=0)
     _expect(ctx, await _low(ctx, session), action=0, low=1)
     _expect(ctx, await _low(ctx, session), action=1)
+    for _ in range(2):  # g: 1, then reset by the low round; c: 1, then reset by the good one
+        _expect(ctx, await _good(ctx, session, 1), action=0, low=0)
+        _expect(ctx, await _low(ctx, session), action=0, low=1)
+    _expect(ctx, await _low(ctx, session), action=5)
 
 
 @CATALOGUE.case(

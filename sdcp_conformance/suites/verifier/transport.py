@@ -23,7 +23,12 @@ from sdcp_conformance.protocol.problems import (
     PROBLEM_URN_PREFIX,
     SDCP_MEDIA_TYPE,
 )
-from sdcp_conformance.suites.transport_judging import judge_http1, require_served
+from sdcp_conformance.suites.transport_judging import (
+    OWN_CERTIFICATE,
+    judge_http1,
+    judge_own_certificate,
+    require_served,
+)
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.transport.client import FailureKind
 
@@ -251,3 +256,13 @@ async def deterministic_encoding(ctx: CaseContext) -> None:
         canonical = encode(decode(answer.body))
         ctx.check(canonical == answer.body, f"the {what} is not in core deterministic encoding",
                   expected=canonical.hex(), actual=answer.body.hex())
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-011", area="transport", section="5.1", quote=f"{MTLS} ... {OWN_CERTIFICATE}",
+    level=Level.PROFILE, profile=("P1-ID-1",), rows=("P1-ID-1/OWN-CERTIFICATE",),
+)
+async def own_certificate_names_base_uri(ctx: CaseContext) -> None:
+    """The certificate the verifier presents names its base URI, as every party's does."""
+    await judge_own_certificate(ctx, ctx.env.iut.send("router", "POST", "sessions", {}), "an empty session-open",
+                                "the verifier", ctx.env.config.base_uri)
