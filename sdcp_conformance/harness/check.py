@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.transport import event_loops
-from sdcp_conformance.transport.tls import names_party
+from sdcp_conformance.transport.tls import names_party, peer_uri_sans
 
 TIMEOUT_S = 5.0
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
@@ -123,7 +123,7 @@ def _handshake(config: TargetConfig, cert: Path | None, key: Path | None, timeou
             seen.version, seen.alpn = tls.version(), tls.selected_alpn_protocol()
             seen.der = tls.getpeercert(binary_form=True)
             peer: Any = tls.getpeercert() or {}
-            seen.uri_sans = tuple(str(value) for kind, value in peer.get("subjectAltName", ()) if kind == "URI")
+            seen.uri_sans = peer_uri_sans(peer)
             try:
                 tls.sendall(H2_PREFACE)
                 seen.reply = tls.recv(64)

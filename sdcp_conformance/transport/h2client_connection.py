@@ -30,7 +30,7 @@ from sdcp_conformance.transport.failures import (
 )
 from sdcp_conformance.transport.h2state import GoawayAwareConnection
 from sdcp_conformance.transport.hpack_reuse import ReusingDecoder, ReusingEncoder
-from sdcp_conformance.transport.tls import ALPN_H2
+from sdcp_conformance.transport.tls import ALPN_H2, peer_uri_sans
 
 RECEIVE_WINDOW = 16 << 20
 CONNECTION_BUFFER_BUDGET = 64 << 20
@@ -138,8 +138,7 @@ class ClientConnection(asyncio.Protocol):
         ssl_object = transport.get_extra_info("ssl_object")
         version = ssl_object.version() if ssl_object is not None else None
         alpn = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
-        certificate = ssl_object.getpeercert() if ssl_object is not None else None
-        uris = tuple(value for kind, value in (certificate or {}).get("subjectAltName", ()) if kind == "URI")
+        uris = peer_uri_sans(ssl_object.getpeercert() if ssl_object is not None else None)
         self.info = ConnectionInfo(self.number, version, alpn, uris)
         if alpn != ALPN_H2:
             offered = "no ALPN protocol" if alpn is None else f"ALPN {alpn!r}"

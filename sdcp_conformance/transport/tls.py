@@ -12,6 +12,7 @@ import ssl
 from asyncio import sslproto
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ALPN_H2 = "h2"
 
@@ -50,10 +51,13 @@ def peer_uri_san(peercert: dict[str, Any] | None) -> str | None:
     D-TLS-1: a certificate with several URI SANs identifies no party (an
     identity must be one base URI), so this returns ``None`` for it as for none.
     """
-    if not peercert:
-        return None
-    uris = [value for kind, value in peercert.get("subjectAltName", ()) if kind == "URI"]
+    uris = peer_uri_sans(peercert)
     return uris[0] if len(uris) == 1 else None
+
+
+def peer_uri_sans(peercert: dict[str, Any] | None) -> tuple[str, ...]:
+    """Every URI SAN of a peer certificate as ``ssl`` reports it, in order (none for no certificate)."""
+    return tuple(str(value) for kind, value in (peercert or {}).get("subjectAltName", ()) if kind == "URI")
 
 
 def names_party(uri_sans: tuple[str, ...], base_uri: str) -> bool:
@@ -63,12 +67,9 @@ def names_party(uri_sans: tuple[str, ...], base_uri: str) -> bool:
     return len(uri_sans) == 1 and _comparable(uri_sans[0]) == _comparable(base_uri)
 
 
-def _comparable(uri: str) -> str:
-    scheme, separator, rest = uri.partition("://")
-    if not separator:
-        return uri
-    authority, slash, path = rest.partition("/")
-    return f"{scheme.lower()}://{authority.lower()}{slash}{path}"
+def _comparable(uri: str) -> tuple[str, str, str, str, str]:
+    parts = urlsplit(uri)
+    return parts.scheme.lower(), parts.netloc.lower(), parts.path, parts.query, parts.fragment
 
 
 class AlertingServerTls(sslproto.SSLProtocol):
@@ -116,5 +117,5 @@ def _tls13_h2(ctx: ssl.SSLContext) -> None:
     ctx.set_alpn_protocols([ALPN_H2])
 
 
-__all__ = ["ALPN_H2", "AlertingServerTls", "client_ssl_context", "names_party", "peer_uri_san", "serve_tls",
-           "server_ssl_context"]
+__all__ = ["ALPN_H2", "AlertingServerTls", "client_ssl_context", "names_party", "peer_uri_san", "peer_uri_sans",
+           "serve_tls", "server_ssl_context"]
