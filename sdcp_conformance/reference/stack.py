@@ -30,6 +30,8 @@ from sdcp_conformance.transport.ports import free_port
 STACK_FILE = "stack.json"
 READY_LINE = "serving "
 """A role process prints this, then its base URI, once it accepts connections."""
+REPORTS_TIMEOUT_S = 60.0
+"""How long a starting stack waits for every instance's first status at the router."""
 
 
 def resolve_model(name: str) -> Path:
@@ -85,6 +87,7 @@ class Stack:
         stack = cls(options, init_pki(workdir / "pki", uris), uris)
         try:
             await stack._start_roles(workdir)
+            await stack._await_first_reports()
         except BaseException:
             await stack.stop()
             raise
@@ -121,6 +124,22 @@ class Stack:
                 uris[name], self.tls(name), model, [uris["router"]], uris["cache"], host=options.host, seed=seed,
                 measured_timing=not options.reproducible,
             )
+
+    async def _await_first_reports(self) -> None:
+        """Ready means every verifier and drafter is eligible at the router (P1-RTR-2).
+
+        Without this wait a client's first session could reach the router
+        before any verifier's first status report and be refused with 503.
+        """
+        router = self.roles["router"].app
+        instances = [self.uris[name] for name in (*self.verifier_names, *self.drafter_names)]
+        try:
+            await asyncio.wait_for(router.wait_until_live(instances), REPORTS_TIMEOUT_S)
+        except TimeoutError:
+            silent = router.not_live(instances)
+            raise InvalidArgument(
+                f"the stack's router has no live status from {silent} after {REPORTS_TIMEOUT_S:.0f} s"
+            ) from None
 
     async def start_verifier(self, name: str, workdir: Path) -> None:
         options = self.options

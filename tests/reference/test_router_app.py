@@ -268,6 +268,26 @@ def test_status_reports_and_their_refusals() -> None:
     run(scenario())
 
 
+def test_waiting_until_live_returns_only_after_every_named_instance_reported() -> None:
+    async def scenario() -> None:
+        h = Harness()
+        waiter = asyncio.ensure_future(h.app.wait_until_live([V1, DA]))
+        await asyncio.sleep(0)
+        assert not waiter.done() and h.app.not_live([V1, DA]) == [V1, DA]
+        assert await h.status(V1, role=2, ttl_ms=100) == 204
+        await asyncio.sleep(0)
+        assert not waiter.done()  # DA has not reported yet
+        h.clock.now = 0.2  # V1's status has expired by the time DA's arrives
+        assert await h.status(DA) == 204
+        await asyncio.sleep(0)
+        assert not waiter.done() and h.app.not_live([V1, DA]) == [V1]
+        assert await h.status(V1, role=2, ttl_ms=1000) == 204
+        await asyncio.wait_for(waiter, 5)
+        assert h.app.not_live([V1, DA]) == []
+
+    run(scenario())
+
+
 # ---------------------------------------------------------------------- opening
 
 

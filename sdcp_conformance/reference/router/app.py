@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -91,6 +91,7 @@ class RouterApp:
         self._new_session_id = new_session_id
         self._background: set[asyncio.Future[None]] = set()
         self._watchdog: asyncio.Task[None] | None = None
+        self._status_arrived = asyncio.Event()
         self._base_path = urlsplit(config.base_uri).path.rstrip("/")
 
     # ------------------------------------------------------------------ HTTP
@@ -127,7 +128,27 @@ class RouterApp:
             detail = f"the path names {named!r}, the status {status.instance!r}"
             raise MalformedMessage(detail, problem=PATH_MISMATCH_PROBLEM)
         self.registry.accept(status, request.peer_identity, self._clock())
+        arrived, self._status_arrived = self._status_arrived, asyncio.Event()
+        arrived.set()
         return Response(204)
+
+    async def wait_until_live(self, instances: Iterable[str]) -> None:
+        """Return once every named instance has an unexpired status (P1-RTR-2), so is eligible.
+
+        A stack is ready only then: a session opened before the verifiers' first
+        reports arrive is refused, as it must be, for want of an eligible verifier.
+        """
+        wanted = list(instances)
+        while True:
+            arrived = self._status_arrived
+            if not self.not_live(wanted):
+                return
+            await arrived.wait()
+
+    def not_live(self, instances: Iterable[str]) -> list[str]:
+        """Those of ``instances`` with no unexpired status now."""
+        now = self._clock()
+        return [instance for instance in instances if not self.registry.live(instance, now)]
 
     async def _event(self, request: Request, parts: list[str]) -> Response:
         """POST events → 204 (Table 1, P1-EVT-1)."""
