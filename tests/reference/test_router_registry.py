@@ -188,6 +188,18 @@ def test_a_status_after_the_declaration_clears_it() -> None:
     assert not reg.failed(V1, 2.1)
 
 
+def test_a_success_after_the_declaration_does_not_clear_it() -> None:
+    """D-RTR-6: a declared failure stands until a status report, whatever answers come meanwhile."""
+    reg = registry()
+    report(reg, status(V1, role=2, ttl_ms=60_000))
+    for now in (1.0, 1.3, 1.6):
+        reg.note_failure(V1, now)
+    reg.note_success(V1)
+    assert reg.failed(V1, 1.7) and reg.ranked_verifiers(1.7) == []
+    report(reg, status(V1, role=2, ttl_ms=60_000), now=2.0)
+    assert not reg.failed(V1, 2.1)
+
+
 def test_a_status_before_the_declaration_does_not_clear_the_streak() -> None:
     reg = registry()
     report(reg, status(V1, role=2, ttl_ms=60_000))

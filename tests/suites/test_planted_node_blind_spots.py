@@ -84,6 +84,13 @@ class FailedAfterTwo(InstanceRegistry):
     failures_in_a_row: int = 2
 
 
+@dataclass
+class FailedWithoutSpan(InstanceRegistry):
+    """Bug: three failures in a row make a failed verifier however quickly they came (P1-RTR-5 says over 0.5 s)."""
+
+    failure_span_s: float = 0.0
+
+
 MUTANTS = {
     "g-kept-on-low": Mutant("g-kept-on-low", "escalation", KeepsGOnLowRounds.__doc__ or "", "6.5.2",
                             "After a low round, c is incremented and g reset", session=KeepsGOnLowRounds),
@@ -108,6 +115,9 @@ ROUTER_MUTANTS = {
     "failed-after-two": RouterMutant("failed-after-two", "failover", FailedAfterTwo.__doc__ or "", "P1-RTR-5",
                                      "three times in a row over at least 0.5 s",
                                      parts=RouterParts(registry=FailedAfterTwo), profile_only=True),
+    "failed-without-span": RouterMutant("failed-without-span", "failover", FailedWithoutSpan.__doc__ or "",
+                                        "P1-RTR-5", "three times in a row over at least 0.5 s",
+                                        parts=RouterParts(registry=FailedWithoutSpan), profile_only=True),
 }
 
 
@@ -137,6 +147,8 @@ def _certify(case: str, mutant: str | None, workdir: Path) -> tuple[Verdict, str
     ("DRF-6.2-LIMIT-002", "m-cap-above-m-max-obeyed", Verdict.FAILED, "R-6.2-M-BOUNDS"),
     ("RTR-P1-RTR-5-INTERMITTENT-001", None, Verdict.PASSED, None),
     ("RTR-P1-RTR-5-INTERMITTENT-001", "failed-after-two", Verdict.NON_STRICT, "P1-RTR-5/FAILED-VERIFIER"),
+    ("RTR-P1-RTR-5-QUICK-001", None, Verdict.PASSED, None),
+    ("RTR-P1-RTR-5-QUICK-001", "failed-without-span", Verdict.NON_STRICT, "P1-RTR-5/FAILED-VERIFIER"),
 ])
 def test_the_case_catches_the_planted_bug_for_its_own_reason(case: str, mutant: str | None, verdict: Verdict,
                                                            row: str | None, tmp_path: Path) -> None:

@@ -69,6 +69,9 @@ class Fault(enum.Enum):
     INTERMITTENT = "intermittent"
     """Two requests of every three are answered with ``error_status``, the third as usual: never three failures in
     a row (P1-RTR-5), so the verifier has not failed."""
+    BURST = "burst"
+    """The next :attr:`PlayedVerifier.burst_left` requests are answered with ``error_status`` at once, later ones
+    as usual: failures in a row that span less than P1-RTR-5's 0.5 s when the router asks quickly."""
 
 
 @dataclass
@@ -138,13 +141,15 @@ class PlayedVerifier:
         self.output_wait_s = OUTPUT_WAIT_S
         """How long its output long poll waits for tokens (a case may keep a read in flight longer, as P1-OUT-1's
         30 s allow)."""
+        self.burst_left = 0
+        """Requests still to fail under :attr:`Fault.BURST`."""
         self.error_delay_s = 0.0
         """How long a faulted output read takes to be answered with ``error_status``: slow failures, so that two
         failures in a row span more than P1-RTR-5's 0.5 s at any pace of retries."""
 
     def reset(self) -> None:
         self.fault, self.error_status, self.zombie = Fault.NONE, 503, False
-        self.intermittent_count = 0
+        self.intermittent_count = self.burst_left = 0
         self.error_delay_s = 0.0
         self.output_wait_s = OUTPUT_WAIT_S
         self.success_status.clear()
@@ -177,6 +182,11 @@ class PlayedVerifier:
             self.intermittent_count += 1
             if self.intermittent_count % 3 == 0:
                 return None
+        if self.fault is Fault.BURST:
+            if self.burst_left <= 0:
+                return None
+            self.burst_left -= 1
+            return status_problem_response(self.error_status, f"{self.name} fails as the case asked")
         if self.fault in (Fault.ERRORS, Fault.INTERMITTENT):
             return status_problem_response(self.error_status, f"{self.name} fails as the case asked")
         if self.fault is Fault.TRANSPORT:

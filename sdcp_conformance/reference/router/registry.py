@@ -173,8 +173,11 @@ class InstanceRegistry:
             streak.declared_at = now
 
     def note_success(self, verifier: str) -> None:
-        """Any answer that is not a resource failure ends the streak (D-RTR-6)."""
-        self._streaks.pop(verifier, None)
+        """Any answer that is not a resource failure ends the streak (D-RTR-6), unless it was declared a failure:
+        that stands until a status report received after it (:meth:`accept`)."""
+        streak = self._streaks.get(verifier)
+        if streak is not None and streak.declared_at is None:
+            del self._streaks[verifier]
 
     def _streak_is_failure(self, streak: _Streak) -> bool:
         return streak.count >= self.failures_in_a_row and streak.last - streak.first >= self.failure_span_s

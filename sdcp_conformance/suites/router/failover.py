@@ -45,6 +45,9 @@ INTERMITTENT_S = 5.0
 """How long the serving verifier fails two requests of every three in RTR-P1-RTR-5-INTERMITTENT-001: several
 rounds of three (each two slow failures, 1.2 s, and the router's retries and 1 s output polls), and well over
 P1-RTR-5's 0.5 s."""
+QUICK_SPAN_S = 0.4
+"""RTR-P1-RTR-5-QUICK-001 judges only when the three failures it saw answered span less than this: P1-RTR-5's 0.5 s
+less a margin for the time between the harness answering and the router receiving (the router's own clock)."""
 SLOW_FAILURE_S = 0.6
 """How long each failing read takes in RTR-P1-RTR-5-INTERMITTENT-001: over P1-RTR-5's 0.5 s, so that two failures in
 a row span more than 0.5 s whatever the router's pace of retries."""
@@ -206,6 +209,53 @@ async def intermittent_failures_are_not_a_failure(ctx: RouterContext) -> None:
         tokens, _ = await ctx.read_front(session, count=len(committed) + 2)
         ctx.check(tokens == committed + more, "after the intermittent failures the front did not deliver the "
                   "committed output", row="R-6.7-FRONT-END", expected=str(committed + more), actual=str(tokens))
+
+
+@router_case("RTR-P1-RTR-5-QUICK-001", area="failover", section="P1-RTR-5, 6.9", quote=FAILED, level=Level.PROFILE,
+             profile=("P1-RTR-5",), rows=("P1-RTR-5/FAILED-VERIFIER", "R-6.7-FRONT-END"))
+async def quick_failures_are_not_a_failure(ctx: RouterContext) -> None:
+    """The serving verifier answers the next three requests with 503 at once, then serves again, while the front
+    reads three times at once: three failures in a row, but over less than 0.5 s, so the verifier has not failed
+    and the session stays where it is. Judged only when the three failures the harness answered span under 0.4 s
+    (a router that reads one at a time, slowly, is not judged here). Found by a planted bug in an independent
+    router that failed a verifier after any three failures in a row."""
+    session = await ctx.open_ok()
+    committed = ctx.commit(session, 2)
+    serving = ctx.serving(session)
+    mark = ctx.history.mark()
+    serving.fault, serving.burst_left, serving.output_wait_s = Fault.BURST, 3, 0.0
+    try:
+        # Three front reads at once, so the router's three reads of the verifier fail together, whatever its pace of
+        # retries (a router that paces one read at a time spans more and is not judged here).
+        reads = await asyncio.gather(*(ctx.read_front(session, count=len(committed)) for _ in range(3)))
+    finally:
+        serving.fault, serving.burst_left, serving.output_wait_s = Fault.NONE, 0, OUTPUT_WAIT_S
+
+    def moved() -> list[OpenSeen]:
+        return [seen for seen in ctx.history.of(OpenSeen, session.id, since=mark) if seen.verifier != serving.name]
+
+    # A router that declares the verifier failed fences and reopens at once; one that does not shows nothing.
+    await ctx.history.wait_for(lambda: bool(moved()), AFTER_FENCE_S)
+    failures = [seen.at for seen in ctx.history.of(OutputServed, session.id, since=mark)
+                if seen.verifier == serving.name and seen.status >= 500]
+    if len(failures) < 3:
+        ctx.note(f"only {len(failures)} of the router's reads met the failing verifier: nothing to judge")
+        return
+    span = failures[2] - failures[0]
+    ctx.note(f"the router's three failed reads were answered over {span:.3f} s")
+    if span >= QUICK_SPAN_S:
+        ctx.note(f"they span {QUICK_SPAN_S} s or more: a router may count them as failed (not judged)")
+        return
+    elsewhere = moved()
+    ctx.check(not elsewhere, f"the router failed the session over to {elsewhere[0].verifier if elsewhere else ''} "
+              f"after three failures in a row that spanned {span:.3f} s, less than P1-RTR-5's 0.5 s",
+              row="P1-RTR-5/FAILED-VERIFIER", expected="the session stays at its verifier",
+              actual=f"{len(elsewhere)} session-open(s) elsewhere")
+    if not elsewhere:
+        delivered = [tokens for tokens, _ in reads]
+        ctx.check(all(tokens == committed for tokens in delivered), "after the quick failures the front did not "
+                  "deliver the committed output to every read", row="R-6.7-FRONT-END", expected=str(committed),
+                  actual=str(delivered))
 
 
 @router_case("RTR-6.9-FAILOVER-006", area="failover", section="6.9, P1-RTR-5", quote=f"{FAILED} ... {FENCE_FIRST} "
