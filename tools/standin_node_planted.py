@@ -362,6 +362,80 @@ VERIFIER: dict[str, Planted] = {
         "      this.control.g += 1; if (this.control.g >= this.contract.low_rounds) this.control.j = 0;\n",
         "FAILED",
     ),
+    # limits and vocabulary at their boundaries (§6.2, §6.3)
+    "m-over-limit-by-one-accepted": Planted(
+        "session.js", "if (m > limit) throw new P.ProtocolError('limit',", "if (m > limit + 1) throw new P.ProtocolError('limit',",
+        "FAILED",
+    ),
+    "token-equal-to-vocab-accepted": Planted(
+        "session.js", "if (proposal.tokens.some((token) => token >= this.vocab)) {",
+        "if (proposal.tokens.some((token) => token > this.vocab)) {", "NON-STRICT",
+        "under rule 1 token V gets 500 (P1-MSG-2 alone makes it an out-of-range value, D-JUDGE-VOCAB) and is never "
+        "committed; under rule 2 the q-row check still refuses it",
+    ),
+    "prompt-token-equal-to-vocab-accepted": Planted(
+        "session.js", "prompt.some((token) => token >= vocab)", "prompt.some((token) => token > vocab)", "NON-STRICT",
+        "P1-MSG-2 alone makes a prompt token >= V an out-of-range value (D-JUDGE-VOCAB)",
+    ),
+    "empty-prompt-accepted": Planted(
+        "session.js", "if (!prompt.length || prompt.some(", "if (prompt.some(", "NON-STRICT", "P1-SES-1 alone makes an empty prompt 400",
+    ),
+    # sessions, epochs and policies (P1-SES-1, P1-MSG-5, P1-POL-1)
+    "higher-epoch-without-resume-accepted": Planted(
+        "server.js", "if (!(opening.epoch > current.epoch && opening.resume)) {", "if (!(opening.epoch > current.epoch)) {",
+        "NON-STRICT", "P1-SES-1 alone makes a higher epoch without resume 409",
+    ),
+    "same-epoch-other-contract-accepted": Planted(
+        "server.js", "if (!P.contractDigest(contract).equals(current.contractDigest)) throw", "if (false) throw",
+        "NON-STRICT", "P1-MSG-5 alone says what a repeated session-open with another contract gets",
+    ),
+    "unknown-session-proposal-404": Planted(
+        "server.js", "if (!slot) throw new P.ProtocolError('notAssigned', 'unknown session'); // P1-SES-1",
+        "if (!slot) throw new P.HttpError(404, 'unknown session'); // P1-SES-1",
+        "NON-STRICT", "P1-SES-1 alone gives proposals for an unknown session 403",
+    ),
+    "unknown-session-resource-403": Planted(
+        "server.js", "if (!slot) throw new P.HttpError(404, `no session ${encoded}`);",
+        "if (!slot) throw new P.ProtocolError('notAssigned', `no session ${encoded}`);",
+        "NON-STRICT", "P1-SES-1 alone gives session resources of an unknown session 404",
+    ),
+    "policy-at-current-round-accepted": Planted(
+        "session.js", "if (policy.from_round <= this.round) {", "if (policy.from_round < this.round) {",
+        "NON-STRICT", "P1-POL-1 alone refuses a policy whose from_round is not above the current round",
+    ),
+    "resume-round-ignored": Planted(
+        "session.js", "this.round = opening.resume ? opening.resume.round : 0;", "this.round = 0;", "FAILED",
+    ),
+    "resume-unchecked": Planted(
+        "session.js", "if (opening.resume && (opening.resume.committed !== this.output.length",
+        "if (false && (opening.resume.committed !== this.output.length", "NON-STRICT",
+        "the draft does not say how a verifier treats a resume its committed_tokens do not reproduce (D-JUDGE-2)",
+    ),
+    "m-cap-from-first-assignment-only": Planted(
+        "session.js", "    this.control.onAssignment(assignment.m_init);\n",
+        "    if (this.control.mCap === null) this.control.onAssignment(assignment.m_init);\n", "NON-STRICT",
+        "P1-CTL-1 alone makes the latest assignment's m_init the limit until that assignment's first verdict",
+    ),
+    # encoding and digests (§4.2, P1-MSG-1)
+    "contract-keys-lexicographic": Planted(
+        "protocol.js",
+        "keys.sort((a, b) => Buffer.byteLength(a) - Buffer.byteLength(b) || Buffer.compare(Buffer.from(a), Buffer.from(b)));",
+        "keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));", "INCOMPLETE",
+        "d[0] over a contract encoded with lexicographic keys is not the harness's: the sanity case fails",
+    ),
+    # self-decoding and output (§6.5.2, §6.7, P1-OUT-1)
+    "self-decode-greedy-under-rule2": Planted(
+        "session.js", "const token = this.contract.rule === 2 ? P.draw(p, uniform(1, P.PURPOSE_DRAW)) : P.greedy(p);",
+        "const token = P.greedy(p);", "FAILED",
+    ),
+    "fenced-output-served": Planted(
+        "session.js", "    this.requireServing();\n    const tokens = this.output.slice(start);", "    const tokens = this.output.slice(start);",
+        "FAILED",
+    ),
+    "output-answers-at-once": Planted(
+        "session.js", "    if (!tokens.length && !this.closed) return null;\n", "", "PASSED",
+        "P1-OUT-1 lets the server choose how long a read waits, zero included",
+    ),
 }
 
 
@@ -748,6 +822,17 @@ ROUTER: dict[str, Planted] = {
         "      ...(last ? { resume: { ...resume, committed_tokens: tokensUri } } : {}),",
         "FAILED",
     ),
+    # probes added at stop 31
+    "committed-tokens-digest-unchecked": Planted(
+        "router.js", "if (!P.extendDigest(s.d0, tokens).equals(Buffer.from(digest))) throw", "if (false) throw", "PASSED",
+        "the harness's verifiers serve output that matches their digests, and outside resume (P1-RTR-6, planted as "
+        "resume-digest-unchecked) no sentence has the router check a verifier's output against its digest",
+    ),
+    "m-init-zero": Planted(
+        "router.js", "m_init: Math.max(1, Math.min(s.contract.m_max, M_INIT)),", "m_init: 0,", "INCOMPLETE",
+        "the harness's verifier refuses the PUT …/drafter with m_init 0 as P1-DRF-2 has it, so no session gets a "
+        "drafter and the sanity case fails, naming the refusal",
+    ),
 }
 
 DRAFTER: dict[str, Planted] = {
@@ -1030,6 +1115,36 @@ DRAFTER: dict[str, Planted] = {
         "queue: 0, ttl_ms: this.config.status_ttl_ms };",
         "queue: 0, ttl_ms: Math.ceil(this.config.status_ttl_ms / 1000) };",
         "FAILED",
+    ),
+    # probes added at stop 31
+    "round-ahead-after-verdict": Planted(
+        "server.js", "    s.round = v.round;\n", "    s.round = v.round + 1;\n", "INCOMPLETE",
+        "the second proposal of the sanity case already skips a round (R-6.2-ROUND)",
+    ),
+    "output-lower-epoch-accepted": Planted(
+        "server.js", "if (out.epoch < epoch || out.from !== from + tokens.length) return null;",
+        "if (out.from !== from + tokens.length) return null;", "PASSED",
+        "the drafter reads output from the verifier of its assignment, which the harness plays at the current "
+        "epoch: no output of a lower epoch ever reaches it",
+    ),
+    "q-rows-without-lease": Planted(
+        "server.js", "headers: { 'sdcp-lease': String(this.config.lease_ms), 'content-type': 'application/octet-stream' }",
+        "headers: { 'content-type': 'application/octet-stream' }", "NON-STRICT",
+        "P1-MLC-3 alone carries a lease in SDCP-Lease",
+    ),
+    "rule1-samples-and-publishes": Planted(
+        "server.js", "const rows = s.rule === 2 ? new Float32Array(m * this.model.vocab) : null;",
+        "const rows = new Float32Array(m * this.model.vocab);", "NON-STRICT",
+        "P1-DRF-4 alone makes a rule-1 drafter propose its greedy tokens without q_rows",
+    ),
+    "proposal-drafter-without-slash": Planted(
+        "server.js", "round, drafter: this.config.base_uri, base: s.committed,",
+        "round, drafter: this.config.base_uri.replace(/\\/$/, ''), base: s.committed,", "NON-STRICT",
+        "P1-ID-1 alone says the proposal's drafter equals the certificate's URI SAN",
+    ),
+    "retries-without-backoff": Planted(
+        "server.js", "await sleep(backoff * (0.75 + 0.5 * Math.random()));", "await sleep(0);", "NON-STRICT",
+        "P1-DRF-5 alone asks for backoff",
     ),
 }
 

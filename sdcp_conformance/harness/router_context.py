@@ -131,8 +131,22 @@ class RouterContext(JudgedContext):
         followed = self._follow_opened_prompt(front)
         if assigned:
             self.require(await self.assigned(followed) is not None, "no drafter was assigned to the opened session "
-                         f"within {self.act_s:.0f} s", row=self.helper_row("R-6.1-ASSIGN-ORDER"))
+                         f"within {self.act_s:.0f} s{self._refused_puts(followed)}",
+                         row=self.helper_row("R-6.1-ASSIGN-ORDER"))
         return followed
+
+    def _refused_puts(self, front: FrontSession) -> str:
+        """Why the assignment never came, where the harness's verifier refused the router's PUT …/drafter (§6.1:
+        the router informs the verifier first): a router judged for the assignment it never sent is told why."""
+        refused = [seen for seen in self.puts(front) if seen.status >= 300 and seen.assignment is not None]
+        if not refused:
+            return ""
+        seen = refused[0]
+        assert seen.assignment is not None
+        reason = (f"m_init {seen.assignment.m_init}, which P1-DRF-2 has a verifier refuse with 400 (a drafter too)"
+                  if seen.assignment.m_init < 1 else "see the transcript")
+        return (f"; the router's PUT …/drafter to {seen.verifier} was answered {seen.status} "
+                f"({len(refused)} such): {reason}")
 
     def _follow_opened_prompt(self, front: FrontSession) -> FrontSession:
         """D-JUDGE-R10: a session the router opened with other prompt tokens than the front's is followed with

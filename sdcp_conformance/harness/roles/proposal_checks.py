@@ -90,8 +90,13 @@ def _members(session: PlayedSession, arrival: Arrival, proposal: Proposal, facts
         found.append(Observation("R-5.2-PROPOSAL", f"the proposal carries epoch {proposal.epoch}, not the assignment's "
                                  f"{session.epoch}", str(session.epoch), str(proposal.epoch)))
     if proposal.drafter != facts.iut_uri:
-        found.append(Observation("R-5.2-PROPOSAL", f"the proposal's drafter member {proposal.drafter!r} is not the "
-                                 "drafter's base URI", facts.iut_uri, proposal.drafter))
+        # D-JUDGE-D19: a member that differs from the base URI only by its trailing "/" still names this drafter
+        # (§5.2: "drafter base URI"); that the "/" is part of it is P1-ID-1's, so only the profile is broken.
+        slash_only = proposal.drafter.rstrip("/") == facts.iut_uri.rstrip("/")
+        found.append(Observation("P1-ID-1/PROPOSAL" if slash_only else "R-5.2-PROPOSAL",
+                                 f"the proposal's drafter member {proposal.drafter!r} is not the drafter's base URI"
+                                 + (" (only the trailing '/' differs, which P1-ID-1 includes)" if slash_only else ""),
+                                 facts.iut_uri, proposal.drafter))
     if arrival.peer != proposal.drafter:
         found.append(Observation("P1-ID-1/PROPOSAL", f"the client certificate's URI SAN {arrival.peer!r} is not the "
                                  "proposal's drafter member", proposal.drafter, str(arrival.peer)))

@@ -46,8 +46,25 @@ def judge_drafted_from_committed(ctx: DrafterContext, session: PlayedSession, fo
                     "smallest token id (it is drafted from the committed prefix)", expected=[str(expected)],
                     actual=str(got))
         return
+    if not _drafts_greedily(ctx, session):
+        ctx.deviate("P1-DRF-4", f"{what}: the next proposal is no greedy continuation of the committed prefix, but "
+                    "neither was the session's first proposal, made before any verdict: the drafter does not propose "
+                    "its greedy tokens under rule 1, so whether it kept draft state cannot be told",
+                    expected=[str(expected)], actual=str(got))
+        return
     ctx.deviate("R-6.3-DISCARD", f"{what}: the next proposal is not drafted from the committed prefix: draft state "
                 "beyond the accepted positions was kept", expected=[str(expected)], actual=str(got))
+
+
+def _drafts_greedily(ctx: DrafterContext, session: PlayedSession) -> bool:
+    """Whether the session's first proposal, drafted before any verdict could leave state behind, was the greedy
+    continuation (under any tie-break) of the prefix it extended: only then does a later proposal that is no
+    greedy continuation show kept draft state rather than a drafter that never drafts greedily."""
+    first = next((arrival for arrival in session.arrivals if arrival.proposal is not None), None)
+    if first is None or first.proposal is None:
+        return True
+    base = first.proposal.base
+    return base <= len(session.output) and ctx.draft_greedy_any_tie(session.context(base), tokens_of(first))
 
 
 async def _discard_after(ctx: DrafterContext, session: PlayedSession, accepted_each: tuple[int, ...]) -> None:

@@ -15,12 +15,14 @@ other one).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import greedy_continuation
+from sdcp_conformance.oracle.statistics import DEFAULT_ALPHA
 from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import (
@@ -270,9 +272,11 @@ def _judge_sampled(ctx: CaseContext, session: TrackedSession, tokens: list[int])
     sampling = dict(session.contract.get("sampling") or {})
     seed = sampling.get("seed")
     drawn_otherwise = []
+    greedy_chance = 1.0  # the chance, under p, that every token so far is its row's argmax (a greedy decoder's)
     for index, token in enumerate(tokens):
         context, round_number = [*session.context, *tokens[:index]], session.round + 1 + index
         p = p_row(session.model, context, sampling)
+        greedy_chance *= p[token] if 0 <= token < len(p) and token == _argmax(p) else 0.0
         ctx.check(0 <= token < len(p) and p[token] > 0.0,
                   f"round {round_number}: the self-decoded token {token} lies outside the support of the target's "
                   f"distribution under the session's profile {sampling}", row="R-6.5.2-SELF-TARGET",
@@ -281,10 +285,27 @@ def _judge_sampled(ctx: CaseContext, session: TrackedSession, tokens: list[int])
             expected = oracle.draw(p, oracle.uniform(int(seed), session.id, round_number, 1, oracle.PURPOSE_DRAW))
             if token != expected:
                 drawn_otherwise.append(f"round {round_number}: drew {token}, P1-SAMP-3 gives {expected}")
+    # A sampler lands on every argmax with probability greedy_chance, so judging only when that is below
+    # SELF_GREEDY_ALPHA keeps the false alarm of this check below it (D-JUDGE-SELF-GREEDY).
+    ctx.check(not tokens or not 0.0 < greedy_chance < SELF_GREEDY_ALPHA,
+              f"all {len(tokens)} self-decoded tokens are the argmax of the target's distribution, which sampling "
+              f"under the profile {sampling} does with probability {greedy_chance:.2e}: the verifier decoded "
+              "greedily, not with the target model's distribution (rule 2)", row="R-6.5.2-SELF-TARGET",
+              expected=f"draws from p (all argmax has chance {greedy_chance:.2e} < {SELF_GREEDY_ALPHA:g})",
+              actual=str(tokens))
     if drawn_otherwise:
         ctx.deviate("P1-SAMP-3/SELF", "the self-decoded tokens are not the seeded draws of P1-SAMP-3: "
                     + "; ".join(drawn_otherwise))
 
+
+def _argmax(p: Sequence[float]) -> int:
+    """The most probable token, ties to the smallest id (§4.1)."""
+    return max(range(len(p)), key=lambda token: (p[token], -token))
+
+
+SELF_GREEDY_ALPHA = DEFAULT_ALPHA
+"""D-JUDGE-SELF-GREEDY: a rule-2 self-decoding period whose tokens are all argmax tokens is judged greedy when a
+sampler would do that with a probability below this (the rule-2 tests' alpha)."""
 
 SELF_ROWS = ("R-6.5.2-SELF-RUN", "R-6.5.2-SELF-PERMITTED", "P1-EVT-1/EVENTS")
 HELD_APPEND_WAIT_S = 5.0
@@ -517,12 +538,15 @@ async def self_decode_goes_on(ctx: CaseContext) -> None:
               actual=str(final.to_obj()))
 
 
-SAMPLED_SELF_MAX = 16
-"""Tokens VER-6.5-ESC-018 has the verifier self-decode under rule 2. Each is a chance to see a draw P1-SAMP-3
-does not give, but two different uniforms draw the same token from the bigram's top 4 about half the time (the
-mean of sum p^2 over its rows is 0.51), and a session's uniforms differ from run to run (its ID does). With 3
-tokens a verifier drawing with purpose 0 passed one run in 7.5 (simulated: 399 of 3,000; the Node.js stand-in's
-planted bug passed one campaign of two); with 12, 5 of 12,000; with 16, about 3 in 100,000."""
+SAMPLED_SELF_MAX = 24
+"""Tokens VER-6.5-ESC-018 has the verifier self-decode under rule 2, at temperature 3 and top-k 4
+(SAMPLED_SELF_PROFILE). Each is a chance to see a draw P1-SAMP-3 does not give, but two different uniforms draw
+the same token from the bigram's top 4 with probability sum p^2, whose mean over its rows is 0.40 at this
+temperature (0.51 at temperature 1): a verifier drawing with purpose 0 passes about 0.40^24 = 2e-10 of runs. A
+greedy verifier is judged when every token is the argmax and a sampler would do that with probability below
+SELF_GREEDY_ALPHA: at 24 tokens from any first token the greedy path's chance is at most 1.4e-7 (at 16 tokens
+and temperature 1 it reached 4e-3, which is why the period is this long and this hot)."""
+SAMPLED_SELF_PROFILE = {"temperature_milli": 3000, "top_k": 4}
 
 
 @CATALOGUE.case(
@@ -533,13 +557,15 @@ planted bug passed one campaign of two); with 12, 5 of 12,000; with 16, about 3 
     black_box_note="Under rule 2 the target model is sampled, not decoded greedily: each self-decoded token must "
                    "lie in the support of p under the session's profile (top-k 4), strictly; with the seed it must "
                    "be the token P1-SAMP-3 draws (the round's number, i = 1, purpose 1), a profile-level check. "
-                   "self_load is 100, which no load exceeds. self_max is 16: two different uniforms often draw "
-                   "the same token, so few tokens could hide a draw made with other uniforms.",
+                   "Tokens that are all the argmax of their rows, which a sampler produces with a chance below "
+                   "1e-6 here, show greedy decoding (FAILED). self_load is 100, which no load exceeds. self_max "
+                   "is 24 at temperature 3: two different uniforms often draw the same token, so few tokens could "
+                   "hide a draw made with other uniforms.",
 )
 async def self_decode_samples_under_rule2(ctx: CaseContext) -> None:
     """Rule 2, seeded, top-k 4: a rejected proposal starts self-decoding; its self_max tokens are p's draws."""
     _pin(ctx, 0)
-    sampling = {"seed": ctx.rng.randrange(1, 2**63), "temperature_milli": 1000, "top_k": 4}
+    sampling = {"seed": ctx.rng.randrange(1, 2**63), **SAMPLED_SELF_PROFILE}
     session = await started(ctx, rule=2, sampling=sampling, low_rounds=1, fallback=[3, 5], self_load=100,
                             self_max=SAMPLED_SELF_MAX, max_new=200)
     # A proposal rule 2 must reject: a token outside p's top 4 (p = 0), published with q = 1 (§6.3: q > 0).

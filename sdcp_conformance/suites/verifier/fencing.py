@@ -5,9 +5,10 @@ The harness plays the recovering router of §6.9: it appends a fence record
 assigned drafter propose the next round. With an enforcing cache the IUT's
 append is answered 409; with a non-enforcing one it succeeds and the IUT must
 find the fence by reading the log back (§6.8). Either way the round must
-produce no verdict and no output. Which non-2xx answer the fenced round gets
-is not fixed by the draft (the reference's 409 sdcp-stale-epoch is D-VER-7),
-so any is accepted and noted.
+produce no verdict and no output, and the IUT must stop serving the session:
+a later read of its output is refused too. Which non-2xx answer these get is
+not fixed by the draft (the reference's 409 sdcp-stale-epoch is D-VER-7), so
+any is accepted and noted.
 """
 
 from __future__ import annotations
@@ -83,8 +84,10 @@ def _no_verdict(ctx: CaseContext, answer: Answer, what: str) -> None:
              "sdcp-stale-epoch, D-VER-7)")
 
 
-async def _no_output_beyond(ctx: CaseContext, session: TrackedSession) -> None:
-    """Output read from 0 either is refused (the IUT stopped serving) or holds only the pre-fence tokens."""
+async def _stopped_serving(ctx: CaseContext, session: TrackedSession) -> None:
+    """§6.3: after the fenced append the IUT "MUST ... stop serving the session": a read of its output is refused
+    (any non-2xx; the reference answers 409 sdcp-stale-epoch, D-VER-7). An answer is a deviation, and one holding
+    tokens beyond those committed before the fence also released the fenced round."""
     answer = await ctx.output(session, 0)
     if not answer.ok:
         ctx.note(f"GET output after the fence: {answer.describe()} (stopped serving)")
@@ -95,6 +98,9 @@ async def _no_output_beyond(ctx: CaseContext, session: TrackedSession) -> None:
               f"output after the fence holds {len(tokens)} tokens, beyond the {len(session.output)} committed "
               "before it: the fenced round released output", row="R-6.3-FENCED-APPEND",
               expected=str(session.output), actual=str(tokens))
+    ctx.deviate("R-6.3-FENCED-APPEND", "the IUT still served the session's output after its commit-log append was "
+                "fenced (§6.3: it MUST stop serving the session)", expected=["a refusal (any non-2xx)"],
+                actual=answer.describe())
 
 
 def _fence_kept(ctx: CaseContext, session: TrackedSession, committed_before: int, *, enforcing: bool) -> None:
@@ -125,7 +131,7 @@ async def _fenced_round(ctx: CaseContext, *, enforcing: bool, rounds_before: int
     body = ctx.proposal(session, ctx.greedy(session, 2))
     _no_verdict(ctx, await ctx.send_proposal(body), "the round after the fence")
     _no_verdict(ctx, await ctx.send_proposal(body), "a retry of the fenced round")
-    await _no_output_beyond(ctx, session)
+    await _stopped_serving(ctx, session)
     _fence_kept(ctx, session, rounds_before, enforcing=enforcing)
 
 

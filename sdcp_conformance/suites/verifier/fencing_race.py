@@ -23,7 +23,7 @@ from sdcp_conformance.suites.verifier.fencing import (
     READ_BACK,
     READ_BACK_ROWS,
     _fence_kept,
-    _no_output_beyond,
+    _stopped_serving,
 )
 
 RE_READ = "On 412 the writer re-reads: if a fence with a higher epoch is now present it stops serving the session"
@@ -47,7 +47,7 @@ async def _race(ctx: CaseContext, *, splice: bool) -> None:
     ctx.check(not answer.ok, "the IUT sent a verdict although a fence with a higher epoch came before its "
               "commit record", row="R-6.8-READ-BACK" if splice else "R-6.3-FENCED-APPEND",
               expected="no verdict (any non-2xx)", actual=answer.describe())
-    await _no_output_beyond(ctx, session)
+    await _stopped_serving(ctx, session)
     _fence_kept(ctx, session, 1, enforcing=not splice)
 
 
