@@ -138,7 +138,7 @@ class RouterContext(JudgedContext):
     def _refused_puts(self, front: FrontSession) -> str:
         """Why the assignment never came, where the harness's verifier refused the router's PUT …/drafter (§6.1:
         the router informs the verifier first): a router judged for the assignment it never sent is told why."""
-        refused = [seen for seen in self.puts(front) if seen.status >= 300 and seen.assignment is not None]
+        refused = [seen for seen in self.puts(front) if seen.status >= 300]
         if not refused:
             return ""
         seen = refused[0]

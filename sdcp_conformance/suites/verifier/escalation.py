@@ -15,13 +15,14 @@ other one).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.oracle import rule2 as oracle
-from sdcp_conformance.oracle.greedy import greedy_continuation
+from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation
 from sdcp_conformance.oracle.statistics import DEFAULT_ALPHA
 from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
@@ -276,7 +277,7 @@ def _judge_sampled(ctx: CaseContext, session: TrackedSession, tokens: list[int])
     for index, token in enumerate(tokens):
         context, round_number = [*session.context, *tokens[:index]], session.round + 1 + index
         p = p_row(session.model, context, sampling)
-        greedy_chance *= p[token] if 0 <= token < len(p) and token == _argmax(p) else 0.0
+        greedy_chance *= p[token] if 0 <= token < len(p) and token == argmax_smallest(np.asarray(p)) else 0.0
         ctx.check(0 <= token < len(p) and p[token] > 0.0,
                   f"round {round_number}: the self-decoded token {token} lies outside the support of the target's "
                   f"distribution under the session's profile {sampling}", row="R-6.5.2-SELF-TARGET",
@@ -296,11 +297,6 @@ def _judge_sampled(ctx: CaseContext, session: TrackedSession, tokens: list[int])
     if drawn_otherwise:
         ctx.deviate("P1-SAMP-3/SELF", "the self-decoded tokens are not the seeded draws of P1-SAMP-3: "
                     + "; ".join(drawn_otherwise))
-
-
-def _argmax(p: Sequence[float]) -> int:
-    """The most probable token, ties to the smallest id (§4.1)."""
-    return max(range(len(p)), key=lambda token: (p[token], -token))
 
 
 SELF_GREEDY_ALPHA = DEFAULT_ALPHA

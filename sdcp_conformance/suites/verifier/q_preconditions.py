@@ -40,7 +40,7 @@ RETRY_NOTE = ("Whether a random value was drawn cannot be seen; the case checks 
               "that a valid proposal for the same round then gets exactly the seeded outcome.")
 
 
-async def _session(ctx: CaseContext) -> tuple[TrackedSession, dict[str, int]]:
+async def seeded_session(ctx: CaseContext) -> tuple[TrackedSession, dict[str, int]]:
     sampling = {**SAMPLING, "seed": ctx.rng.randrange(1, 2**63)}
     return await started(ctx, rule=2, sampling=dict(sampling), max_new=200), sampling
 
@@ -49,7 +49,7 @@ UNAVAILABLE_ROW = "R-6.3-Q-UNAVAILABLE"
 ZERO_ROW = "R-6.4-ZERO-Q"
 
 
-async def _then_valid_round(ctx: CaseContext, session: TrackedSession, sampling: dict[str, int]) -> None:
+async def then_valid_round(ctx: CaseContext, session: TrackedSession, sampling: dict[str, int]) -> None:
     """The refused round had no verdict: a valid proposal for it now gets exactly the seeded outcome."""
     require_nothing_committed(ctx, session, "after the refused proposal")
     judge = Rule2Judge(ctx)
@@ -63,10 +63,10 @@ def _drafted(ctx: CaseContext, session: TrackedSession, m: int = 3) -> DraftedPr
 
 async def _unavailable(ctx: CaseContext,
                        send: Callable[[TrackedSession, DraftedProposal], Awaitable[Answer]]) -> None:
-    session, sampling = await _session(ctx)
+    session, sampling = await seeded_session(ctx)
     answer = await send(session, _drafted(ctx, session))
     ctx.expect_refusal(answer, UNAVAILABLE_ROW, what="a proposal whose q rows cannot be obtained")
-    await _then_valid_round(ctx, session, sampling)
+    await then_valid_round(ctx, session, sampling)
 
 
 @CATALOGUE.case(
@@ -131,12 +131,12 @@ async def q_object_reset(ctx: CaseContext) -> None:
 )
 async def zero_q_first(ctx: CaseContext) -> None:
     """q[1](x[1]) = 0: 422 sdcp-bad-proposal, nothing committed, the round then gets the seeded outcome."""
-    session, sampling = await _session(ctx)
+    session, sampling = await seeded_session(ctx)
     proposal = _drafted(ctx, session)
     proposal.q[0][proposal.tokens[0]] = 0.0
     answer = await ctx.propose(session, proposal.tokens, q_rows=publish(ctx, session, proposal, "-zero"))
     ctx.expect_refusal(answer, ZERO_ROW, what="a proposal with q[1](x[1]) = 0")
-    await _then_valid_round(ctx, session, sampling)
+    await then_valid_round(ctx, session, sampling)
 
 
 @CATALOGUE.case(
@@ -148,7 +148,7 @@ async def zero_q_first(ctx: CaseContext) -> None:
 )
 async def zero_q_after_certain_rejection(ctx: CaseContext) -> None:
     """q[3](x[3]) = 0 behind a certain rejection at x[1]: still 422, nothing committed."""
-    session, sampling = await _session(ctx)
+    session, sampling = await seeded_session(ctx)
     p1 = p_row(session.model, session.context, SAMPLING)
     outside = next(t for t in range(3, 128) if p1[t] == 0.0)
     proposal = _drafted(ctx, session)
@@ -157,7 +157,7 @@ async def zero_q_after_certain_rejection(ctx: CaseContext) -> None:
     rows[2][tokens[2]] = 0.0
     answer = await ctx.propose(session, tokens, q_rows=publish(ctx, session, DraftedProposal(tokens, rows), "-zero"))
     ctx.expect_refusal(answer, ZERO_ROW, what="a proposal with q[3](x[3]) = 0")
-    await _then_valid_round(ctx, session, sampling)
+    await then_valid_round(ctx, session, sampling)
 
 
 def _corrupt_case(case_id: str, title: str, mutate: Callable[[DraftedProposal], bytes], row: str,
@@ -165,13 +165,13 @@ def _corrupt_case(case_id: str, title: str, mutate: Callable[[DraftedProposal], 
     """Declare one case: a malformed q_rows object is refused as ``row`` says, nothing committed."""
 
     async def run(ctx: CaseContext) -> None:
-        session, sampling = await _session(ctx)
+        session, sampling = await seeded_session(ctx)
         proposal = _drafted(ctx, session)
         uri = ctx.put_object(f"q-bad-{session.id.hex()[:8]}", mutate(proposal))
         answer = await ctx.propose(session, proposal.tokens, q_rows=uri)
         ctx.expect_refusal(answer, row, what=title)
         if not answer.ok:
-            await _then_valid_round(ctx, session, sampling)
+            await then_valid_round(ctx, session, sampling)
 
     run.__doc__ = f"{title}: 422 sdcp-bad-proposal (P1-Q-1), nothing committed."
     level = Level.MUST if row == EVERY_POSITION_ROW else Level.PROFILE

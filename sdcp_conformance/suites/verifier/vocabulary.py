@@ -13,18 +13,10 @@ from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext
-from sdcp_conformance.protocol.messages import Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier.conversation import require_nothing_committed, started, still_works
-from sdcp_conformance.suites.verifier.seeded_rule2 import (
-    RULE2_ROWS,
-    Rule2Judge,
-    as_published,
-    draft_q,
-    publish,
-    rule2_round,
-    sample_proposal,
-)
+from sdcp_conformance.suites.verifier.conversation import started, still_works
+from sdcp_conformance.suites.verifier.q_preconditions import SAMPLING, seeded_session, then_valid_round
+from sdcp_conformance.suites.verifier.seeded_rule2 import RULE2_ROWS, as_published, draft_q, publish, sample_proposal
 
 RANGE_ROW = "P1-MSG-2/TOKEN-RANGE"
 RANGE_QUOTE = ("Receivers reject malformed CBOR, wrong types, out-of-range values, and missing required members with "
@@ -34,7 +26,6 @@ RULE1_QUOTE = ("x[i] is accepted if it equals argmax p[i] ... The output is iden
                "target model as computed by the verifier's scoring passes, whatever the drafter proposes.")
 ZERO_QUOTE = ("a proposal for which q[i](x[i]) is zero is rejected, before any random draw, with problem type "
               "\"sdcp-bad-proposal\".")
-SAMPLING = {"temperature_milli": 1000, "top_k": 3}
 
 
 @CATALOGUE.case("VER-P1-MSG-2-VOCAB-001", area="vocabulary", section="5.2, 6.1", quote=RANGE_QUOTE,
@@ -62,7 +53,7 @@ async def rule1_proposal_with_token_at_vocab_size(ctx: CaseContext) -> None:
     what = f"a rule-1 proposal [{greedy[0]}, {vocab}] (token {vocab} is outside the vocabulary 0..{vocab - 1})"
     answer = await ctx.propose(session, [greedy[0], vocab])
     if answer.ok:
-        verdict = session.verdicts.get(session.round) or ctx.expect_ok(answer, Verdict, what=what)
+        verdict = session.verdicts[session.round]  # propose checked and applied it
         ctx.check(verdict.accepted <= 1 and list(verdict.emitted) == greedy,
                   f"{what}: the verdict accepted {verdict.accepted} and emitted {list(verdict.emitted)}; rule 1 "
                   f"accepts only argmax tokens and emits the greedy {greedy}", row="R-6.4-RULE1",
@@ -82,8 +73,7 @@ async def rule1_proposal_with_token_at_vocab_size(ctx: CaseContext) -> None:
 )
 async def rule2_proposal_with_token_at_vocab_size(ctx: CaseContext) -> None:
     """Rule 2, x[1] = V with two published rows: a verifier indexing row 1 at V reads row 2's first value."""
-    sampling = {**SAMPLING, "seed": ctx.rng.randrange(1, 2**63)}
-    session = await started(ctx, rule=2, sampling=dict(sampling), max_new=200)
+    session, sampling = await seeded_session(ctx)
     vocab = ctx.mock(session.model).vocab_size
     proposal = sample_proposal(ctx, session, draft_q("bigram-draft-near", SAMPLING), 2)
     # Row 2 keeps x[2] and gives token 0 half the mass: a verifier that indexes the rows flat reads q[1] "at V"
@@ -94,9 +84,5 @@ async def rule2_proposal_with_token_at_vocab_size(ctx: CaseContext) -> None:
     answer = await ctx.propose(session, proposal.tokens, q_rows=publish(ctx, session, proposal, "-vocab"))
     ctx.expect_refusal(answer, "R-6.4-ZERO-Q", RANGE_ROW,
                        what=f"a rule-2 proposal whose x[1] is token {vocab} (outside the vocabulary 0..{vocab - 1})")
-    if answer.ok:
-        return
-    require_nothing_committed(ctx, session, "after the refused proposal")
-    judge = Rule2Judge(ctx)
-    await rule2_round(ctx, session, judge, draft_q("bigram-draft-near", SAMPLING), 3, sampling)
-    judge.finish()
+    if not answer.ok:
+        await then_valid_round(ctx, session, sampling)
