@@ -179,6 +179,14 @@ def killers(report: dict[str, object]) -> list[str]:
     return [str(result["id"]) for result in results if result["verdict"] in ("FAILED", "NON-STRICT")]
 
 
+def failed_rows(report: dict[str, object]) -> set[str]:
+    """The rows of the FAILED findings of the failed cases."""
+    results = report.get("results", [])
+    assert isinstance(results, list)
+    return {str(finding.get("row")) for result in results if result["verdict"] == "FAILED"
+            for finding in result.get("findings", []) if finding.get("severity") == "FAILED"}
+
+
 def certify_planted(
     role_name: str, name: str, path: Path, work: Path, *, seed: int, select: Sequence[str] = ()
 ) -> tuple[dict[str, Any] | None, int]:
@@ -230,6 +238,8 @@ def campaign(role_name: str, names: list[str], seed: int, work: Path) -> list[st
             role_name, name, path, work, seed=seed, select=[f"--exclude={case}" for case in excluded]
         )
         got = outcome(report) if report is not None else f"no report (exit {status})"
+        if planted.row and report is not None and planted.row not in failed_rows(report):
+            got += f", not on {planted.row}"
         mark = "ok  " if got == planted.expected else "DIFF"
         if got != planted.expected:
             differing.append(f"{role_name}:{name}")

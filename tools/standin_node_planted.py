@@ -18,9 +18,20 @@ class Planted(NamedTuple):
     replacement: str
     expected: str
     why: str = ""
+    row: str = ""
+    """Where the status alone would not show the cause: the row the failed cases' findings must be on."""
 
 
 VERIFIER: dict[str, Planted] = {
+    # transport as a client (§5.1): judged on R-5.1-MTLS-CLIENT, D-JUDGE-REFUSED-CLIENT
+    "mlc-without-client-certificate": Planted(
+        "links.js",
+        "session = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3', servername: undefined });",
+        "session = http2.connect(origin, { ca: this.tls.ca, minVersion: 'TLSv1.3', servername: undefined });",
+        "INCOMPLETE",
+        "the sanity case fails: no q_rows GET reaches the harness's MLC",
+        "R-5.1-MTLS-CLIENT",
+    ),
     # rule 2 (§6.4)
     "residual-from-p": Planted(
         "protocol.js",
@@ -440,6 +451,15 @@ VERIFIER: dict[str, Planted] = {
 
 
 ROUTER: dict[str, Planted] = {
+    # transport as a client (§5.1): judged on R-5.1-MTLS-CLIENT, D-JUDGE-REFUSED-CLIENT
+    "outbound-tls12-only": Planted(
+        "links.js",
+        "session = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3' });",
+        "session = http2.connect(origin, { ...this.tls, maxVersion: 'TLSv1.2' });",
+        "INCOMPLETE",
+        "the sanity case fails: nothing reaches the harness",
+        "R-5.1-MTLS-CLIENT",
+    ),
     "eligible-grace-2s": Planted(
         "router.js",
         "eligible(instance) { return instance.expiresAt > Date.now(); }",
@@ -836,6 +856,23 @@ ROUTER: dict[str, Planted] = {
 }
 
 DRAFTER: dict[str, Planted] = {
+    # transport as a client (§5.1): judged on R-5.1-MTLS-CLIENT, D-JUDGE-REFUSED-CLIENT
+    "no-client-certificate": Planted(
+        "links.js",
+        "s = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3' });",
+        "s = http2.connect(origin, { ca: this.tls.ca, minVersion: 'TLSv1.3' });",
+        "INCOMPLETE",
+        "the sanity case fails: nothing reaches the harness",
+        "R-5.1-MTLS-CLIENT",
+    ),
+    "tls12-only": Planted(
+        "links.js",
+        "s = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3' });",
+        "s = http2.connect(origin, { ...this.tls, maxVersion: 'TLSv1.2' });",
+        "INCOMPLETE",
+        "the sanity case fails: nothing reaches the harness",
+        "R-5.1-MTLS-CLIENT",
+    ),
     "router-check-any-peer": Planted(
         "server.js",
         "if (!this.config.routers.includes(peer)) throw",

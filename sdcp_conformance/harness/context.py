@@ -25,6 +25,7 @@ from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.chain import contract_digest, extend_digest, prefix_digest
 from sdcp_conformance.protocol.codec import decode_sequence
 from sdcp_conformance.protocol.messages import Message, Output, SessionState, Verdict
+from sdcp_conformance.transport.server import H2Server
 
 M = TypeVar("M", bound=Message)
 
@@ -99,6 +100,9 @@ class CaseContext(JudgedContext):
         super().__init__(case, seed, run)
         self.env = env
         self.sessions: list[TrackedSession] = []
+
+    def played_servers(self) -> Sequence[H2Server]:
+        return self.env.servers
 
     def expect_ok(self, answer: Answer, kind: type[M], *, what: str = "", row: str = "R-5.1-RESOURCES") -> M:
         """A 2xx answer carrying a well-formed ``kind`` (P1-MSG-4: any 2xx is success); otherwise the case stops."""

@@ -39,6 +39,7 @@ from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.messages import Proposal, Verdict
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.transport.problem import status_problem_response
+from sdcp_conformance.transport.server import H2Server
 from sdcp_conformance.transport.types import Response, TransportFault
 
 if TYPE_CHECKING:
@@ -67,6 +68,9 @@ class DrafterContext(JudgedContext):
         super().__init__(case, seed, run)
         self.env = env
         self.sessions: list[PlayedSession] = []
+
+    def played_servers(self) -> Sequence[H2Server]:
+        return self.env.servers
 
     # ------------------------------------------------------------------ models and contracts
 

@@ -200,7 +200,7 @@ class DrafterEnvironment:
         for name, uri, handler in served:
             server = H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name),
                                                     ca=self.pki.ca_cert, host=urlsplit(uri).hostname or "127.0.0.1",
-                                                    port=urlsplit(uri).port or 443))
+                                                    port=urlsplit(uri).port or 443, label=name))
             await server.start()
             self.servers.append(server)
 

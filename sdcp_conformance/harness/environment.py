@@ -292,7 +292,7 @@ class Environment:
                             else Recorder("router", self.inbox, self._router_transcripts))
         started = H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name),
                                                  ca=self.pki.ca_cert, host=urlsplit(uri).hostname or "127.0.0.1",
-                                                 port=port_of(uri)))
+                                                 port=port_of(uri), label=name))
         await started.start()
         self.servers.append(started)
         self._serving.add(name)

@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import random
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, NoReturn
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case, CaseSkipped, CaseStopped
+from sdcp_conformance.harness.refused_clients import ROW as REFUSED_ROW
+from sdcp_conformance.harness.refused_clients import TRANSPORT_ROWS, describe_refused
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.judge import TABLE, Answered, Finding, deviation, judge_refusal
 from sdcp_conformance.judge import Verdict as Severity
+from sdcp_conformance.transport.server import H2Server
 
 
 def session_id_for(rng: random.Random, nonce: bytes) -> bytes:
@@ -51,6 +55,19 @@ class JudgedContext:
         self.findings: list[Finding] = []
         self.attachments: dict[str, Any] = {}
         """Structured evidence by name (JSON-ready), copied into the result: the HTML report plots it."""
+        self.started_at = time.monotonic()
+
+    def played_servers(self) -> Sequence[H2Server]:
+        """The servers of the parties the harness plays for the IUT (its verifiers, cache, router, drafters)."""
+        return ()
+
+    def attributed(self, row: str, message: str) -> tuple[str, str, str]:
+        """(row, message, actual) of a finding that stops the case: D-JUDGE-REFUSED-CLIENT puts it on
+        R-5.1-MTLS-CLIENT when the harness's servers refused the IUT's connections since the case began."""
+        refused = "" if row in TRANSPORT_ROWS else describe_refused(self.played_servers(), self.started_at)
+        if not refused:
+            return row, message, ""
+        return REFUSED_ROW, f"{refused}; then: {message}", refused
 
     # ------------------------------------------------------------------ judgements (P1-JUDGE-1..2)
 
@@ -86,7 +103,10 @@ class JudgedContext:
 
     def fail(self, message: str, *, row: str | None = None, expected: Sequence[str] = (), actual: str = "") -> NoReturn:
         """Record a deviation from ``row`` (default: the case's own sentence) and stop the case."""
-        raise CaseStopped(self.deviate(row or self.case.primary_row, message, expected=expected, actual=actual))
+        judged_row, judged_message, refused = self.attributed(row or self.case.primary_row, message)
+        if refused:
+            expected, actual = ["HTTP/2 over TLS 1.3 with the IUT's client certificate (§5.1)"], refused
+        raise CaseStopped(self.deviate(judged_row, judged_message, expected=expected, actual=actual))
 
     def skip(self, reason: str) -> NoReturn:
         raise CaseSkipped(reason)

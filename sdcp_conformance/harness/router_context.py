@@ -31,6 +31,7 @@ from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.messages import Output
+from sdcp_conformance.transport.server import H2Server
 
 DEFAULT_PROMPT = (5, 9, 14)
 ACT_S = 10.0
@@ -51,6 +52,9 @@ class RouterContext(JudgedContext):
         self.history = env.history
         self.sessions: list[FrontSession] = []
         self.act_s = EMBEDDED_ACT_S if env.config.embedded else ACT_S
+
+    def played_servers(self) -> Sequence[H2Server]:
+        return self.env.servers
 
     def helper_row(self, row: str) -> str:
         """The row a shared helper judges against: ``row`` where the case declares it (or it is ambient), else

@@ -224,7 +224,7 @@ class RouterEnvironment:
         for name, uri, handler in handlers:
             server = H2Server(_Recorder(name, handler, lambda: self.current), ServerConfig(
                 cert=self.pki.cert(name), key=self.pki.key(name), ca=self.pki.ca_cert,
-                host=urlsplit(uri).hostname or "127.0.0.1", port=urlsplit(uri).port or 443))
+                host=urlsplit(uri).hostname or "127.0.0.1", port=urlsplit(uri).port or 443, label=name))
             await server.start()
             self.servers.append(server)
 

@@ -185,8 +185,9 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     except CaseSkipped as skipped:
         result.verdict, result.message = Verdict.SKIPPED, skipped.reason
     except TimeoutError:
-        context.deviate("R-5.1-RESOURCES", f"no conclusion within {case.timeout_s:.0f} s: the IUT hung"
-                        + _in_flight(context))
+        row, message, refused = context.attributed(
+            "R-5.1-RESOURCES", f"no conclusion within {case.timeout_s:.0f} s: the IUT hung" + _in_flight(context))
+        context.deviate(row, message, actual=refused)
     except Exception as exc:  # a bug in the harness or the case, never blamed on the IUT
         result.verdict = Verdict.ERROR
         result.message = f"harness error: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"

@@ -5,9 +5,10 @@ with a FAILED verdict that names the stage where it broke (issue 12) — never
 a PASS, a crash or a hang. Modes that need correct SDCP answers around their
 misbehaviour (a wrong label on a valid body, valid answers then a hang, a
 graceful GOAWAY) take them from an inner :data:`~sdcp_conformance.transport.types.Handler`,
-normally the reference verifier's app. :attr:`Mode.GRACEFUL_GOAWAY` is the
-one conformant mode: it ends connections gracefully after every few streams
-(GOAWAY(NO_ERROR) sent *before* the answers it still owes) and must PASS.
+normally the reference verifier's app. The modes in :data:`CONFORMANT` do
+only what HTTP/2 allows (a graceful GOAWAY before the answers still owed,
+a 103 first, trailers, a header block in CONTINUATION frames, …): a harness
+must judge their inner handler as if it were reached directly.
 
 The server is built on h2 like the project's own (:mod:`.h2state` keeps h2
 open through GOAWAY) but shares none of its limits: it misbehaves only as
@@ -28,7 +29,15 @@ import h2.events
 import h2.exceptions
 import h2.settings
 from h2.errors import ErrorCodes
-from hyperframe.frame import HeadersFrame, PriorityFrame, PushPromiseFrame, SettingsFrame
+from hyperframe.frame import (
+    ContinuationFrame,
+    DataFrame,
+    HeadersFrame,
+    PriorityFrame,
+    PushPromiseFrame,
+    RstStreamFrame,
+    SettingsFrame,
+)
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.codec import encode
@@ -122,6 +131,28 @@ class Mode(enum.Enum):
     CLOSE_WHEN_IDLE = "close-when-idle"
     """Conformant: once no stream is open, GOAWAY(NO_ERROR) naming the last stream received, then the connection
     closes: each connection serves one burst of requests."""
+    RESET_AFTER_ANSWER = "reset-after-answer"
+    """Conformant: each complete answer is followed by RST_STREAM(NO_ERROR), which RFC 9113 §8.1 says a client
+    MUST NOT discard the response for."""
+    EARLY_ANSWER = "early-answer"
+    """SETTINGS_INITIAL_WINDOW_SIZE 16, and on each request's HEADERS, before its body arrives, a complete 413
+    problem answer and RST_STREAM(NO_ERROR) (RFC 9113 §8.1): an answer the client must read as the answer, not
+    as a reset."""
+    LONG_HEADERS = "long-headers"
+    """Conformant: each answer carries a header of 24,000 octets, so its header block spans HEADERS and
+    CONTINUATION frames (RFC 9113 §6.10); the client advertised no SETTINGS_MAX_HEADER_LIST_SIZE."""
+    CONTINUATION_FLOOD = "continuation-flood"
+    """A HEADERS frame without END_HEADERS, then CONTINUATION frames that never end the header block."""
+    ENDLESS_INFORMATIONAL = "endless-informational"
+    """A 103 (Early Hints) every 20 ms and never a final response."""
+    DATA_BEFORE_HEADERS = "data-before-headers"
+    """A DATA frame ending the stream before any HEADERS (RFC 9113 §8.1: a malformed response)."""
+    BODY_OVER_DECLARED = "body-over-declared"
+    """The inner handler's answer with a content-length 5 octets short of its body (RFC 9113 §8.1.1: malformed)."""
+    BODY_UNDER_DECLARED = "body-under-declared"
+    """The inner handler's answer with a content-length 5 octets over its body, and END_STREAM after the body."""
+    CONNECTION_HEADER = "connection-header"
+    """The inner handler's answer with a ``connection: keep-alive`` header (RFC 9113 §8.2.2: malformed)."""
 
     @property
     def needs_inner(self) -> bool:
@@ -132,15 +163,17 @@ _INNER_MODES = frozenset({Mode.WRONG_MEDIA_TYPE, Mode.NO_CLIENT_CERT_REQUEST, Mo
                           Mode.VALID_THEN_HANG, Mode.VALID_THEN_CLOSE, Mode.CBOR_AS_HTML, Mode.TRUNCATED_BODY,
                           Mode.GRACEFUL_GOAWAY, Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES,
                           Mode.SHUTDOWN_NOTICE, Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW,
-                          Mode.CLOSE_WHEN_IDLE, Mode.PUSH_PROMISE})
+                          Mode.CLOSE_WHEN_IDLE, Mode.PUSH_PROMISE, Mode.RESET_AFTER_ANSWER, Mode.LONG_HEADERS,
+                          Mode.BODY_OVER_DECLARED, Mode.BODY_UNDER_DECLARED, Mode.CONNECTION_HEADER})
 CONFORMANT = frozenset({Mode.GRACEFUL_GOAWAY, Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES,
                         Mode.SHUTDOWN_NOTICE, Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW,
-                        Mode.CLOSE_WHEN_IDLE})
+                        Mode.CLOSE_WHEN_IDLE, Mode.RESET_AFTER_ANSWER, Mode.LONG_HEADERS})
 """Modes in which the server only does what HTTP/2 allows: a harness must judge the inner handler as if direct."""
 _SETTINGS = {Mode.ZERO_WINDOW: {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0},
              Mode.NO_STREAMS: {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 0},
              Mode.ONE_STREAM: {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1},
-             Mode.SMALL_WINDOW: {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16}}
+             Mode.SMALL_WINDOW: {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16},
+             Mode.EARLY_ANSWER: {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16}}
 UNKNOWN_FRAME_TYPE = 0xFA
 """A frame type no RFC defines: RFC 9113 §5.5 says a receiver ignores it."""
 UNKNOWN_SETTING = 0xFAFA
@@ -151,6 +184,9 @@ LAST_STREAM_ID = (1 << 31) - 1
 GARBAGE = b"\xff\xfe<html>not CBOR</html>"
 """0xff is a CBOR "break" with nothing to end: not well-formed (RFC 8949 §3.2.1)."""
 CHUNK = bytes(16_384)
+LONG_HEADER = ("sdcp-conformance-long", "x" * 24_000)
+"""Over 16,384 octets once HPACK-encoded (Huffman codes 'x' in 7 bits): more than one frame's worth."""
+INFORMATIONAL_INTERVAL_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -342,6 +378,8 @@ class _Connection(asyncio.Protocol):
             self.highest_stream = max(self.highest_stream, event.stream_id)
             self.headers[event.stream_id] = list(event.headers or ())
             self.bodies[event.stream_id] = bytearray()
+            if self.mode is Mode.EARLY_ANSWER:
+                self._early_answer(event.stream_id)
         elif isinstance(event, h2.events.DataReceived):
             self.bodies.setdefault(event.stream_id, bytearray()).extend(event.data or b"")
             self.h2.acknowledge_received_data(event.flow_controlled_length or 0, event.stream_id)
@@ -401,6 +439,19 @@ class _Connection(asyncio.Protocol):
         request = make_request(headers, bytes(body), self.identity)
         self.tasks[stream_id] = asyncio.ensure_future(self._serve(stream_id, request))
 
+    def _early_answer(self, stream_id: int) -> None:
+        """A complete answer while the request body is still stuck behind a 16-octet window, then RST_STREAM
+        (NO_ERROR): RFC 9113 §8.1's way to ask the client to stop sending a body the answer did not need."""
+        self.headers.pop(stream_id, None)
+        self.bodies.pop(stream_id, None)
+        self.server.stats.requests += 1
+        response = status_problem_response(413, "the misbehaving server answers before reading the body")
+        self.h2.send_headers(stream_id, [(":status", "413"), ("content-length", str(len(response.body))),
+                                         *((k.lower(), v) for k, v in response.headers)])
+        self.h2.send_data(stream_id, response.body, end_stream=True)
+        self.h2.reset_stream(stream_id, ErrorCodes.NO_ERROR)
+        self.server.stats.answered += 1
+
     # -- misbehaving ----------------------------------------------------------------------
 
     async def _serve(self, stream_id: int, request: Request) -> None:
@@ -445,6 +496,17 @@ class _Connection(asyncio.Protocol):
             self.flush()
             if self.transport is not None:
                 self.transport.write(HeadersFrame(stream_id, block, flags=["END_HEADERS", "END_STREAM"]).serialize())
+        elif mode is Mode.CONTINUATION_FLOOD:
+            await self._continuation_flood(stream_id)
+        elif mode is Mode.ENDLESS_INFORMATIONAL:
+            while True:  # until the client resets the stream or the connection closes
+                self.h2.send_headers(stream_id, [(":status", "103"), ("link", "</cache/>; rel=preconnect")])
+                self.flush()
+                await asyncio.sleep(INFORMATIONAL_INTERVAL_S)
+        elif mode is Mode.DATA_BEFORE_HEADERS:
+            self._raw(DataFrame(stream_id, encode({"hello": "world"}), flags=["END_STREAM"]).serialize())
+        elif mode in (Mode.BODY_OVER_DECLARED, Mode.BODY_UNDER_DECLARED, Mode.CONNECTION_HEADER):
+            await self._malformed(stream_id, await self._inner(request))
         elif mode in (Mode.HUGE_BODY, Mode.HUGE_BODY_UNDECLARED):
             await self._huge(stream_id, declared=mode is Mode.HUGE_BODY)
         elif mode is Mode.TRUNCATED_BODY:
@@ -462,8 +524,12 @@ class _Connection(asyncio.Protocol):
             self.flush()
             await self._send(stream_id, await self._inner(request))
         elif mode in (Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES, Mode.ONE_STREAM, Mode.SMALL_WINDOW,
-                      Mode.CLOSE_WHEN_IDLE, Mode.VALID_THEN_CLOSE):
+                      Mode.CLOSE_WHEN_IDLE, Mode.VALID_THEN_CLOSE, Mode.LONG_HEADERS):
             await self._send(stream_id, await self._inner(request))
+        elif mode is Mode.RESET_AFTER_ANSWER:
+            await self._send(stream_id, await self._inner(request))
+            # The stream is closed in h2's eyes once both sides ended it, so h2 sends nothing more on it.
+            self._raw(RstStreamFrame(stream_id, error_code=ErrorCodes.NO_ERROR).serialize())
         else:
             await self._relabelled(stream_id, request)
 
@@ -478,6 +544,34 @@ class _Connection(asyncio.Protocol):
                    + payload)  # hyperframe's ExtensionFrame serialises a zero length
         self.transport.write(PriorityFrame(stream_id, depends_on=0, stream_weight=15).serialize() + unknown
                              + SettingsFrame(0, settings={UNKNOWN_SETTING: 1}).serialize())
+
+    def _raw(self, frames: bytes) -> None:
+        """Frames h2 would refuse to build, written after what h2 has queued."""
+        self.flush()
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(frames)
+
+    async def _continuation_flood(self, stream_id: int) -> None:
+        block = self.h2.encoder.encode([(":status", "200"), ("content-type", SDCP_MEDIA_TYPE)])
+        self._raw(HeadersFrame(stream_id, block).serialize())  # no END_HEADERS: the block goes on
+        filler = ContinuationFrame(stream_id, b"\x00" * 1024).serialize()  # literal fields of empty names, unended
+        while self.transport is not None and not self.transport.is_closing():
+            self._raw(filler)
+            while self.transport is not None and self.transport.get_write_buffer_size() > 1 << 16:
+                await asyncio.sleep(0.005)  # as fast as the client reads, never faster
+            await asyncio.sleep(0)
+
+    async def _malformed(self, stream_id: int, response: Response) -> None:
+        """The answer's header block encoded by hand (h2 validates what it sends), then its body raw."""
+        body = response.body
+        declared = len(body) + {Mode.BODY_OVER_DECLARED: -5, Mode.BODY_UNDER_DECLARED: 5}.get(self.mode, 0)
+        headers = [(":status", str(response.status)), ("content-length", str(declared)),
+                   *((k.lower(), v) for k, v in response.headers if k.lower() != "content-length")]
+        if self.mode is Mode.CONNECTION_HEADER:
+            headers.append(("connection", "keep-alive"))
+        block = self.h2.encoder.encode(headers)
+        self._raw(HeadersFrame(stream_id, block, flags=["END_HEADERS"]).serialize()
+                  + DataFrame(stream_id, body, flags=["END_STREAM"]).serialize())
 
     def _push(self, stream_id: int) -> None:
         """A PUSH_PROMISE and its response, written raw: h2 refuses to push to a client that turned push off."""

@@ -158,6 +158,9 @@ class ClientConnection(asyncio.Protocol):
             events = self.h2.receive_data(data)
         except h2.exceptions.ProtocolError as exc:
             self.flush()  # h2 queued a GOAWAY naming the error
+            for event in self.h2.parsed_events:  # the frames before the bad one: their headers are evidence
+                with contextlib.suppress(h2.exceptions.ProtocolError):
+                    self._dispatch(event)
             self._on_protocol_error(exc)
             self.close()
             return
@@ -210,6 +213,7 @@ class ClientConnection(asyncio.Protocol):
         for stream_id in list(self.streams):
             stream = self.streams[stream_id]
             if isinstance(exc, h2.exceptions.InvalidBodyLengthError) and stream.status:
+                stream.received = exc.actual_length  # h2 counted the refused frame's bytes; they did arrive
                 stage = Stage.BODY_TRUNCATED if exc.actual_length < exc.expected_length else Stage.H2_PROTOCOL
                 failure = TransportFailure.at(stage, f"{exc}: {stream.words()}", connection=self.info,
                                               stream_id=stream_id, **stream.evidence())

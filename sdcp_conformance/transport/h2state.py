@@ -19,11 +19,18 @@
    nine header bytes are in, and reports every complete frame's header to an
    observer (the server's rate limits count RST_STREAM, SETTINGS, PING and
    empty DATA there, before h2 acts on them).
+3. **The events before a protocol error are kept**: h2 parses every frame
+   of a read before returning its events, and a frame that raises
+   ``ProtocolError`` loses the events of the frames before it — a response's
+   HEADERS arrive with its over-long body in one read, and the evidence of
+   the error would say "no response headers". :attr:`GoawayAwareConnection.parsed_events`
+   holds them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import h2.config
 import h2.connection
@@ -32,6 +39,9 @@ from h2.events import Event
 from h2.exceptions import FrameTooLargeError
 from h2.frame_buffer import FrameBuffer
 from hyperframe.frame import Frame
+
+if TYPE_CHECKING:
+    from h2._typing import Buffer  # h2's own spelling of PEP 688's buffer protocol (Python 3.12's Buffer)
 
 FrameObserver = Callable[[int, int, int, int], None]
 """``observer(frame_type, flags, stream_id, length)``, called once per complete frame, before h2 parses it."""
@@ -93,6 +103,18 @@ class GoawayAwareConnection(h2.connection.H2Connection):
         self.state_machine = _OpenThroughGoaway()
         self.incoming_buffer: CheckedFrameBuffer = CheckedFrameBuffer(server=not config.client_side,
                                                                       observer=observer)
+        self.parsed_events: list[Event] = []
+        """The events of the frames parsed so far in the current (or last) :meth:`receive_data`."""
+
+    def receive_data(self, data: Buffer) -> list[Event]:
+        self.parsed_events = []
+        events: list[Event] = super().receive_data(data)
+        return events
+
+    def _receive_frame(self, frame: Frame) -> list[Event]:
+        events: list[Event] = super()._receive_frame(frame)
+        self.parsed_events.extend(events)
+        return events
 
     def clear_outbound_data_buffer(self) -> None:
         """Keep queued frames: h2 calls this on receiving GOAWAY, but the connection goes on (see module doc)."""

@@ -35,10 +35,12 @@ each handler checks the content type it expects.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import ssl
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -71,6 +73,8 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 0
     require_client_cert: bool = True
+    label: str = ""
+    """The party the server plays (``verifier-1``, ``cache``), for messages about the clients it refused."""
     limits: ServerLimits = field(default_factory=default_limits)
     shutdown_grace: float = 2.0
     """Seconds :meth:`H2Server.stop` waits for TLS close_notify before aborting sockets."""
@@ -106,6 +110,49 @@ class ServerStats:
     frame_size_refused: int = 0
 
 
+@dataclass(frozen=True)
+class RefusedConnection:
+    """A client the server refused for how it spoke, not for what it asked: a failed TLS handshake, HTTP/1.1,
+    an HTTP/2 protocol error. A harness playing a party for an IUT names these as the cause when nothing of
+    the IUT's arrives (a drafter offering TLS 1.2 never proposes)."""
+
+    at: float
+    """``time.monotonic()`` when it was refused."""
+    stage: str
+    """``tls-handshake``, ``http/1.1`` or ``h2-protocol``."""
+    detail: str
+    identity: str | None = None
+    """The client certificate's URI SAN, where the handshake got that far."""
+
+    def describe(self) -> str:
+        who = f" ({self.identity})" if self.identity else ""
+        return f"{self.stage}{who}: {self.detail}"
+
+
+REFUSALS_KEPT = 64
+"""The most recent refusals a server keeps (a client retrying a bad handshake forever must not grow memory)."""
+_NOT_THE_CLIENTS_FAULT = (TimeoutError, ConnectionError, ssl.SSLEOFError, ssl.SSLZeroReturnError)
+"""A handshake that timed out or whose socket dropped says nothing about how the client speaks TLS."""
+
+
+def handshake_words(error: BaseException) -> str:
+    """What a failed server-side handshake says about the client, in words."""
+    reason = str(getattr(error, "reason", "") or "")
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"the client's certificate failed verification: {error.verify_message or error}"
+    if reason == "PEER_DID_NOT_RETURN_A_CERTIFICATE":
+        return "the client presented no certificate (§5.1: mutual certificate authentication is REQUIRED)"
+    if reason in ("UNSUPPORTED_PROTOCOL", "NO_PROTOCOLS_AVAILABLE"):
+        return f"the client did not offer TLS 1.3 (OpenSSL: {reason}; §5.1 requires TLS 1.3)"
+    if reason == "HTTP_REQUEST":
+        return "the client spoke plain-text HTTP, not TLS (§5.1 requires TLS 1.3)"
+    if reason == "WRONG_VERSION_NUMBER":
+        return "the client's first bytes are not a TLS record (plain text, or not TLS; §5.1 requires TLS 1.3)"
+    if reason.startswith(("TLSV1_ALERT_", "SSLV3_ALERT_")):
+        return f"the client ended the handshake with alert {reason.split('ALERT_', 1)[1].lower()}"
+    return f"{type(error).__name__}: {reason or error}"
+
+
 class H2Server:
     """Serves one :data:`Handler` over HTTP/2 + TLS 1.3 (+ mTLS by default) on asyncio."""
 
@@ -121,12 +168,28 @@ class H2Server:
         self._connections: set[ServerConnection] = set()
         self._starved: set[ServerConnection] = set()
         self._per_identity: dict[str | None, int] = {}
+        self.refused: collections.deque[RefusedConnection] = collections.deque(maxlen=REFUSALS_KEPT)
+        """The clients refused for how they spoke, most recent last."""
 
     async def start(self) -> None:
         # The TLS layer sends the alert of a refused handshake (asyncio's own would just close).
         self._server = await serve_tls(lambda: ServerConnection(self), self._ssl, self.config.host, self.config.port,
                                        handshake_timeout=self.limits.handshake_timeout_s,
-                                       shutdown_timeout=self.config.shutdown_grace)
+                                       shutdown_timeout=self.config.shutdown_grace,
+                                       on_handshake_failed=self._handshake_failed)
+
+    def _handshake_failed(self, error: BaseException | type[BaseException]) -> None:
+        # asyncio passes the class ConnectionResetError itself for a socket that ended mid-handshake
+        kind = error if isinstance(error, type) else type(error)
+        if not issubclass(kind, _NOT_THE_CLIENTS_FAULT) and isinstance(error, BaseException):
+            self.refuse("tls-handshake", handshake_words(error))
+
+    def refuse(self, stage: str, detail: str, identity: str | None = None) -> None:
+        """Record a client refused for how it spoke (:class:`RefusedConnection`)."""
+        self.refused.append(RefusedConnection(time.monotonic(), stage, detail, identity))
+
+    def refused_since(self, since: float) -> list[RefusedConnection]:
+        return [refusal for refusal in self.refused if refusal.at >= since]
 
     async def stop(self) -> None:
         """Stop listening, send GOAWAY on every connection, cancel handlers, close sockets."""
@@ -279,10 +342,12 @@ def run_server_in_thread(
 __all__ = [
     "DEFAULT_LIMITS",
     "H2Server",
+    "RefusedConnection",
     "RunningServer",
     "ServerConfig",
     "ServerLimits",
     "ServerStats",
     "default_limits",
+    "handshake_words",
     "run_server_in_thread",
 ]

@@ -177,8 +177,10 @@ class ServerConnection(asyncio.Protocol):
             stats = self._server.stats
             if isinstance(exc, _Calm):
                 self._count_calm(exc.what)
-            elif isinstance(exc, h2.exceptions.FrameTooLargeError):
-                stats.frame_size_refused += 1
+            else:
+                if isinstance(exc, h2.exceptions.FrameTooLargeError):
+                    stats.frame_size_refused += 1
+                self._server.refuse("h2-protocol", f"{type(exc).__name__}: {exc}", self._identity)
             self._flush()
             self._close()
             return
@@ -257,7 +259,12 @@ class ServerConnection(asyncio.Protocol):
         assert self._transport is not None
         self._server.stats.http1_refused += 1
         if not data.startswith(H2_PREFACE[: len(data)]):
+            line = bytes(data[:80]).split(b"\r\n", 1)[0].decode("latin-1", "replace")
+            self._server.refuse("http/1.1", f"the client spoke HTTP/1.1 ({line!r}; §5.1 requires HTTP/2)")
             self._transport.write(HTTP1_REFUSAL)
+        else:
+            self._server.refuse("alpn", "the client sent the HTTP/2 preface without negotiating ALPN h2 "
+                                "(P1-TLS-1)")
         self._http1 = True
         self._close()
 

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import ssl
 from asyncio import sslproto
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -90,23 +91,33 @@ class AlertingServerTls(sslproto.SSLProtocol):
     idle connections. 32 KiB (two HTTP/2 frames of the default size) reads SDCP's messages as well; measured,
     300 idle connections then cost the server 29 MiB instead of 90 (bench_server_attacks.py)."""
 
+    on_failed: Callable[[BaseException | type[BaseException]], None] | None = None
+    """Told of each failed handshake (the server's record of the clients it refused)."""
+
     def _on_handshake_complete(self, handshake_exc: BaseException | None) -> None:
         if handshake_exc is not None:
+            if self.on_failed is not None:  # before the alert goes out: whoever reads it finds the record made
+                self.on_failed(handshake_exc)
             with contextlib.suppress(Exception):  # best effort: the handshake failed anyway
                 self._process_outgoing()  # type: ignore[attr-defined]
         super()._on_handshake_complete(handshake_exc)
 
 
 async def serve_tls(factory: Any, context: ssl.SSLContext, host: str, port: int, *, handshake_timeout: float,
-                    shutdown_timeout: float) -> asyncio.Server:
-    """``loop.create_server(factory, host, port, ssl=context)`` with :class:`AlertingServerTls` as the TLS layer."""
+                    shutdown_timeout: float,
+                    on_handshake_failed: Callable[[BaseException | type[BaseException]], None] | None = None
+                    ) -> asyncio.Server:
+    """``loop.create_server(factory, host, port, ssl=context)`` with :class:`AlertingServerTls` as the TLS layer;
+    ``on_handshake_failed`` is told of every handshake that failed."""
     loop = asyncio.get_running_loop()
 
     def tls_protocol() -> AlertingServerTls:
         # typeshed wants a waiter future and int timeouts; asyncio takes None (nobody waits) and seconds as floats.
-        return AlertingServerTls(loop, factory(), context, None, server_side=True,  # type: ignore[arg-type]
-                                 ssl_handshake_timeout=handshake_timeout,  # type: ignore[arg-type]
-                                 ssl_shutdown_timeout=shutdown_timeout)
+        protocol = AlertingServerTls(loop, factory(), context, None, server_side=True,  # type: ignore[arg-type]
+                                     ssl_handshake_timeout=handshake_timeout,  # type: ignore[arg-type]
+                                     ssl_shutdown_timeout=shutdown_timeout)
+        protocol.on_failed = on_handshake_failed
+        return protocol
 
     return await loop.create_server(tls_protocol, host, port)
 

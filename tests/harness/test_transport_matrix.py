@@ -11,6 +11,7 @@ matrix (``-s -n 0`` shows it): mode, stage, seconds to the verdict.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 
@@ -67,6 +68,14 @@ EXPECTED: dict[Mode, tuple[tuple[str, ...], tuple[str, ...]]] = {
     Mode.NO_STREAMS: (("no free stream", "SETTINGS_MAX_CONCURRENT_STREAMS is 0"), ("stage=headers-timeout",)),
     Mode.BAD_STATUS: (("HTTP/2 protocol error", ":status '2xx' is not a three-digit"), ("stage=h2-protocol",)),
     Mode.PUSH_PROMISE: (("HTTP/2 protocol error", "push"), ("stage=h2-protocol",)),
+    Mode.EARLY_ANSWER: (("got 413",), ("content-type application/problem+json",)),
+    Mode.CONTINUATION_FLOOD: (("HTTP/2 protocol error", "continuation"), ("stage=h2-protocol",)),
+    Mode.ENDLESS_INFORMATIONAL: (("headers timeout",), ("stage=headers-timeout", "deadline_s=1")),
+    Mode.DATA_BEFORE_HEADERS: (("HTTP/2 protocol error", "data before headers"), ("stage=h2-protocol",)),
+    Mode.BODY_OVER_DECLARED: (("HTTP/2 protocol error", "status 201", "body bytes received"),
+                              ("stage=h2-protocol", "status=201", "received=")),
+    Mode.BODY_UNDER_DECLARED: (("body truncated", "status 201"), ("stage=body-truncated", "received=")),
+    Mode.CONNECTION_HEADER: (("HTTP/2 protocol error", "connection-specific header"), ("stage=h2-protocol",)),
 }
 EXTRA_CASES = {Mode.NO_CLIENT_CERT_REQUEST: ("VER-5.1-TRANSPORT-001",)}
 """The sanity case runs against every mode; a server that answers validly but never asks for a client
@@ -113,6 +122,22 @@ def test_misbehaving_server_ends_failed_with_its_stage_named(mode: Mode, tmp_pat
     assert all(entry.note for entry in failed.transcript if entry.direction == "to-iut"), "evidence on every entry"
     stage = next((part.split("=", 1)[1] for part in notes.split("; ") if part.startswith("stage=")), "message")
     print(f"\nMATRIX {mode.value:24} {stage:18} {elapsed:6.2f} s  {failed.case.id}: {failed.message[:110]}")
+
+
+@pytest.mark.parametrize(("mode", "surplus"), [(Mode.BODY_OVER_DECLARED, 5), (Mode.BODY_UNDER_DECLARED, -5)],
+                         ids=lambda value: str(value))
+def test_a_body_at_odds_with_its_content_length_is_reported_with_both_lengths(
+        mode: Mode, surplus: int, tmp_path: Path) -> None:
+    """The response's HEADERS and its whole body arrive in one read, and h2 refuses the body at its last frame:
+    the evidence is the declared length and the bytes that arrived, not "no response headers"."""
+    report, _, _ = asyncio.run(_certify(mode, tmp_path))
+    failed = report.results[0]
+    lengths = re.search(r"Expected (\d+) bytes, received (\d+)", failed.message)
+    assert lengths is not None, failed.message
+    declared, received = int(lengths[1]), int(lengths[2])
+    assert received - declared == surplus
+    notes = " | ".join(entry.note for entry in failed.transcript)
+    assert f"content_length={declared}" in notes and f"received={received}" in notes, notes
 
 
 @pytest.mark.parametrize("mode", sorted(CONFORMANT - {Mode.GRACEFUL_GOAWAY}, key=lambda mode: mode.value),

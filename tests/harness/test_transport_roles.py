@@ -150,3 +150,26 @@ def test_a_misbehaving_drafter_or_router_is_judged_for_where_it_broke(
     if mode in STAGE_OF and mode not in (Mode.STATUS_500_WITH_BODY, Mode.STATUS_500_WITHOUT_BODY):
         assert "refused" not in first.message  # P1-JUDGE-3: no answer is never a refusal
 
+
+
+def test_a_drafter_without_a_client_certificate_is_judged_on_its_transport_not_on_its_silence(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedded reference drafter, its outbound clients stripped of their certificate: the harness's verifier
+    and router refuse its handshakes, so no proposal ever arrives. The sanity case must say so on §5.1
+    (D-JUDGE-REFUSED-CLIENT), not blame the proposal it waited for (R-6.5.2-CONTINUE)."""
+    from sdcp_conformance.reference import links
+    from sdcp_conformance.transport import client as transport_client
+
+    monkeypatch.setattr(drafter_context, "FIRST_PROPOSAL_S", 2.0)
+    certified = transport_client.SdcpClient
+    monkeypatch.setattr(transport_client, "SdcpClient",
+                        lambda base_uri, cert, key, ca, **kw: certified(base_uri, None, None, ca, **kw))
+    monkeypatch.setattr(links, "party_http_client", lambda cert, key, ca, **kw: links.httpx.AsyncClient(
+        transport=links.H2Transport(None, None, ca)))
+    report = asyncio.run(asyncio.wait_for(certify(role="drafter", selectors=["DRF-SANITY-001"], seed=3),
+                                          RUN_DEADLINE_S))
+    first = report.results[0]
+    assert first.verdict is Verdict.FAILED
+    assert [finding.row for finding in first.findings] == ["R-5.1-MTLS-CLIENT"], first.message
+    assert "presented no certificate" in first.message
+    assert "then: the first proposal: no proposal arrived within 2 s" in first.message

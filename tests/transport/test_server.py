@@ -53,6 +53,42 @@ def test_handshake_is_refused(pki: Pki, start_server: StartServer, case: str) ->
     assert server.stats.requests == 0
 
 
+@pytest.mark.parametrize(("case", "words"), [
+    ("no-certificate", "presented no certificate"), ("wrong-ca", "certificate failed verification"),
+    ("tls-1.2-only", "did not offer TLS 1.3")])
+def test_a_refused_handshake_is_recorded_with_its_reason(pki: Pki, start_server: StartServer, case: str,
+                                                         words: str) -> None:
+    """A harness playing a party names these when nothing of the IUT's arrives (D-JUDGE-REFUSED-CLIENT)."""
+    server = start_server()
+    material = {"no-certificate": (None, None), "wrong-ca": (pki.wrong_ca.cert, pki.wrong_ca.key),
+                "tls-1.2-only": (pki.cert("drafter-1"), pki.key("drafter-1"))}[case]
+    ctx = client_context(pki.ca_cert, *material, tls12_only=case == "tls-1.2-only", alpn=["h2"])
+    assert probe(server.port, ctx) == ("refused", b"")
+    refused = list(server.server.refused)
+    assert [refusal.stage for refusal in refused] == ["tls-handshake"], refused
+    assert words in refused[0].detail
+
+
+def test_plain_text_http_to_the_tls_port_is_recorded_as_such(start_server: StartServer) -> None:
+    server = start_server()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+        raw.sendall(b"POST /proposals HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 0\r\n\r\n")
+        assert raw.recv(100) == b""  # the server closes it: nothing sent back
+    assert [refusal.detail for refusal in server.server.refused] == [
+        "the client spoke plain-text HTTP, not TLS (§5.1 requires TLS 1.3)"]
+
+
+def test_a_valid_client_and_a_dropped_socket_are_not_recorded_as_refused(pki: Pki, start_server: StartServer) -> None:
+    server = start_server()
+    ctx = client_context(pki.ca_cert, pki.cert("drafter-1"), pki.key("drafter-1"), alpn=["h2"])
+    assert probe(server.port, ctx)[0] == "answered"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+        raw.sendall(b"\x16\x03\x01")  # the start of a ClientHello, then the socket closes
+    with _client(pki) as client:  # a full exchange after it: the server has seen the drop by then
+        assert client.get(server.base_uri).status_code == 200
+    assert list(server.server.refused) == []
+
+
 def test_tls12_is_refused_even_without_client_authentication(pki: Pki, start_server: StartServer) -> None:
     server = start_server(require_client_cert=False)
     ctx = client_context(pki.ca_cert, tls12_only=True, alpn=["h2"])
@@ -102,12 +138,23 @@ def test_http11_request_gets_505_and_the_connection_closes(pki: Pki, start_serve
     assert head.startswith(b"HTTP/1.1 505 ")
     assert json.loads(body)["status"] == 505
     assert server.stats.requests == 0
+    assert [(r.stage, "POST /proposals HTTP/1.1" in r.detail) for r in server.server.refused] == [("http/1.1", True)]
 
 
 def test_h2_preface_without_alpn_is_closed_unanswered(pki: Pki, start_server: StartServer) -> None:
     server = start_server()
     ctx = client_context(pki.ca_cert, pki.cert("drafter-1"), pki.key("drafter-1"))
     assert probe(server.port, ctx, PREFACE) == ("refused", b"")
+    assert [refusal.stage for refusal in server.server.refused] == ["alpn"]
+
+
+def test_an_http2_protocol_error_is_recorded_with_the_client_identity(pki: Pki, start_server: StartServer) -> None:
+    server = start_server()
+    ctx = client_context(pki.ca_cert, pki.cert("drafter-1"), pki.key("drafter-1"), alpn=["h2"])
+    data_on_stream_0 = bytes.fromhex("000001000100000000") + b"x"  # DATA on stream 0: a PROTOCOL_ERROR (§6.1)
+    probe(server.port, ctx, PREFACE + data_on_stream_0, until_eof=True)
+    refused = list(server.server.refused)
+    assert [(refusal.stage, refusal.identity) for refusal in refused] == [("h2-protocol", PARTIES["drafter-1"])]
 
 
 def test_httpx_http1_client_is_refused(pki: Pki, start_server: StartServer) -> None:

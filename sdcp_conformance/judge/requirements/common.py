@@ -31,6 +31,10 @@ ROWS: tuple[Row, ...] = (
     # (P1-JUDGE-2: "a refusal that commits anyway is FAILED").
     Row("R-6.3-STEPS", "6.3", "On receiving a proposal, the verifier performs these steps:",
         Level.MUST, "verifier", ambient=True),
+    # D-JUDGE-REFUSED-CLIENT (harness/refused_clients.py): the IUT as a client of the parties the harness plays —
+    # a case that stops while the harness's servers refused the IUT's TLS handshakes, HTTP/1.1 or HTTP/2 frames
+    # is judged here, with the refusals as evidence, not on the sentence it was waiting to judge.
+    Row("R-5.1-MTLS-CLIENT", "5.1", MTLS, Level.REQUIRED, "any", ambient=True),
     # ------------------------------------------------------------------ transport
     Row("R-5.1-MTLS", "5.1", MTLS, Level.REQUIRED, "any"),
     Row("P1-TLS-1/HANDSHAKE", "P1-TLS-1",
