@@ -32,6 +32,29 @@ VERIFIER: dict[str, Planted] = {
         "the sanity case fails: no q_rows GET reaches the harness's MLC",
         "R-5.1-MTLS-CLIENT",
     ),
+    # status reports (§6.1, §5.2, P1-RTR-1): a verifier is an instance too
+    "status-role-drafter": Planted(
+        "server.js",
+        "const status = { instance: this.config.base_uri, role: 2, load: this.load(),",
+        "const status = { instance: this.config.base_uri, role: 1, load: this.load(),",
+        "FAILED",
+        row="R-5.2-STATUS-REPORT",
+    ),
+    "status-every-two-ttl": Planted(
+        "server.js",
+        "const status = setInterval(() => verifier.reportStatus(), config.status_ttl_ms / 3);",
+        "const status = setInterval(() => verifier.reportStatus(), config.status_ttl_ms * 2);",
+        "FAILED",
+        row="R-6.1-STATUS-INTERVAL",
+    ),
+    "status-id-hex": Planted(
+        "server.js",
+        "const id = Buffer.from(this.config.base_uri).toString('base64url');",
+        "const id = Buffer.from(this.config.base_uri).toString('hex');",
+        "NON-STRICT",
+        "P1-RTR-1 alone says the {id} is base64url without padding (base64 with padding would often pass: the "
+        "stand-in's URI is 33 octets with a five-digit port, which base64 and base64url write alike)",
+    ),
     # rule 2 (§6.4)
     "residual-from-p": Planted(
         "protocol.js",

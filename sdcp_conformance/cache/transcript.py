@@ -9,7 +9,7 @@ from typing import Any
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.codec import sequence_diagnostic
-from sdcp_conformance.transport.types import Request, Response
+from sdcp_conformance.transport.types import Request, Response, media_type
 
 DIAGNOSTIC_LIMIT = 64 * 1024
 """Bodies up to this size are rendered in full; larger ones (``q_rows``, KV) as length + hex."""
@@ -42,7 +42,7 @@ def render_body(body: bytes, content_type: str | None = None) -> str:
 
 
 def _is_textual(content_type: str) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
+    media = media_type(content_type)
     return media.startswith("text/") or media.endswith("json")
 
 

@@ -22,11 +22,12 @@ from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.arrivals import wait_until
 from sdcp_conformance.harness.iut import Identity, IutLink
 from sdcp_conformance.harness.judging import run_nonce
+from sdcp_conformance.harness.roles.played_router import StatusInbox
 from sdcp_conformance.harness.rule2_judging import JudgeHost, new_judge_host
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.protocol.codec import decode
-from sdcp_conformance.protocol.messages import Event, Status
+from sdcp_conformance.protocol.messages import Event
 from sdcp_conformance.reference.running import RunningRole, port_of
 from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.service import PartyTls, VerifierService
@@ -77,18 +78,20 @@ class Recorder:
 
 @dataclass
 class RouterInbox:
-    """The harness's router listener: accepts status reports and events (§5.1 Table 1), records them."""
+    """The harness's router listener: accepts events and status reports (§5.1 Table 1), records them; the status
+    reports, each with its arrival time, path, label and why its body is not a status message (if it is not), go
+    to :attr:`status` for the §6.1 case to judge."""
 
     events: list[tuple[str | None, Event]] = field(default_factory=list)
-    statuses: list[tuple[str | None, Status]] = field(default_factory=list)
+    status: StatusInbox = field(default_factory=StatusInbox)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def __call__(self, request: Request) -> Response:
+        if request.method == "PUT" and "/instances/" in request.path and request.path.endswith("/status"):
+            return await self.status(request)
         try:
             if request.method == "POST" and request.path.endswith("/events"):
                 self.events.append((request.peer_identity, Event.from_cbor(request.body)))
-            elif request.method == "PUT" and "/instances/" in request.path and request.path.endswith("/status"):
-                self.statuses.append((request.peer_identity, Status.from_cbor(request.body)))
             else:
                 return Response(404)
         except Exception:  # the IUT sent something malformed: record it as refused, judge it in the case

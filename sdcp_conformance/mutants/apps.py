@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 from collections.abc import Sequence
@@ -13,7 +14,7 @@ from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.mutants.base import MutantApp, MutantSession
 from sdcp_conformance.mutants.faulty import raw_member
 from sdcp_conformance.protocol.chain import CONTRACT_DOMAIN, prefix_digest
-from sdcp_conformance.protocol.messages import SessionOpen
+from sdcp_conformance.protocol.messages import SessionOpen, Status
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.verifier.app import _HttpError, _SessionSlot
 from sdcp_conformance.reference.verifier.decisions import COMMIT_LOG_UNAVAILABLE_STATUS
@@ -104,10 +105,28 @@ class ContractDigestRawBytes(MutantApp):
         return machine
 
 
+class StatusTooRare(MutantApp):
+    """Bug: reports status every 1.5 ttl_ms (the interval and the ttl confused), so its status expires between
+    reports."""
+
+    @property
+    def status_interval_s(self) -> float:
+        return 1.5 * self.config.status_ttl_ms / 1000
+
+
+class StatusAsDrafter(MutantApp):
+    """Bug: the status report says role 1 (drafter), the status code copied from a drafter."""
+
+    def status(self) -> Status:
+        return dataclasses.replace(super().status(), role=1)
+
+
 __all__ = [
     "WRITE_BEHIND_S",
     "CommitOnQUnavailable",
     "ContractDigestRawBytes",
     "OutputBeforeAppend",
     "RecordAfterVerdict",
+    "StatusAsDrafter",
+    "StatusTooRare",
 ]

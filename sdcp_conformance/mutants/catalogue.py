@@ -59,6 +59,8 @@ _RULE2_DRAW = ("over \"SDCP-VERIFY-1\" || 0x00 || session || uint32(round) || ui
 _RESIDUAL = "the additional token is drawn from the normalized residual distribution max(0, p[i] - q[i])"
 _UNKNOWN_KEY = ('A contract that contains a key not defined by this document MUST be rejected with problem type '
                 '"sdcp-bad-contract"')
+_STATUS = "Each instance reports status at intervals shorter than its ttl_ms."
+_STATUS_ROLE = "instance: tstr, role: 1 / 2, ; 1 drafter, 2 verifier"
 _LIMIT_CHANGES_NOTHING = "A proposal over the limit gets 422 `sdcp-limit` and changes nothing."
 
 MUTANTS_LIST: tuple[Mutant, ...] = (
@@ -195,6 +197,10 @@ MUTANTS_LIST: tuple[Mutant, ...] = (
     Mutant("limit-refused-after-commit", "judging", "an over-limit proposal gets 422 sdcp-limit, but only after its "
            "round was verified and committed", "6.2, P1-CTL-1", _LIMIT_CHANGES_NOTHING,
            session=LimitRefusedAfterCommit),
+    # status reports
+    Mutant("status-too-rare", "status", "reports status every 1.5 ttl_ms", "6.1", _STATUS, app=apps.StatusTooRare),
+    Mutant("status-as-drafter", "status", "reports status with role 1 (drafter)", "5.2", _STATUS_ROLE,
+           app=apps.StatusAsDrafter),
 )
 
 MUTANTS: dict[str, Mutant] = {mutant.name: mutant for mutant in MUTANTS_LIST}

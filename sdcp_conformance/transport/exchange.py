@@ -16,6 +16,7 @@ from sdcp_conformance.protocol import codec
 from sdcp_conformance.protocol.problems import PROBLEM_CBOR_MEDIA_TYPE, PROBLEM_MEDIA_TYPE, SDCP_MEDIA_TYPE
 from sdcp_conformance.transport.failures import ConnectionInfo, FailureKind, TransportFailure
 from sdcp_conformance.transport.problem import Problem, parse_problem
+from sdcp_conformance.transport.types import media_type
 
 if TYPE_CHECKING:
     import httpx
@@ -46,11 +47,6 @@ class Timeouts:
         import httpx  # only for callers that still build httpx clients; the clients here do not
 
         return httpx.Timeout(connect=self.connect, read=self.read, write=self.write, pool=self.connect)
-
-
-def media_type(content_type: str | None) -> str:
-    """The media type of a Content-Type value, lower-cased, without parameters (RFC 9110 §8.3.1)."""
-    return (content_type or "").split(";", 1)[0].strip().lower()
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from sdcp_conformance.protocol.problems import (
     PROBLEM_MEDIA_TYPE,
     ProblemType,
 )
-from sdcp_conformance.transport.types import Response
+from sdcp_conformance.transport.types import Response, media_type
 
 ABOUT_BLANK = "about:blank"
 """RFC 9457 §4.2.1: the type of a problem with no more semantics than its status code."""
@@ -83,7 +83,7 @@ def parse_problem(status: int, content_type: str | None, body: bytes) -> Problem
 
     A problem whose members have the wrong types raises :class:`MalformedMessage`.
     """
-    media = (content_type or "").split(";", 1)[0].strip().lower()
+    media = media_type(content_type)
     if media == PROBLEM_MEDIA_TYPE:
         members = _json_members(body)
     elif media == PROBLEM_CBOR_MEDIA_TYPE:

@@ -68,4 +68,9 @@ class Response:
 
 Handler = Callable[[Request], Awaitable[Response]]
 
-__all__ = ["Handler", "Request", "Response", "TransportFault"]
+def media_type(content_type: str | None) -> str:
+    """The media type of a Content-Type value, lower-cased, without parameters (RFC 9110 §8.3.1)."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+__all__ = ["Handler", "Request", "Response", "TransportFault", "media_type"]

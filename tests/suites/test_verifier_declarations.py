@@ -15,7 +15,7 @@ from sdcp_conformance.suites.verifier.seeded_rule2 import as_published, avoiding
 
 AREAS = {"transport", "contract", "session", "authorization", "fencing", "idempotency", "stale-base", "limits",
          "q-preconditions", "rule-1", "rule-2", "commit-log", "output", "truncation", "escalation", "policy",
-         "closed", "recovery", "sanity", "vocabulary"}
+         "closed", "recovery", "sanity", "vocabulary", "status"}
 CASES = list(CATALOGUE.cases.values())
 
 

@@ -23,6 +23,7 @@ from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.messages import ROLE_DRAFTER, Proposal
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
+from sdcp_conformance.transport.types import media_type
 
 ROW_SUM_TOLERANCE = 1e-3
 """D-JUDGE-D4: a published row is a distribution when its binary32 entries sum to 1 within this (V = 128 entries
@@ -69,7 +70,7 @@ def review(session: PlayedSession, arrival: Arrival, facts: DrafterFacts) -> lis
 
 def _encoding(arrival: Arrival) -> list[Observation]:
     found = []
-    media = (arrival.content_type or "").split(";", 1)[0].strip().lower()
+    media = media_type(arrival.content_type)
     if media != SDCP_MEDIA_TYPE:
         found.append(Observation("R-5.1-MEDIA-TYPE", f"the proposal is labelled {arrival.content_type!r}",
                                  SDCP_MEDIA_TYPE, str(arrival.content_type)))

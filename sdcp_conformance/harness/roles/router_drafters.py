@@ -24,7 +24,7 @@ from sdcp_conformance.harness.roles.router_mlc import ObservedMlc
 from sdcp_conformance.harness.roles.router_status import StatusReporter
 from sdcp_conformance.protocol.messages import Assignment
 from sdcp_conformance.transport.problem import problem_response, status_problem_response
-from sdcp_conformance.transport.types import Request, Response, TransportFault
+from sdcp_conformance.transport.types import Request, Response, TransportFault, media_type
 
 PutLookup = Callable[[str, bytes], "PutSeen | None"]
 """``lookup(verifier base URI, session)``: the latest PUT …/drafter that played verifier received."""
@@ -76,7 +76,7 @@ class PlayedDrafter:
         now = asyncio.get_running_loop().time()
         self.history.add(AssignSeen(
             at=now, drafter=self.name, peer=request.peer_identity,
-            media_type=(request.header("content-type") or "").split(";", 1)[0].strip().lower(),
+            media_type=media_type(request.header("content-type")),
             assignment=assignment, status=response.status, verifier_put=put, tokens_object=tokens,
             expired_for=self.status.expired_for(now), deterministic=deterministic(request.body)))
         return response

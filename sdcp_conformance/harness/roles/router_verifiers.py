@@ -47,7 +47,7 @@ from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.messages import Assignment, Contract, Output, Policy, SessionOpen, SessionState
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE, ProblemType
 from sdcp_conformance.transport.problem import b64url_decode, problem_response, status_problem_response
-from sdcp_conformance.transport.types import Request, Response, TransportFault
+from sdcp_conformance.transport.types import Request, Response, TransportFault, media_type
 
 OUTPUT_WAIT_S = 1.0
 """D-JUDGE-R3: the played verifiers' output long poll waits up to 1 s (P1-OUT-1 leaves the time to the server),
@@ -429,7 +429,7 @@ def _path_session(encoded: str) -> bytes:
 
 
 def _media(request: Request) -> str:
-    return (request.header("content-type") or "").split(";", 1)[0].strip().lower()
+    return media_type(request.header("content-type"))
 
 
 __all__ = ["ACTIVE", "FAILED", "FINISHED", "OUTPUT_WAIT_S", "SELF_DECODING", "Fault", "PlayedVerifier",

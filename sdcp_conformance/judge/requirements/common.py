@@ -86,6 +86,11 @@ ROWS: tuple[Row, ...] = (
         Level.PROFILE, "any",
         not_judged_by=(("router", "a router answers no request with a session-state (409 sdcp-stale-base is the "
                                   "verifier's answer); the router suite judges the state it relays in P1-RTR-3"),)),
+    # ------------------------------------------------------------------ status reports (§6.1): drafters and verifiers
+    Row("R-6.1-STATUS-INTERVAL", "6.1", "Each instance reports status at intervals shorter than its ttl_ms.",
+        Level.MUST, "any",
+        not_judged_by=(("router", "a router is not an instance: it receives status reports and sends none (the "
+                                  "router suite judges what it makes of them under P1-RTR-2)"),)),
 )
 
 __all__ = ["MTLS", "ROWS"]

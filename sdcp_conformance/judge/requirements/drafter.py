@@ -157,8 +157,6 @@ ROWS: tuple[Row, ...] = (
         "of subsequent assignments",
         Level.MAY, D),
     # ------------------------------------------------------------------ status reports (§6.1, P1-DRF-8, P1-RTR-1)
-    Row("R-6.1-STATUS-INTERVAL", "6.1", "Each instance reports status at intervals shorter than its ttl_ms.",
-        Level.MUST, D),
     Row("P1-DRF-8/ACCEPT-MILLI", "P1-DRF-8", "`accept_milli` in status is the EWMA of a/M.", Level.PROFILE, D),
     Row("P1-RTR-1/DRAFTER", "P1-RTR-1",
         "In `PUT instances/{id}/status`, `{id}` is the base64url (no padding) of the instance's base URI.",

@@ -336,6 +336,14 @@ ROWS: tuple[Row, ...] = (
         Level.PROFILE, V),
     Row("P1-OUT-1/AFTER-FINAL", "P1-OUT-1", "after the final output it returns `final: true` with no tokens.",
         Level.PROFILE, V),
+    # ------------------------------------------------------------------ §6.1 status reports (role 2)
+    Row("R-5.2-STATUS-REPORT", "5.2, 5.1",
+        "status = { instance: tstr, role: 1 / 2, ; 1 drafter, 2 verifier load: uint .le 100, queue: uint, ... "
+        "Router PUT instances/{id}/status status none (204)",
+        Level.MUST, V),
+    Row("P1-RTR-1/VERIFIER", "P1-RTR-1",
+        "In `PUT instances/{id}/status`, `{id}` is the base64url (no padding) of the instance's base URI.",
+        Level.PROFILE, V),
 )
 
 __all__ = ["ROWS"]

@@ -474,15 +474,19 @@ class VerifierApp:
             ttl_ms=self.config.status_ttl_ms,
         )
 
+    @property
+    def status_interval_s(self) -> float:
+        """A third of ttl_ms: a report may be lost or late twice before the status expires."""
+        return self.config.status_ttl_ms / 3000
+
     async def report_status_forever(self) -> None:
         """§6.1: "Each instance reports status at intervals shorter than its ttl_ms"."""
-        interval = self.config.status_ttl_ms / 3000
         while True:
             try:
                 await self.router.put_status(self.status().to_obj())
             except Exception as exc:
                 log.warning("status report failed: %s", exc)
-            await asyncio.sleep(interval)
+            await asyncio.sleep(self.status_interval_s)
 
 
 class _HttpError(Exception):

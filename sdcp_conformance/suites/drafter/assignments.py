@@ -21,6 +21,7 @@ from sdcp_conformance.harness.roles.played_session import PlayedSession
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.drafter.conversation import hold, tokens_of
+from sdcp_conformance.transport.types import media_type
 
 ROUTERS = "it accepts `POST assignments` only from its routers (else 403 `sdcp-not-assigned`)."
 PERMITTED = ("A drafter refuses (422 `sdcp-bad-contract`) an assignment whose contract lists `drafters` without its "
@@ -264,7 +265,7 @@ async def refusals_are_problem_details(ctx: DrafterContext) -> None:
         if answer.ok or answer.status is None:
             ctx.note(f"{what}: {answer.describe()} (judged by the case about it)")
             continue
-        media = (answer.content_type or "").split(";", 1)[0].strip().lower()
+        media = media_type(answer.content_type)
         problem = answer.problem
         ctx.check(media in (PROBLEM_MEDIA_TYPE, PROBLEM_CBOR_MEDIA_TYPE) and problem is not None,
                   f"{what}: the refusal {answer.describe()} is not a Problem Details document",

@@ -31,6 +31,7 @@ from sdcp_conformance.suites.transport_judging import (
 )
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.transport.client import FailureKind
+from sdcp_conformance.transport.types import media_type
 
 MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
         "is REQUIRED.")
@@ -171,7 +172,7 @@ async def alpn_selects_h2(ctx: CaseContext) -> None:
 
 
 def _media(answer: Answer) -> str:
-    return (answer.content_type or "").split(";", 1)[0].strip().lower()
+    return media_type(answer.content_type)
 
 
 @CATALOGUE.case(
