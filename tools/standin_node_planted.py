@@ -474,6 +474,21 @@ VERIFIER: dict[str, Planted] = {
 
 
 ROUTER: dict[str, Planted] = {
+    # batch of 2026-12-06
+    "front-final-before-tokens": Planted(
+        "router.js",
+        "if (ended(s) && from >= s.endCommitted) return output([], true);",
+        "if (ended(s) && from >= s.tokens.length) return output([], true);",
+        "FAILED",
+    ),
+    "refusing-drafter-hammered": Planted(
+        "router.js",
+        "      this.log(`drafter ${drafter} refused the assignment: ${sent ? sent.status : 'no answer'}`);\n      refused.add(drafter);\n",
+        "      this.log(`drafter ${drafter} refused the assignment: ${sent ? sent.status : 'no answer'}`);\n",
+        "PASSED",
+        "no case has a drafter refuse an assignment while another is eligible: what a router does then is the local "
+        "policy of R-6.1-SELECTION (MAY); the profile does not say (listed as a gap)",
+    ),
     # transport as a client (§5.1): judged on R-5.1-MTLS-CLIENT, D-JUDGE-REFUSED-CLIENT
     "outbound-tls12-only": Planted(
         "links.js",
@@ -879,6 +894,55 @@ ROUTER: dict[str, Planted] = {
 }
 
 DRAFTER: dict[str, Planted] = {
+    # batch of 2026-12-06
+    "drafts-from-prompt-only": Planted(
+        "server.js",
+        "context() { return this.prompt.concat(this.tokens); }",
+        "context() { return this.prompt.slice(); }",
+        "NON-STRICT",
+        "under rule 1 only P1-DRF-4 asks for the greedy tokens of the committed prefix; no proposal continues a "
+        "rejected token, so no draft state was kept (D-JUDGE-KEPT-STATE; it was FAILED on R-6.3-DISCARD before)",
+    ),
+    "resync-adopts-unchecked-prefix": Planted(
+        "server.js",
+        "if (n <= s.committed && s.digests[n].equals(state.digest)) {",
+        "if (n <= s.committed) {",
+        "PASSED",
+        "unobservable: a state at or below the drafter's committed length whose digest differs from its own would "
+        "mean a verifier that rewrote committed tokens, which no case plays",
+    ),
+    "stale-base-final": Planted(
+        "server.js",
+        "if (suffix === 'sdcp-stale-base') return { kind: 'stale-base', state };",
+        "if (suffix === 'sdcp-stale-base-x') return { kind: 'stale-base', state };",
+        "NON-STRICT",
+        "P1-DRF-6 alone says a drafter resynchronises; DRF-5.2-UNKNOWN-KEYS-003 had FAILED it on the unknown member "
+        "of the state, which a control stale-base now tells apart (D-JUDGE-D20)",
+    ),
+    "prompt-token-v-accepted": Planted(
+        "server.js",
+        "if (prompt.some((t) => t >= this.model.vocab)) throw",
+        "if (prompt.some((t) => t > this.model.vocab)) throw",
+        "NON-STRICT",
+        "P1-MSG-2 alone refuses token V (DRF-P1-MSG-2-VOCAB-001, new: no drafter case sent it before)",
+    ),
+    "unregistered-rule-accepted": Planted(
+        "server.js",
+        "if (contract.rule !== 1 && contract.rule !== 2) throw",
+        "if (contract.rule !== 1 && contract.rule !== 2 && contract.rule !== 3) throw",
+        "PASSED",
+        "no sentence has a drafter refuse an unregistered rule: §6.1 has the verifier validate the contract, "
+        "P1-DRF-3 lists the drafter's refusals (models, tokenizer), and the router never relays a contract its "
+        "verifier refused",
+    ),
+    "m-max-zero-accepted": Planted(
+        "server.js",
+        "if (contract.m_max < 1) throw new P.ProtocolError('badContract', 'm_max 0 (P1-CTL-4)');",
+        "if (contract.m_max < 0) throw new P.ProtocolError('badContract', 'm_max 0 (P1-CTL-4)');",
+        "PASSED",
+        "P1-CTL-4's refusal of m_max 0 is the verifier's (its counters and limits); P1-DRF-2 has the drafter refuse "
+        "m_init 0 only",
+    ),
     # transport as a client (§5.1): judged on R-5.1-MTLS-CLIENT, D-JUDGE-REFUSED-CLIENT
     "no-client-certificate": Planted(
         "links.js",

@@ -31,6 +31,7 @@ _DELETE = ("Leases on `q_rows` last at least the drafter's proposal timeout, and
            "the verdict.")
 _DISCARD = ("After the verdict, the drafter MUST discard its draft state for proposed positions beyond the accepted "
             "ones")
+_GREEDY = "Under rule 1 a drafter proposes its own greedy tokens and publishes no `q_rows`."
 _LOWER = "An assignment with a lower epoch than the one a drafter holds gets 409 `sdcp-stale-epoch`"
 _ROUTERS = "it accepts `POST assignments` only from its routers (else 403 `sdcp-not-assigned`)."
 _PERMITTED = ("A drafter refuses (422 `sdcp-bad-contract`) an assignment whose contract lists `drafters` without its "
@@ -50,6 +51,9 @@ DRAFTER_MUTANTS: tuple[DrafterMutant, ...] = (
                   "6.2, 6.5.2", _LIMIT, session=sessions.MCapIgnoredOnReduce),
     DrafterMutant("drf-keeps-rejected-draft", "discard", "keeps drafting from its own token at the first rejected "
                   "position instead of the verifier's", "6.3", _DISCARD, session=sessions.KeepsRejectedDraft),
+    DrafterMutant("drf-drafts-from-prompt", "discard", "drafts every round from the prompt alone, ignoring the "
+                  "committed tokens (no draft state kept: P1-DRF-4's deviation, not §6.3's)", "P1-DRF-4", _GREEDY,
+                  session=sessions.DraftsFromPrompt, profile_only=True),
     # lost and refused proposals
     DrafterMutant("drf-retry-redrafts", "lost-verdicts", "a lost verdict makes it draft again and send a different "
                   "proposal for the round instead of retrying", "6.9", _RETRY, app=apps.RetryRedrafts),

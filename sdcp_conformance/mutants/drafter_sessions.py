@@ -68,6 +68,15 @@ class KeepsRejectedDraft(DrafterSession):
         return (*self.prompt, *self.output[:-1], self.kept)
 
 
+class DraftsFromPrompt(DrafterSession):
+    """Drafts every round from the prompt alone, as if nothing had been committed (a context built once at the
+    assignment): its base and digest are right, its tokens are not the greedy continuation of the prefix."""
+
+    @property
+    def context(self) -> tuple[int, ...]:
+        return tuple(self.prompt)
+
+
 class ResyncDigestUnchecked(DrafterSession):
     """Adopts the committed tokens it reads back without comparing them with the state's digest; it extends its
     own digest with them instead."""
@@ -195,6 +204,7 @@ class MedianToken(_TokenChoice):
 
 __all__ = [
     "ContinuesAfterSwitch",
+    "DraftsFromPrompt",
     "FailActionIgnored",
     "GreedyInsteadOfSampled",
     "IgnoresDraftersListSession",

@@ -86,6 +86,19 @@ ROWS: tuple[Row, ...] = (
         Level.PROFILE, "any",
         not_judged_by=(("router", "a router answers no request with a session-state (409 sdcp-stale-base is the "
                                   "verifier's answer); the router suite judges the state it relays in P1-RTR-3"),)),
+    # D-JUDGE-VOCAB: a token id at or above the model's vocab_size (P1-HASH-2's V) in a prompt or a proposal (at a
+    # verifier) or in an assignment's prompt (at a drafter) is one of P1-MSG-2's "out-of-range values", although the
+    # CDDL says only uint: refused with 400 sdcp-bad-message, or with 422 sdcp-bad-proposal for a proposed token
+    # (the reference's D-VER-1). Only the profile says so (NON-STRICT), except where the draft speaks: under rule 1
+    # no such token is ever accepted (R-6.4-RULE1), under rule 2 it has no draft probability, so q[i](x[i]) is zero
+    # (R-6.4-ZERO-Q).
+    Row("P1-MSG-2/TOKEN-RANGE", "P1-MSG-2, P1-HASH-2",
+        "Receivers reject malformed CBOR, wrong types, out-of-range values, and missing required members with 400 "
+        "(`sdcp-bad-message`, a profile problem type) ... `V`, the vocabulary size used for `q_rows`, is the model "
+        "config's `vocab_size`.",
+        Level.PROFILE, "any", refusal=refusal(ProblemType.BAD_MESSAGE, ProblemType.BAD_PROPOSAL),
+        not_judged_by=(("router", "a router knows no vocabulary (P1-RTR-2 gives it the drafters' model digests "
+                                  "only): it relays a prompt, and the verifier it opens the session at judges it"),)),
     # ------------------------------------------------------------------ status reports (§6.1): drafters and verifiers
     Row("R-6.1-STATUS-INTERVAL", "6.1", "Each instance reports status at intervals shorter than its ttl_ms.",
         Level.MUST, "any",

@@ -60,16 +60,6 @@ ROWS: tuple[Row, ...] = (
     Row("P1-SES-1/HIGHER-EPOCH", "P1-SES-1",
         "A `session-open` with a higher epoch but no `resume` is 409 `sdcp-stale-epoch`.",
         Level.PROFILE, V, refusal=refusal(P.STALE_EPOCH)),
-    # D-JUDGE-VOCAB: a token id at or above the model's vocab_size (P1-HASH-2's V) in a prompt or a proposal is one
-    # of P1-MSG-2's "out-of-range values", although the CDDL says only uint: refused with 400 sdcp-bad-message, or
-    # with 422 sdcp-bad-proposal for a proposed token (the reference's D-VER-1). Only the profile says so
-    # (NON-STRICT), except where the draft speaks: under rule 1 no such token is ever accepted (R-6.4-RULE1), under
-    # rule 2 it has no draft probability, so q[i](x[i]) is zero (R-6.4-ZERO-Q).
-    Row("P1-MSG-2/TOKEN-RANGE", "P1-MSG-2, P1-HASH-2",
-        "Receivers reject malformed CBOR, wrong types, out-of-range values, and missing required members with 400 "
-        "(`sdcp-bad-message`, a profile problem type) ... `V`, the vocabulary size used for `q_rows`, is the model "
-        "config's `vocab_size`.",
-        Level.PROFILE, V, refusal=refusal(P.BAD_MESSAGE, P.BAD_PROPOSAL)),
     Row("P1-SES-1/UNKNOWN-SESSION", "P1-SES-1", "A session id the verifier does not know: 404 on session resources",
         Level.PROFILE, V, refusal=Refusal(404, None)),
     Row("P1-SES-1/UNKNOWN-PROPOSAL", "P1-SES-1",

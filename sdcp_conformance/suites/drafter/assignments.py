@@ -18,6 +18,7 @@ from typing import Any
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.drafter_context import DrafterContext
 from sdcp_conformance.harness.roles.played_session import PlayedSession
+from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.drafter.conversation import hold, tokens_of
@@ -35,6 +36,9 @@ WELL_FORMED = ("Receivers reject malformed CBOR, wrong types, out-of-range value
                "400 (`sdcp-bad-message`, a profile problem type)")
 UNKNOWN_KEYS = "Unknown map keys MUST be ignored, except in the contract (Section 4.1)."
 TOKEN_LISTS = "a token list (`prompt`, `committed_tokens`) is a CBOR array of uint"
+VOCAB = ("Receivers reject malformed CBOR, wrong types, out-of-range values, and missing required members with 400 "
+         "(`sdcp-bad-message`, a profile problem type) ... `V`, the vocabulary size used for `q_rows`, is the model "
+         "config's `vocab_size`.")
 
 
 async def _refused_and_silent(ctx: DrafterContext, session: PlayedSession, row: str, what: str, *,
@@ -89,6 +93,15 @@ async def model_permitted_second(ctx: DrafterContext) -> None:
 async def m_init_zero(ctx: DrafterContext) -> None:
     """An assignment with m_init 0 is 400 sdcp-bad-message."""
     await _refused_and_silent(ctx, ctx.track(), "P1-DRF-2/DRAFTER", "m_init 0", m_init=0)
+
+
+@CATALOGUE.case("DRF-P1-MSG-2-VOCAB-001", area="assignments", section="P1-MSG-2, P1-HASH-2, 5.2", quote=VOCAB,
+                level=Level.PROFILE, profile=("P1-MSG-2", "P1-HASH-2"), rows=("P1-MSG-2/TOKEN-RANGE",))
+async def prompt_token_at_vocab_size(ctx: DrafterContext) -> None:
+    """An assignment whose prompt ends with token V (one past the shared vocabulary) is 400 sdcp-bad-message."""
+    vocab = mock_model(ctx.target_model).vocab_size
+    await _refused_and_silent(ctx, ctx.track(prompt=(5, 9, vocab)), "P1-MSG-2/TOKEN-RANGE",
+                              f"a prompt holding token {vocab} (the vocabulary is 0..{vocab - 1})")
 
 
 @CATALOGUE.case("DRF-4.1-UNKNOWN-KEY-001", area="assignments", section="4.1", quote=UNKNOWN_KEY, level=Level.MUST,

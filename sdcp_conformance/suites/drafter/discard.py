@@ -30,13 +30,18 @@ def telling_bonus(ctx: DrafterContext, arrival: Arrival, accepted: int) -> int:
                 and all(not ctx.draft_tops([token]) & ctx.draft_tops([own]) for own in kept))
 
 
-def judge_drafted_from_committed(ctx: DrafterContext, session: PlayedSession, following: Arrival, what: str) -> None:
-    """The proposal after a verdict continues the committed prefix greedily (rule 1).
+def judge_drafted_from_committed(ctx: DrafterContext, session: PlayedSession, previous: Arrival, accepted: int,
+                                 following: Arrival, what: str) -> None:
+    """The proposal after a verdict on ``previous`` accepting ``accepted`` tokens continues the committed prefix
+    greedily (rule 1).
 
     Tokens that are greedy only under another tie-break than P1-DRF-4's smallest id were still drafted from the
-    committed prefix: that is P1-DRF-4's deviation (its cases judge it), not kept draft state. Only tokens that
-    are no greedy continuation of the prefix at all show the draft state beyond the accepted positions kept
-    (:func:`telling_bonus` makes every continuation of a kept token such).
+    committed prefix: that is P1-DRF-4's deviation (its cases judge it), not kept draft state. Kept draft state
+    (§6.3's MUST) is blamed only on its own evidence, D-JUDGE-KEPT-STATE: the next proposal's first token is a
+    greedy continuation of one of the rejected tokens (:func:`telling_bonus` makes that impossible for a draft
+    from the committed prefix). A proposal that continues neither was drafted from some other prefix (the prompt
+    alone, say): under rule 1 only P1-DRF-4 asks for the greedy tokens of the committed prefix, so that is its
+    deviation, not §6.3's.
     """
     got, expected = tokens_of(following), ctx.draft_greedy(session.context(), following.m)
     if got == expected:
@@ -52,8 +57,16 @@ def judge_drafted_from_committed(ctx: DrafterContext, session: PlayedSession, fo
                     "its greedy tokens under rule 1, so whether it kept draft state cannot be told",
                     expected=[str(expected)], actual=str(got))
         return
-    ctx.deviate("R-6.3-DISCARD", f"{what}: the next proposal is not drafted from the committed prefix: draft state "
-                "beyond the accepted positions was kept", expected=[str(expected)], actual=str(got))
+    rejected = tokens_of(previous)[accepted:]
+    continued = [own for own in rejected if got and got[0] in ctx.draft_tops([own])]
+    if not continued:
+        ctx.deviate("P1-DRF-4", f"{what}: the next proposal is no greedy continuation of the committed prefix, nor "
+                    f"of any rejected token {rejected}: it was drafted from another prefix (no sign of kept draft "
+                    "state, D-JUDGE-KEPT-STATE)", expected=[str(expected)], actual=str(got))
+        return
+    ctx.deviate("R-6.3-DISCARD", f"{what}: the next proposal is not drafted from the committed prefix: its first "
+                f"token {got[0]} continues the rejected token {continued[0]}: draft state beyond the accepted "
+                "positions was kept", expected=[str(expected)], actual=str(got))
 
 
 def _drafts_greedily(ctx: DrafterContext, session: PlayedSession) -> bool:
@@ -75,8 +88,8 @@ async def _discard_after(ctx: DrafterContext, session: PlayedSession, accepted_e
         ctx.answer(session, arrival, ctx.verdict(session, arrival, accepted=accepted,
                                                  bonus=telling_bonus(ctx, arrival, accepted)))
         following = await ctx.take(session, "the proposal after the verdict")
-        judge_drafted_from_committed(ctx, session, following, f"after a verdict accepting {accepted} of {arrival.m} "
-                                     "tokens")
+        judge_drafted_from_committed(ctx, session, arrival, accepted, following,
+                                     f"after a verdict accepting {accepted} of {arrival.m} tokens")
         arrival = following
 
 

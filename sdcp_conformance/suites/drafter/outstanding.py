@@ -50,8 +50,8 @@ async def assumption_refuted(ctx: DrafterContext) -> None:
     bonus = telling_bonus(ctx, first, 0)
     ctx.answer(session, first, ctx.verdict(session, first, accepted=0, bonus=bonus))
     second = await ctx.take(session, "round 2")
-    judge_drafted_from_committed(ctx, session, second, f"round 2, after the emitted token {bonus} (a speculative "
-                                 "draft assuming full acceptance would continue the drafter's own tokens)")
+    judge_drafted_from_committed(ctx, session, first, 0, second, f"round 2, after the emitted token {bonus} (a "
+                                 "speculative draft assuming full acceptance would continue the drafter's own tokens)")
 
 
 @CATALOGUE.case("DRF-6.2-OUTSTANDING-003", area="outstanding", section="6.2", quote=SPECULATIVE, level=Level.MUST,

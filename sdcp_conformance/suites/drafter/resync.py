@@ -122,8 +122,24 @@ _stop_case("DRF-P1-DRF-6-STOP-003", int(Action.FAIL))
                 quote=f"Unknown map keys MUST be ignored, except in the contract (Section 4.1). ... {RESYNC}",
                 level=Level.MUST, profile=("P1-ERR-2",), rows=("R-5.2-UNKNOWN-KEYS", "P1-DRF-6/RESYNC"))
 async def state_with_unknown_keys(ctx: DrafterContext) -> None:
-    """A stale-base state carrying an unknown member (and state 0) is used like any other."""
+    """A stale-base state carrying an unknown member (and state 0) is used like any other; a drafter that does not
+    resynchronise after a plain stale-base either is judged on P1-DRF-6, not on the unknown member."""
     session = await ctx.start(rule=1)
     await _stale(ctx, session, state=0, extra={"x-vendor": "ignored"})
-    arrival = await ctx.take(session, "the proposal after the resynchronisation", row="R-5.2-UNKNOWN-KEYS")
+    wait_s = max(2.0, 5 * ctx.env.pace.quiet_window())
+    arrival = await ctx.next_arrival(session, wait_s)
+    if arrival is None:
+        # The control: the same stale-base without the unknown member (D-JUDGE-D20).
+        control = await ctx.start(rule=1)
+        await _stale(ctx, control, state=0)
+        if await ctx.next_arrival(control, wait_s) is None:
+            ctx.deviate("P1-DRF-6/RESYNC", f"no proposal within {wait_s:g} s of a stale-base, with the unknown "
+                        "member in its state or without it: the drafter does not resynchronise (so whether it "
+                        "ignores unknown members there cannot be told)", expected=["a proposal"], actual="none")
+            return
+        ctx.fail(f"the proposal after the resynchronisation: none within {wait_s:g} s of a stale-base whose state "
+                 "carries an unknown member, while the same stale-base without it was followed by one",
+                 row="R-5.2-UNKNOWN-KEYS", expected=["a proposal"], actual="none")
+    if arrival.proposal is None:
+        ctx.fail("the drafter sent something that is not a proposal", row="R-5.2-PROPOSAL", actual=arrival.error)
     ctx.answer(session, arrival, ctx.verdict(session, arrival))
