@@ -313,6 +313,19 @@ VERIFIER: dict[str, Planted] = {
         "if (policy.from_round < round) sampling = policy.sampling;",
         "FAILED",
     ),
+    "absent-temperature-greedy-under-rule2": Planted(
+        "protocol.js",
+        "const milli = profile && profile.temperature_milli !== undefined ? profile.temperature_milli : (rule === 1 ? 0 : 1000);",
+        "const milli = profile && profile.temperature_milli !== undefined ? profile.temperature_milli : 0;",
+        "NON-STRICT",
+        "P1-NUM-1 alone says an absent temperature under rule 2 is 1.0 (the draft leaves it open)",
+    ),
+    "policy-merged-into-profile": Planted(
+        "session.js",
+        "if (policy.from_round <= round) sampling = policy.sampling;",
+        "if (policy.from_round <= round) sampling = { ...sampling, ...policy.sampling };",
+        "FAILED",
+    ),
     "output-from-off-by-one": Planted(
         "session.js",
         "const tokens = this.output.slice(start);",

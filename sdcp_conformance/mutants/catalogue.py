@@ -197,6 +197,9 @@ MUTANTS_LIST: tuple[Mutant, ...] = (
     Mutant("limit-refused-after-commit", "judging", "an over-limit proposal gets 422 sdcp-limit, but only after its "
            "round was verified and committed", "6.2, P1-CTL-1", _LIMIT_CHANGES_NOTHING,
            session=LimitRefusedAfterCommit),
+    Mutant("absent-temperature-greedy", "rule-2", "a rule-2 profile without a temperature is taken as temperature 0",
+           "P1-NUM-1", "Under rule 2 an absent temperature means 1.0.", session=sessions.AbsentTemperatureGreedy,
+           profile_only=True),
     # status reports
     Mutant("status-too-rare", "status", "reports status every 1.5 ttl_ms", "6.1", _STATUS, app=apps.StatusTooRare),
     Mutant("status-as-drafter", "status", "reports status with role 1 (drafter)", "5.2", _STATUS_ROLE,

@@ -34,7 +34,7 @@ from sdcp_conformance.protocol.messages import (
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.rng import UniformSource
 from sdcp_conformance.protocol.rules import RuleOutcome, truncate
-from sdcp_conformance.protocol.sampling import greedy_token
+from sdcp_conformance.protocol.sampling import greedy_token, target_distribution
 from sdcp_conformance.reference.verifier.decisions import TOKEN_OUT_OF_VOCABULARY
 from sdcp_conformance.reference.verifier.session import CommitRecord, FloatRows, PendingCommit, Ticket, WaitForRound
 
@@ -418,7 +418,19 @@ class AcceptAfterFinish(MutantSession):
         pass
 
 
+class AbsentTemperatureGreedy(MutantSession):
+    """Bug: a rule-2 profile without temperature_milli is taken as temperature 0 (one-hot p), the rule-1 default
+    carried over; P1-NUM-1 says 1.0."""
+
+    def target_rows(self, logits: npt.ArrayLike, sampling: Sampling | None) -> FloatRows:
+        profile = sampling.to_obj() if sampling is not None else {}
+        if self.contract.rule == RULE_SPECULATIVE_SAMPLING and "temperature_milli" not in profile:
+            profile = {**profile, "temperature_milli": 0}
+        return np.stack([target_distribution(row, profile, self.contract.rule) for row in np.asarray(logits)])
+
+
 __all__ = [
+    "AbsentTemperatureGreedy",
     "AcceptAfterFinish",
     "AcceptAnyDrafter",
     "AcceptExtraPosition",

@@ -203,6 +203,8 @@ ROWS: tuple[Row, ...] = (
         "p[a+1]. ... The output is identical to greedy decoding of the target model as computed by the verifier's "
         "scoring passes, whatever the drafter proposes.",
         Level.MUST, V),
+    Row("P1-NUM-1/ABSENT-TEMPERATURE", "P1-NUM-1", "Under rule 2 an absent temperature means 1.0.",
+        Level.PROFILE, V),
     Row("R-4.1-SAMPLING", "4.1",
         "p is the target model's next-token distribution after applying temperature, top-k, and top-p in that "
         "order; a temperature of zero selects the most probable token (ties broken in favor of the smallest token "

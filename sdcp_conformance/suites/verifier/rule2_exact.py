@@ -169,6 +169,42 @@ async def several_rounds(ctx: CaseContext) -> None:
     await _seeded_rounds(ctx, sources, 4, **sampling)
 
 
+ABSENT_TEMPERATURE = "Under rule 2 an absent temperature means 1.0."
+ABSENT_ROUNDS = 4
+
+
+@CATALOGUE.case(
+    "VER-P1-NUM-1-TEMPERATURE-001", area="rule-2", section="P1-NUM-1, 4.1, 6.4",
+    quote=f"{ABSENT_TEMPERATURE} ... {RULE2_QUOTE}", level=Level.PROFILE, profile=("P1-NUM-1", *SAMP_PROFILE),
+    rows=("P1-NUM-1/ABSENT-TEMPERATURE", *RULE2_ROWS),
+    black_box_note="The draft leaves a rule-2 profile without temperature_milli open; P1-NUM-1 reads it as 1.0. "
+                   "A round whose outcome follows temperature 0 (p one-hot) instead is that profile's deviation "
+                   "(NON-STRICT); an outcome that follows neither reading is judged by §6.4 as any seeded round.",
+)
+async def absent_temperature_is_one(ctx: CaseContext) -> None:
+    """A seeded rule-2 session whose profile names no temperature: every outcome is the one at temperature 1.0."""
+    seed = ctx.rng.randrange(1, 2**63)
+    session = await _seeded_session(ctx, {"seed": seed})
+    one, zero = {"temperature_milli": 1000, "seed": seed}, {"temperature_milli": 0, "seed": seed}
+    judge = Rule2Judge(ctx)
+    sources = [draft_q("bigram-draft-near", one), flat_q, draft_q("bigram-draft-far", one), flat_q]
+    for source in sources[:ABSENT_ROUNDS]:
+        proposal = sample_proposal(ctx, session, source, min(4, _limit(session)))
+        want, greedy = expected_rule2(session, proposal, one), expected_rule2(session, proposal, zero)
+        support = draw_support(session, proposal, want.accepted, one)
+        verdict = await ctx.propose_ok(session, proposal.tokens, q_rows=publish(ctx, session, proposal))
+        if (verdict.accepted, list(verdict.emitted)) != (want.accepted, list(want.emitted)) \
+                and (verdict.accepted, list(verdict.emitted)) == (greedy.accepted, list(greedy.emitted)):
+            ctx.deviate("P1-NUM-1/ABSENT-TEMPERATURE", f"round {verdict.round}: with no temperature in the profile "
+                        f"the outcome is temperature 0's (accepted {verdict.accepted}, emitted "
+                        f"{list(verdict.emitted)}), not 1.0's (accepted {want.accepted}, emitted "
+                        f"{list(want.emitted)})", expected=[f"accepted {want.accepted}"],
+                        actual=f"accepted {verdict.accepted}")
+            return
+        judge.judge(verdict, proposal, want, support)
+    judge.finish()
+
+
 PURPOSE_QUOTE = ("where purpose is 0 for the acceptance test and 1 for drawing the additional token, taking the "
                  "first 53 bits of the result divided by 2^53.")
 PURPOSE_TRIES = 100
