@@ -55,6 +55,54 @@ VERIFIER: dict[str, Planted] = {
         "P1-RTR-1 alone says the {id} is base64url without padding (base64 with padding would often pass: the "
         "stand-in's URI is 33 octets with a five-digit port, which base64 and base64url write alike)",
     ),
+    # batch of 2026-12-06
+    "verdict-round-previous": Planted(
+        "session.js",
+        "accepted: outcome.accepted, emitted: kept, committed: record.committed, digest: record.digest,",
+        "accepted: outcome.accepted, emitted: kept, committed: record.committed, digest: record.digest, round: this.round,",
+        "INCOMPLETE",
+        "the sanity case's first verdict names round 0: \"the verdict is for round 0, not 1\" (R-6.3-COMMIT)",
+    ),
+    "assignment-leaves-self-decoding-on": Planted(
+        "session.js",
+        "if (this.phase === PHASE.selfDecoding) this.phase = PHASE.active; // the router's choice wins",
+        "// self-decoding goes on whatever the router assigns",
+        "PASSED",
+        "no sentence says what an assignment received during self-decoding does (§6.5.2 has the verifier end the "
+        "period and ask for a drafter; the profile is silent on a router that assigns one first): listed as a gap",
+    ),
+    "self-decode-budget-not-reset": Planted(
+        "session.js",
+        "        this.selfDecodedInPeriod = 0;\n",
+        "",
+        "FAILED",
+    ),
+    "stale-base-without-state": Planted(
+        "server.js",
+        "    members.state = state; // P1-ERR-2",
+        "    void state; // the state is built, then forgotten",
+        "FAILED",
+    ),
+    "events-never-posted": Planted(
+        "server.js",
+        "for (const event of events) this.postEvent(event);",
+        "for (const event of events) void event;",
+        "FAILED",
+    ),
+    "assignment-body-session-unchecked": Planted(
+        "server.js",
+        "if (!assignment.session.equals(slot.session.session)) throw",
+        "if (false) throw",
+        "PASSED",
+        "no sentence has a verifier refuse a PUT …/drafter whose body names another session than its path; the "
+        "path's session is the one assigned, as the stand-in does: listed as a gap",
+    ),
+    "output-final-while-self-decoding": Planted(
+        "session.js",
+        "const out = { session: this.session, epoch: this.epoch, from: start, tokens, final: this.closed };",
+        "const out = { session: this.session, epoch: this.epoch, from: start, tokens, final: this.closed || this.phase === PHASE.selfDecoding };",
+        "FAILED",
+    ),
     # rule 2 (§6.4)
     "residual-from-p": Planted(
         "protocol.js",

@@ -169,6 +169,11 @@ MUTANTS_LIST: tuple[Mutant, ...] = (
            session=sessions.JNotReset),
     Mutant("no-switch-event", "escalation", "switch drops the drafter but never tells the router", "6.5.2", _SWITCH,
            session=sessions.NoSwitchEvent),
+    Mutant("self-budget-not-reset", "escalation", "self_max counts over the session, not per period: a second "
+           "period stops before its first token", "6.5.2", "self_max:  uint, ; max tokens per self-decode period",
+           session=sessions.SelfBudgetNotReset),
+    Mutant("final-while-self-decoding", "escalation", "output read during self-decoding says final", "6.7", _FINAL,
+           session=sessions.FinalWhileSelfDecoding),
     # policy, closed sessions
     Mutant("policy-immediate", "policy", "a policy applies from the next round, whatever its from_round", "6.6",
            _POLICY, session=sessions.PolicyImmediate),

@@ -36,7 +36,14 @@ from sdcp_conformance.protocol.rng import UniformSource
 from sdcp_conformance.protocol.rules import RuleOutcome, truncate
 from sdcp_conformance.protocol.sampling import greedy_token, target_distribution
 from sdcp_conformance.reference.verifier.decisions import TOKEN_OUT_OF_VOCABULARY
-from sdcp_conformance.reference.verifier.session import CommitRecord, FloatRows, PendingCommit, Ticket, WaitForRound
+from sdcp_conformance.reference.verifier.session import (
+    CommitRecord,
+    FloatRows,
+    PendingCommit,
+    Phase,
+    Ticket,
+    WaitForRound,
+)
 
 # ---------------------------------------------------------------------- authorization
 
@@ -429,6 +436,24 @@ class AbsentTemperatureGreedy(MutantSession):
         return np.stack([target_distribution(row, profile, self.contract.rule) for row in np.asarray(logits)])
 
 
+class SelfBudgetNotReset(MutantSession):
+    """Bug: self_max counted over the session, not per period: the count is never reset when a period starts, so a
+    second period stops before its first token."""
+
+    def start_self_decoding(self) -> None:
+        self.phase = Phase.SELF_DECODING
+
+
+class FinalWhileSelfDecoding(MutantSession):
+    """Bug: output read during self-decoding says final (the period taken for the session's end)."""
+
+    def output_from(self, start: int) -> Output | None:
+        output = super().output_from(start)
+        if output is not None and self.phase is Phase.SELF_DECODING:
+            return dataclasses.replace(output, final=True)
+        return output
+
+
 __all__ = [
     "AbsentTemperatureGreedy",
     "AcceptAfterFinish",
@@ -441,6 +466,7 @@ __all__ = [
     "D0WithoutDomain",
     "DigestLittleEndian",
     "DrawBeforeQCheck",
+    "FinalWhileSelfDecoding",
     "IgnoreMInit",
     "IgnoreReassignment",
     "JNotReset",
@@ -458,6 +484,7 @@ __all__ = [
     "ResidualFromP",
     "RestorePastMInit",
     "ReverifyRetriedRound",
+    "SelfBudgetNotReset",
     "SelfDecodeDespiteLoad",
     "SelfDecodeGreedyUnderRule2",
     "SelfDecodingStateActive",

@@ -251,6 +251,14 @@ async def _absorb_self_decoded(ctx: CaseContext, session: TrackedSession) -> lis
     start = len(session.output)
     output = ctx.expect_ok(await ctx.output(session, start, party="drafter-2"), Output, what="GET output")
     tokens = list(output.tokens)
+    if output.final:
+        # "The final output message has final set to true" (§6.7): the verifier's own session-state must then say
+        # the session is over; a self-decoding period ends with a drafter needed again, not with the session.
+        state = await current_state(ctx, session)
+        ctx.check(state.state in (4, 5), f"GET output after self-decoding is final (finish {output.finish}), but "
+                  f"the session-state says {state.state}, not finished (4) or failed (5): a front end would stop "
+                  "reading a session that goes on", row="R-6.7-FINAL", expected="final false, or state 4 or 5",
+                  actual=f"final true, state {state.state}")
     if session.contract.get("rule") == 2:
         _judge_sampled(ctx, session, tokens)
     else:
@@ -303,7 +311,7 @@ SELF_GREEDY_ALPHA = DEFAULT_ALPHA
 """D-JUDGE-SELF-GREEDY: a rule-2 self-decoding period whose tokens are all argmax tokens is judged greedy when a
 sampler would do that with a probability below this (the rule-2 tests' alpha)."""
 
-SELF_ROWS = ("R-6.5.2-SELF-RUN", "R-6.5.2-SELF-PERMITTED", "P1-EVT-1/EVENTS")
+SELF_ROWS = ("R-6.5.2-SELF-RUN", "R-6.5.2-SELF-PERMITTED", "P1-EVT-1/EVENTS", "R-6.7-FINAL")
 HELD_APPEND_WAIT_S = 5.0
 """How long the harness waits for a self-decoding period's append to hold."""
 STATE_WHILE_HELD_S = 2.0
@@ -318,11 +326,13 @@ async def _state_while_self_decoding(ctx: CaseContext, session: TrackedSession) 
     try:
         held = await gate.wait_arrival(HELD_APPEND_WAIT_S)
         reading = asyncio.ensure_future(current_state(ctx, session)) if held else None
-        if reading is not None:
-            await asyncio.wait({reading}, timeout=STATE_WHILE_HELD_S)
+        # The output committed so far, read in the same window: a period that goes on is no final output (§6.7).
+        output = asyncio.ensure_future(ctx.output(session, 0, party="drafter-2")) if held else None
+        if reading is not None and output is not None:
+            await asyncio.wait({reading, output}, timeout=STATE_WHILE_HELD_S)
     finally:
         gate.open()
-    if reading is None:
+    if reading is None or output is None:
         ctx.note("no append of the self-decoding period reached the cache to be held: its state was not read")
         return
     state: SessionState = await reading
@@ -332,6 +342,11 @@ async def _state_while_self_decoding(ctx: CaseContext, session: TrackedSession) 
         return
     ctx.check(state.state == 3, f"session-state.state while a self-decoding append was held was {state.state} "
               "(P1-STATE-1: 3)", row="P1-STATE-1", expected="3", actual=str(state.state))
+    read = ctx.expect_ok(await output, Output, what="GET output while self-decoding went on")
+    if state.state == 3:
+        ctx.check(not read.final, f"GET output while self-decoding went on (state 3) is final (finish {read.finish}): "
+                  "a front end would stop reading a session that goes on", row="R-6.7-FINAL",
+                  expected="final false", actual=f"final true after {len(read.tokens)} tokens")
 
 
 @CATALOGUE.case(
@@ -356,6 +371,28 @@ async def self_decode_period(ctx: CaseContext) -> None:
     ctx.check_state(session, state, "PUT drafter after self-decoding")
     ctx.check(state.round == session.round, f"session-state round {state.round}, expected {session.round}")
     await _good(ctx, session)
+
+
+@CATALOGUE.case(
+    "VER-6.5-ESC-019", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
+    profile=("P1-EVT-1",), rows=(*SELF_ROWS, "R-6.5.2-ESCALATE"),
+    black_box_note="self_max is per period (\"max tokens per self-decode period\"): the second period decodes "
+                   "self_max tokens again. self_load is 100, which no load exceeds.",
+)
+async def second_self_decode_period(ctx: CaseContext) -> None:
+    """fallback [self_decode, self_decode, fail], self_max 2: two periods, each of two tokens, each ended by event 0."""
+    session, _ = await _self_decoding_session(ctx, fallback=[3, 3, 5], self_max=2)
+    for period in (1, 2):
+        ended = await wait_event(ctx, session, 0, timeout_s=10.0, count=period)
+        ctx.require(len(ended) >= period, f"self-decoding period {period} did not end with an event of kind 0 "
+                    "within 10 s", row="R-6.5.2-SELF-RUN")
+        tokens = await _absorb_self_decoded(ctx, session)
+        ctx.check(len(tokens) == 2, f"period {period} self-decoded {len(tokens)} tokens with self_max 2 (a period's "
+                  "budget, and no load above self_load 100)", row="R-6.5.2-SELF-RUN", expected="2",
+                  actual=str(len(tokens)))
+        state_of(ctx, await ctx.assign(session, "drafter-1"), f"PUT drafter after self-decoding period {period}")
+        if period == 1:
+            _expect(ctx, await _low(ctx, session), action=3, row="R-6.5.2-ESCALATE")
 
 
 @CATALOGUE.case(
@@ -509,7 +546,7 @@ async def finish_beats_escalation(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.5-ESC-017", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
-    profile=("P1-EVT-1", "P1-STATE-1"), rows=(*SELF_ROWS, "R-6.7-FINAL", "P1-STATE-1"),
+    profile=("P1-EVT-1", "P1-STATE-1"), rows=(*SELF_ROWS, "P1-STATE-1"),
     black_box_note="self_load is 100, which no load exceeds, and there is no self_max: self-decoding must go on, "
                    "one token per round, until max_new ends the session. The branch where the load rises above "
                    "self_load is ESC-009's. While the cache holds one of the period's appends, session-state "
