@@ -542,6 +542,12 @@ ROUTER: dict[str, Planted] = {
         "if (ended(s) && from >= s.tokens.length) return output([], true);",
         "FAILED",
     ),
+    "fence-same-epoch": Planted(
+        "router.js",
+        "const newEpoch = epoch + 1;",
+        "const newEpoch = epoch;",
+        "FAILED",
+    ),
     "refusing-drafter-hammered": Planted(
         "router.js",
         "      this.log(`drafter ${drafter} refused the assignment: ${sent ? sent.status : 'no answer'}`);\n      refused.add(drafter);\n",

@@ -342,6 +342,7 @@ def iut_instructions(pki: Pki, target_path: Path) -> str:
     import shlex
 
     from sdcp_conformance.models.registry import mock_model
+    from sdcp_conformance.suites.status_judging import STATUS_TIMED_TTL_MS
 
     verifier = pki.parties[IUT_PARTY]
     models = "\n".join(f"      {model}: {mock_model(model).path}" for model in DEFAULT_MODELS)
@@ -353,6 +354,7 @@ def iut_instructions(pki: Pki, target_path: Path) -> str:
         f"  serve with certificate / key:         {verifier.cert} / {verifier.key}",
         f"  listen at its base URI (= URI SAN):   {pki.base_uris[IUT_PARTY]}",
         f"  report status and events to router:   {pki.base_uris['router']}",
+        f"    (status as role 2, every < ttl_ms; a ttl_ms of {STATUS_TIMED_TTL_MS} or less has its intervals timed)",
         f"  accept router-only requests only from {pki.base_uris['router']} (P1-ID-2)",
         "  load the mock models (Llama checkpoints, P1-MODEL-1):",
         models,

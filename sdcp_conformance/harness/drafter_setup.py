@@ -57,6 +57,7 @@ def drafter_iut_setup(directory: Path, overrides: Mapping[str, str]) -> tuple[Pk
 def drafter_instructions(pki: Pki, target_path: Path) -> str:
     from sdcp_conformance.harness.drafter_environment import DRAFT_MODEL, IUT_PARTY, VERIFIER_PARTIES
     from sdcp_conformance.models.registry import mock_model
+    from sdcp_conformance.suites.status_judging import STATUS_TIMED_TTL_MS
 
     drafter = pki.parties[IUT_PARTY]
     model = mock_model(DRAFT_MODEL)
@@ -70,6 +71,7 @@ def drafter_instructions(pki: Pki, target_path: Path) -> str:
         f"  listen at its base URI (= URI SAN):        {pki.base_uris[IUT_PARTY]}",
         f"  accept POST assignments only from router:  {pki.base_uris['router']} (P1-DRF-1)",
         f"  report status to that router:              {pki.base_uris['router']}instances/{{id}}/status",
+        f"    (as role 1, every < ttl_ms; a ttl_ms of {STATUS_TIMED_TTL_MS} or less has its intervals timed)",
         f"  write q_rows under the MLC base URI:       {pki.base_uris['cache']}",
         f"  serve the draft model (P1-MODEL-1):        {DRAFT_MODEL}: {model.path}",
         f"    (its target is {model.drafts_for}; the harness plays its verifiers at {verifiers})",
