@@ -56,6 +56,18 @@ VERIFIER: dict[str, Planted] = {
         "stand-in's URI is 33 octets with a five-digit port, which base64 and base64url write alike)",
     ),
     # batch of 2026-12-06
+    "commit-log-blind-put": Planted(
+        "links.js",
+        "const headers = before.etag === null ? { 'if-none-match': '*' } : { 'if-match': before.etag };",
+        "const headers = {};",
+        "FAILED",
+    ),
+    "commit-log-overwritten": Planted(
+        "links.js",
+        "const reply = await origins.request('PUT', uri, Buffer.concat([before.data, encoded]), headers);",
+        "const reply = await origins.request('PUT', uri, encoded, headers);",
+        "FAILED",
+    ),
     "verdict-round-previous": Planted(
         "session.js",
         "accepted: outcome.accepted, emitted: kept, committed: record.committed, digest: record.digest,",

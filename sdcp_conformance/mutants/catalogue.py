@@ -8,7 +8,13 @@ from __future__ import annotations
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.mutants import apps, sessions
 from sdcp_conformance.mutants.base import Mutant
-from sdcp_conformance.mutants.faulty import fence_blind, no_read_back, records_without_epoch, stale_kv
+from sdcp_conformance.mutants.faulty import (
+    fence_blind,
+    no_read_back,
+    records_without_epoch,
+    stale_kv,
+    unconditional_append,
+)
 from sdcp_conformance.mutants.judging import LimitRefusedAfterCommit, answers_bad_message_for
 from sdcp_conformance.mutants.rule2_stats import RULE2_STAT_MUTANTS
 from sdcp_conformance.protocol.problems import ProblemType
@@ -19,6 +25,9 @@ _FENCED_APPEND = ("If the append fails because the log has been fenced, the veri
                   "release no output, and stop serving the session.")
 _READ_BACK = ("If the MLC cannot enforce this rule, the verifier MUST read the log after its conditional append "
               "and treat its append as failed if a fence record with a higher epoch precedes its own record.")
+_CONDITIONAL = ("The commit_log is an MLC object to which records are appended with a conditional operation, for "
+                "example an HTTP PUT with If-Match on the current entity tag [RFC9110], so that an append succeeds "
+                "only if no other append has happened since the writer last read the log.")
 _AFTER_APPEND = "only after that append succeeds does it send the verdict and make the tokens available as output."
 _IDEM = "if a verdict for this round already exists, return it unchanged"
 _ATOMIC = "The commit and the recording of the verdict MUST be atomic with respect to concurrent proposals"
@@ -80,6 +89,9 @@ MUTANTS_LIST: tuple[Mutant, ...] = (
            "6.3", _FENCED_APPEND, wrap_cache=fence_blind),
     Mutant("no-read-back", "fencing", "relies on the MLC to refuse fenced appends: never looks for fences itself",
            "6.8", _READ_BACK, wrap_cache=no_read_back),
+    Mutant("unconditional-append", "fencing", "appends to the commit log with plain PUTs (no If-Match): a fence "
+           "written between its read and its write is overwritten", "6.8", _CONDITIONAL,
+           wrap_cache=unconditional_append),
     Mutant("output-before-append", "fencing", "commits in memory (verdict stored, output visible) before the append",
            "6.3", _AFTER_APPEND, app=apps.OutputBeforeAppend),
     # idempotency

@@ -238,6 +238,30 @@ def records_without_epoch(cache: Cache) -> Cache:
     return CarelessLogCache(cache, check_fences=True, drop_epoch=True)
 
 
+class _UnconditionalObjects:
+    """An :class:`ObjectClient` that drops If-Match and If-None-Match from every PUT."""
+
+    def __init__(self, inner: ObjectClient) -> None:
+        self._inner = inner
+
+    async def get(self, uri: str) -> CacheReply:
+        return await self._inner.get(uri)
+
+    async def put(self, uri: str, body: bytes, *, if_match: str | None = None, if_none_match: str | None = None,
+                  lease_ms: int | None = None) -> CacheReply:
+        del if_match, if_none_match  # the bug
+        return await self._inner.put(uri, body, lease_ms=lease_ms)
+
+
+def unconditional_append(cache: Cache) -> Cache:
+    """The reference's append (fence check, read-back and all) with plain PUTs: a fence written between its read
+    and its write of the log is overwritten, and the read-back no longer shows it."""
+    if not isinstance(cache, MlcCache):
+        raise InvalidArgument("this mutant needs the reference's MLC client")
+    cache._objects = _UnconditionalObjects(cache._objects)
+    return cache
+
+
 # ---------------------------------------------------------------------- the target's KV cache
 
 

@@ -99,6 +99,14 @@ ROWS: tuple[Row, ...] = (
         Level.PROFILE, "any", refusal=refusal(ProblemType.BAD_MESSAGE, ProblemType.BAD_PROPOSAL),
         not_judged_by=(("router", "a router knows no vocabulary (P1-RTR-2 gives it the drafters' model digests "
                                   "only): it relays a prompt, and the verifier it opens the session at judges it"),)),
+    # ------------------------------------------------------------------ §6.8 appends to a commit log: the verifier's
+    # commit records, the router's fences
+    Row("R-6.8-CONDITIONAL", "6.8",
+        "The commit_log is an MLC object to which records are appended with a conditional operation, for example an "
+        "HTTP PUT with If-Match on the current entity tag [RFC9110], so that an append succeeds only if no other "
+        "append has happened since the writer last read the log.",
+        Level.MUST, "any",
+        not_judged_by=(("drafter", "a drafter never writes a commit log"),)),
     # ------------------------------------------------------------------ status reports (§6.1): drafters and verifiers
     Row("R-6.1-STATUS-INTERVAL", "6.1", "Each instance reports status at intervals shorter than its ttl_ms.",
         Level.MUST, "any",

@@ -143,11 +143,6 @@ ROWS: tuple[Row, ...] = (
         "`sdcp-bad-contract`.",
         Level.PROFILE, R, refusal=refusal(P.BAD_CONTRACT)),
     # ------------------------------------------------------------------ §6.8 the router's fence append
-    Row("R-6.8-CONDITIONAL", "6.8",
-        "The commit_log is an MLC object to which records are appended with a conditional operation, for example an "
-        "HTTP PUT with If-Match on the current entity tag [RFC9110], so that an append succeeds only if no other "
-        "append has happened since the writer last read the log.",
-        Level.MUST, R),
     Row("R-6.8-FENCE-RECORD", "6.8",
         "Each record carries the epoch of its writer. ... A fence record carries only an epoch", Level.MUST, R),
     Row("P1-LOG-3/ROUTER", "P1-LOG-3",

@@ -29,8 +29,11 @@ from sdcp_conformance.suites.verifier.fencing import (
 RE_READ = "On 412 the writer re-reads: if a fence with a higher epoch is now present it stops serving the session"
 
 
-async def _race(ctx: CaseContext, *, splice: bool) -> None:
-    ctx.env.cache.enforce_fences = not splice
+async def _race(ctx: CaseContext, *, splice: bool, enforcing: bool | None = None) -> None:
+    """``splice``: the fence goes into the IUT's own write; else it lands just before it. ``enforcing``: whether
+    the cache refuses a record below a fence (default: not when splicing)."""
+    enforcing = not splice if enforcing is None else enforcing
+    ctx.env.cache.enforce_fences = enforcing
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
     await still_works(ctx, session, "round 1 before the fence")
@@ -44,11 +47,18 @@ async def _race(ctx: CaseContext, *, splice: bool) -> None:
     if not fired:
         ctx.fail(f"a valid round {answer.refused()} before the IUT appended anything", row="R-6.3-STEPS",
                  expected=["a PUT of the commit record"], actual=answer.describe())
-    ctx.check(not answer.ok, "the IUT sent a verdict although a fence with a higher epoch came before its "
-              "commit record", row="R-6.8-READ-BACK" if splice else "R-6.3-FENCED-APPEND",
-              expected="no verdict (any non-2xx)", actual=answer.describe())
+    if not splice and not enforcing:
+        # Only the IUT's own If-Match can notice this fence: the cache takes any PUT.
+        ctx.check(not answer.ok, "the IUT sent a verdict although a fence landed between its read and its write of "
+                  "the log, which a conditional PUT (If-Match) would have met with 412: its append was not "
+                  "conditional, or it took the 412 for success", row="R-6.8-CONDITIONAL",
+                  expected="no verdict (any non-2xx)", actual=answer.describe())
+    else:
+        ctx.check(not answer.ok, "the IUT sent a verdict although a fence with a higher epoch came before its "
+                  "commit record", row="R-6.8-READ-BACK" if splice else "R-6.3-FENCED-APPEND",
+                  expected="no verdict (any non-2xx)", actual=answer.describe())
     await _stopped_serving(ctx, session)
-    _fence_kept(ctx, session, 1, enforcing=not splice)
+    _fence_kept(ctx, session, 1, enforcing=enforcing)
 
 
 @CATALOGUE.case("VER-6.8-FENCING-101", area="fencing", section="6.8", level=Level.MUST,
@@ -66,3 +76,17 @@ async def fence_spliced_into_the_append(ctx: CaseContext) -> None:
     """A cache that neither fences nor appends atomically stores a fence before the IUT's record and says
     success: only the read-back of §6.8 reveals it, and the IUT must then release nothing."""
     await _race(ctx, splice=True)
+
+
+CONDITIONAL = ("The commit_log is an MLC object to which records are appended with a conditional operation, for "
+               "example an HTTP PUT with If-Match on the current entity tag [RFC9110], so that an append succeeds only "
+               "if no other append has happened since the writer last read the log.")
+
+
+@CATALOGUE.case("VER-6.8-FENCING-103", area="fencing", section="6.8", level=Level.MUST,
+                quote=f"{CONDITIONAL} ... {RE_READ}", profile=("P1-LOG-1",),
+                rows=("R-6.8-CONDITIONAL", *FENCED_ROWS, "R-6.3-RECORD-FIRST", "P1-LOG-1/RE-READ"), exclusive=True)
+async def fence_lands_before_an_unguarded_write(ctx: CaseContext) -> None:
+    """A cache that does not enforce fences, and a fence landing between the IUT's read and write of the log: an
+    If-Match PUT gets 412 and the re-read finds the fence; a PUT without it would erase the fence."""
+    await _race(ctx, splice=False, enforcing=False)
