@@ -68,6 +68,12 @@ VERIFIER: dict[str, Planted] = {
         "const reply = await origins.request('PUT', uri, encoded, headers);",
         "FAILED",
     ),
+    "output-epoch-one": Planted(
+        "session.js",
+        "const out = { session: this.session, epoch: this.epoch, from: start, tokens, final: this.closed };",
+        "const out = { session: this.session, epoch: 1, from: start, tokens, final: this.closed };",
+        "FAILED",
+    ),
     "verdict-round-previous": Planted(
         "session.js",
         "accepted: outcome.accepted, emitted: kept, committed: record.committed, digest: record.digest,",
