@@ -240,8 +240,10 @@ def campaign(role_name: str, names: list[str], seed: int, work: Path) -> list[st
         got = outcome(report) if report is not None else f"no report (exit {status})"
         if planted.row and report is not None and planted.row not in failed_rows(report):
             got += f", not on {planted.row}"
-        mark = "ok  " if got == planted.expected else "DIFF"
-        if got != planted.expected:
+        # "A|B": either outcome is expected (a bug whose sighting depends on the cases' interleaving, said in why)
+        as_expected = got in planted.expected.split("|")
+        mark = "ok  " if as_expected else "DIFF"
+        if not as_expected:
             differing.append(f"{role_name}:{name}")
         caught = ", ".join(killers(report)[:4]) if report is not None else ""
         print(

@@ -48,6 +48,10 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("drafter", "m-cap-only-on-reduce", ("DRF-6.2-LIMIT-001",), "FAILED"),
     ("drafter", "timeout-redrafts", ("DRF-6.9-LOST-003", "DRF-6.9-LOST-006"), "FAILED"),
     ("drafter", "committed-tokens-trusted", ("DRF-6.9-NEW-DRAFTER-002",), "FAILED"),
+    ("drafter", "drafts-from-prompt-only", ("DRF-6.3-DISCARD-002", "DRF-6.2-OUTSTANDING-002"), "NON-STRICT"),
+    ("drafter", "stale-base-final", ("DRF-5.2-UNKNOWN-KEYS-003",), "NON-STRICT"),
+    ("drafter", "prompt-token-v-accepted", ("DRF-P1-MSG-2-VOCAB-001",), "NON-STRICT"),
+    ("router", "front-final-before-tokens", ("RTR-6.5.2-END-001",), "FAILED"),
 ]
 
 
