@@ -309,4 +309,5 @@ __all__ = [
     "raw_member",
     "records_without_epoch",
     "stale_kv",
+    "unconditional_append",
 ]

@@ -392,7 +392,10 @@ def sequence_diagnostic(data: bytes, *, maps_only: bool = False) -> str | None:
         text = _RENDERED.get(item)
         if text is None:
             built = fresh[item] if item in fresh else _build(item)  # _remember may have cleared the memory
-            text = _rendered(cbor_diag, encode(built))
+            try:
+                text = _rendered(cbor_diag, encode(built))
+            except InvalidArgument:  # a simple value, a tag, undefined: no SDCP message holds one; shown as sent
+                text = _rendered(cbor_diag, item)
             _remember(item, text)
         parts.append(text)
     return ", ".join(parts)

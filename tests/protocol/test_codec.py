@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sdcp_conformance.cache.transcript import render_body
 from sdcp_conformance.errors import InvalidArgument, MalformedMessage
 from sdcp_conformance.protocol.codec import (
     DecodeLimits,
@@ -20,6 +21,7 @@ from sdcp_conformance.protocol.codec import (
     decode_sequence,
     diagnostic,
     encode,
+    sequence_diagnostic,
 )
 from sdcp_conformance.protocol.problems import ProblemType
 
@@ -249,3 +251,16 @@ def test_diagnostic_of_a_body_the_renderer_panics_on_is_its_hex(hex_body: str) -
     """An empty indefinite-length string makes cbor_diag's Rust code panic (a BaseException): a hostile IUT's body
     must not end the report writing."""
     assert diagnostic(bytes.fromhex(hex_body)) == f"h'{hex_body}'"
+
+
+def test_a_sequence_holding_a_simple_value_is_rendered_as_sent() -> None:
+    """A raw blob (q_rows of random floats) may scan as a CBOR sequence holding a simple value, which no SDCP
+    message can re-encode: it is shown as sent (a certification once crashed writing its report over one)."""
+    assert sequence_diagnostic(bytes([0x01, 0xE0, 0x02])) == "1, simple(0), 2"
+
+
+@given(st.binary(max_size=96))
+@settings(derandomize=True, max_examples=400, deadline=None)
+def test_any_body_renders_without_raising(body: bytes) -> None:
+    rendered = render_body(body, "application/octet-stream")
+    assert isinstance(rendered, str) and (rendered or not body)
