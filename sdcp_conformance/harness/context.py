@@ -233,15 +233,18 @@ class CaseContext(JudgedContext):
         """Write draft rows (§5.2: M rows of V little-endian binary32) to the harness cache."""
         return self.put_object(name, np.ascontiguousarray(rows, dtype="<f4").tobytes())
 
-    async def send_proposal(self, body: Mapping[str, Any] | bytes, *, party: str = "drafter-1") -> Answer:
-        return await self.env.iut.send(party, "POST", "proposals", body if isinstance(body, bytes) else dict(body))
+    async def send_proposal(self, body: Mapping[str, Any] | bytes, *, party: str = "drafter-1",
+                            held_s: float = 0.0) -> Answer:
+        """``held_s``: how long the case may hold the round's commit-log append (:meth:`IutLink.send`)."""
+        return await self.env.iut.send(party, "POST", "proposals", body if isinstance(body, bytes) else dict(body),
+                                       held_s=held_s)
 
     async def propose(self, session: TrackedSession, tokens: Sequence[int], *, drafter: str = "drafter-1",
-                      party: str | None = None, **overrides: Any) -> Answer:
+                      party: str | None = None, held_s: float = 0.0, **overrides: Any) -> Answer:
         """Send a proposal built from the tracked state (overrides replace members) and, on a verdict
         for the next round, check it and advance the tracked session."""
         body = self.proposal(session, tokens, drafter, **overrides)
-        answer = await self.send_proposal(body, party=party or drafter)
+        answer = await self.send_proposal(body, party=party or drafter, held_s=held_s)
         if answer.ok and body.get("round") == session.round + 1:
             self.apply_verdict(session, self.expect_ok(answer, Verdict, what="POST proposals"))
         return answer

@@ -176,7 +176,7 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     result = CaseResult(case, Verdict.PASSED, run=run)
     try:
         try:
-            await asyncio.wait_for(case.run(context), case.timeout_s)
+            await _within_deadline(case, context)
             result.completed = True
         except ExceptionGroup as group:  # a case running sessions in a TaskGroup: judged by one of its leaves
             raise _leaf_to_judge(group) from group
@@ -185,8 +185,8 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     except CaseSkipped as skipped:
         result.verdict, result.message = Verdict.SKIPPED, skipped.reason
     except TimeoutError:
-        row, message, refused = context.attributed(
-            "R-5.1-RESOURCES", f"no conclusion within {case.timeout_s:.0f} s: the IUT hung" + _in_flight(context))
+        row, message, refused = context.attributed("R-5.1-RESOURCES", _timed_out(case, context, started)
+                                                   + _in_flight(context))
         context.deviate(row, message, actual=refused)
     except Exception as exc:  # a bug in the harness or the case, never blamed on the IUT
         result.verdict = Verdict.ERROR
@@ -234,6 +234,51 @@ def _conclude(result: CaseResult) -> None:
         others = len(result.findings) - 1
         if others:
             result.message += f" (and {others} more finding{'s' if others > 1 else ''})"
+
+
+SLOW_IUT_WINDOW_S = 15.0
+"""D-JUDGE-SLOW-IUT: a case whose timeout passes while the IUT answered one of its requests within this window is
+given this much longer, again and again: a slow engine that answers is not a hung one (a verifier taking 3 s a
+round cannot finish a statistical case's rounds in its 120 s, and was reported as hung)."""
+SLOW_IUT_FACTOR = 3.0
+"""However steadily the IUT answers, a case ends at this many times its timeout."""
+
+
+async def _within_deadline(case: Case, context: JudgedContext) -> None:
+    """Run the case within its timeout, extended while the IUT keeps answering (:data:`SLOW_IUT_WINDOW_S`);
+    raises TimeoutError, the case cancelled, when the IUT stops answering or the extensions run out."""
+    task = asyncio.ensure_future(case.run(context))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    limit = case.timeout_s
+    try:
+        while True:
+            await asyncio.wait({task}, timeout=max(0.0, started + limit - loop.time()))
+            if task.done():
+                task.result()
+                return
+            answered = context.transcript.last_answer_at
+            now = time.monotonic()
+            if (answered is None or now - answered > SLOW_IUT_WINDOW_S
+                    or loop.time() - started >= SLOW_IUT_FACTOR * case.timeout_s):
+                raise TimeoutError
+            limit = min(loop.time() - started + SLOW_IUT_WINDOW_S, SLOW_IUT_FACTOR * case.timeout_s)
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+            if not task.cancelled():
+                task.exception()  # retrieved: the case's own end while it was being cancelled is not reported
+
+
+def _timed_out(case: Case, context: JudgedContext, started: float) -> str:
+    took = time.perf_counter() - started
+    answered = context.transcript.last_answer_at
+    if answered is not None and time.monotonic() - answered <= SLOW_IUT_WINDOW_S:
+        return (f"no conclusion within {took:.0f} s ({SLOW_IUT_FACTOR:g} times the case's {case.timeout_s:.0f} s): "
+                f"the IUT was still answering (its last answer {time.monotonic() - answered:.1f} s before), too "
+                "slowly for the case to end")
+    return f"no conclusion within {took:.0f} s: the IUT hung"
 
 
 def _in_flight(context: JudgedContext) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from typing import Any
 
 from sdcp_conformance.cache.transcript import render_body
@@ -93,10 +94,15 @@ class CaseTranscript:
     def __init__(self) -> None:
         self._entries: list[Entry] = []
         self._lock = threading.Lock()
+        self.last_answer_at: float | None = None
+        """When (``time.monotonic()``) the IUT last answered a request of the harness: how the runner tells a
+        slow IUT from a hung one."""
 
     def add(self, entry: Entry) -> None:
         with self._lock:
             self._entries.append(entry)
+            if entry.direction == "to-iut" and entry.status is not None:
+                self.last_answer_at = time.monotonic()
 
     def record(self, direction: str, party: str, method: str, target: str, request: bytes, status: int | None,
                response: bytes, *, content_type: str | None = None, note: str = "") -> Entry:

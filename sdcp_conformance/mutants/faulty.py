@@ -7,6 +7,7 @@ reference. Mutants in :mod:`sdcp_conformance.mutants.catalogue` select one.
 
 from __future__ import annotations
 
+import copy
 import enum
 import hashlib
 import io
@@ -258,8 +259,9 @@ def unconditional_append(cache: Cache) -> Cache:
     and its write of the log is overwritten, and the read-back no longer shows it."""
     if not isinstance(cache, MlcCache):
         raise InvalidArgument("this mutant needs the reference's MLC client")
-    cache._objects = _UnconditionalObjects(cache._objects)
-    return cache
+    careless = copy.copy(cache)  # the given cache is left as it was: only the copy's PUTs drop their conditions
+    careless._objects = _UnconditionalObjects(cache._objects)
+    return careless
 
 
 # ---------------------------------------------------------------------- the target's KV cache

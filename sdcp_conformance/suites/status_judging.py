@@ -9,12 +9,12 @@ arrival time, path, label and decoded body.
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
 import itertools
 
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.roles.played_router import StatusInbox, StatusReport
+from sdcp_conformance.harness.roles.router_status import instance_id
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.transport.types import media_type
 
@@ -41,11 +41,6 @@ been stamped while the harness was busy with the case before (late, so the first
 STATUS_TIMED_TTL_MS = int(1000 * WAIT_BUDGET_S / 2)
 """The longest ttl_ms whose two intervals fit in the case's wait (what `pki init` tells a vendor)."""
 ROLES = {1: "drafter", 2: "verifier"}
-
-
-def status_path_id(base_uri: str) -> str:
-    """P1-RTR-1: the ``{id}`` of an instance's status reports."""
-    return base64.urlsafe_b64encode(base_uri.encode()).rstrip(b"=").decode()
 
 
 def _newer(inbox: StatusInbox, sequence: int) -> bool:
@@ -95,7 +90,7 @@ async def judge_status_reports(ctx: JudgedContext, inbox: StatusInbox, *, base_u
 
 def _judge_fields(ctx: JudgedContext, reports: list[StatusReport], base_uri: str, role: int, message_row: str,
                   path_row: str) -> None:
-    own_id = status_path_id(base_uri)
+    own_id = instance_id(base_uri)
     for report in reports:
         ctx.check(report.status is not None, f"a status report is not a status message: {report.error}",
                   row=message_row, actual=report.error)
@@ -133,5 +128,4 @@ def _judge_intervals(ctx: JudgedContext, reports: list[StatusReport]) -> None:
                   expected="a mean gap < ttl_ms", actual=f"mean gap {1000 * span / len(timed):.1f} ms")
 
 
-__all__ = ["FIRST_REPORT_S", "INTERVAL", "INTERVAL_ROW", "RTR_1", "STATUS_TIMED_TTL_MS", "judge_status_reports",
-           "status_path_id"]
+__all__ = ["FIRST_REPORT_S", "INTERVAL", "INTERVAL_ROW", "RTR_1", "STATUS_TIMED_TTL_MS", "judge_status_reports"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,15 @@ def _link(target: TargetConfig, transcript: CaseTranscript) -> IutLink:
     return IutLink(target.base_uri, target.ca, identities, lambda: transcript,
                    request_timeout_s=target.request_timeout_s, output_timeout_s=target.output_timeout_s,
                    max_response_bytes=target.max_response_bytes)
+
+
+async def _started(target: TargetConfig, handler: Callable[[Request], Awaitable[Response]]) -> H2Server:
+    """The IUT's place taken by a server answering with ``handler`` (the caller stops it)."""
+    pki = load_pki(target.pki)
+    server = H2Server(handler, ServerConfig(pki.cert("verifier"), pki.key("verifier"), pki.ca_cert,
+                                            port=port_of(target.base_uri)))
+    await server.start()
+    return server
 
 
 def run(coroutine: Any) -> Any:
@@ -82,10 +92,7 @@ def test_every_answer_in_the_transcript_carries_its_content_type_and_new_connect
         return Response(200, b"<html/>", [("content-type", "text/html; charset=utf-8")])
 
     async def go() -> Answer:
-        pki = load_pki(target.pki)
-        server = H2Server(handler, ServerConfig(pki.cert("verifier"), pki.key("verifier"), pki.ca_cert,
-                                                port=port_of(target.base_uri)))
-        await server.start()
+        server = await _started(target, handler)
         link = _link(target, transcript)
         try:
             await link.send("router", "POST", "sessions", {"a": 1})
@@ -161,6 +168,41 @@ def test_the_request_in_flight_when_a_case_is_cancelled_is_in_the_transcript(tar
     (entry,) = transcript.entries()
     assert (entry.method, entry.target, entry.status) == ("GET", "sessions/x/output?from=0", None)
     assert "in flight when the case was cancelled" in entry.note and "1.5 s" in entry.note
+
+
+def test_one_request_timing_out_leaves_the_others_on_its_connection_their_answers(target: TargetConfig) -> None:
+    """A statistical case keeps several proposals of one party in flight on one connection. One of them passing
+    its deadline once made the link close the connection under the others, which were then reported as lost to
+    a peer that closed it; they finish where they are now, and later requests go on a fresh connection."""
+    transcript = CaseTranscript()
+    slow_given_up = asyncio.Event()
+
+    async def handler(request: Request) -> Response:
+        if request.path.endswith("/slow"):
+            await asyncio.Event().wait()  # never answers: its request times out
+        await slow_given_up.wait()  # answers only once the link has given up on the slow one
+        return Response(204, b"")
+
+    async def go() -> tuple[Answer, Answer, Answer]:
+        server = await _started(target, handler)
+        link = _link(target, transcript)
+        try:
+            slow = asyncio.ensure_future(link.send("router", "POST", "slow", {"a": 1}))
+            other = asyncio.ensure_future(link.send("router", "POST", "other", {"a": 2}, held_s=10.0))
+            timed_out = await slow
+            slow_given_up.set()
+            return timed_out, await other, await link.send("router", "POST", "after", {"a": 3})
+        finally:
+            await link.aclose()
+            await server.stop()
+
+    timed_out, other, after = run(go())
+    assert timed_out.stage is Stage.HEADERS_TIMEOUT and timed_out.deadline_s == 0.5
+    assert other.status == 204, other.describe()
+    assert other.deadline_s == 10.5  # the time the harness holds the IUT back is added to its own
+    assert after.status == 204
+    notes = {entry.target: entry.note for entry in transcript.entries()}
+    assert "connection 1: TLSv1.3" in notes["after"]  # a new connection (of a new client) after the failure
 
 
 # ----------------------------------------------------------------------------- probes

@@ -32,9 +32,14 @@ Send = Callable[[str, str, str, dict[str, Any]], Awaitable[Answer]]
 """``send(identity, method, path, body)`` towards the router under test."""
 
 
-def instance_path(uri: str) -> str:
+def instance_id(uri: str) -> str:
     """P1-RTR-1: "``{id}`` is the base64url (no padding) of the instance's base URI"."""
-    return "instances/" + base64.urlsafe_b64encode(uri.encode()).rstrip(b"=").decode() + "/status"
+    return base64.urlsafe_b64encode(uri.encode()).rstrip(b"=").decode()
+
+
+def instance_path(uri: str) -> str:
+    """Where the instance at ``uri`` reports its status (P1-RTR-1)."""
+    return f"instances/{instance_id(uri)}/status"
 
 
 @dataclass
@@ -154,4 +159,4 @@ class StatusReporter:
             await asyncio.sleep(delay)
 
 
-__all__ = ["HEARTBEAT_INTERVAL_S", "HEARTBEAT_TTL_MS", "LastReport", "StatusReporter", "instance_path"]
+__all__ = ["HEARTBEAT_INTERVAL_S", "HEARTBEAT_TTL_MS", "LastReport", "StatusReporter", "instance_id", "instance_path"]

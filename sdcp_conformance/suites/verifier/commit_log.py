@@ -89,14 +89,16 @@ async def append_before_verdict(ctx: CaseContext) -> None:
     """While the commit-log append is held by the cache, no verdict arrives; after it, the verdict does."""
     session = await started(ctx)
     gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
-    proposal = asyncio.ensure_future(ctx.propose(session, ctx.greedy(session, 2)))
+    proposal = asyncio.ensure_future(ctx.propose(session, ctx.greedy(session, 2), held_s=HOLD_S))
     try:
         held = await gate.wait_arrival(HOLD_S * 2)
         if held:
             done, _ = await asyncio.wait({proposal}, timeout=HOLD_S)
-            ctx.check(not done, "the verdict arrived while the commit-log append was still held by the cache",
-                      expected="the verdict only after the append completed",
-                      actual=proposal.result().describe() if done else "")
+            early = proposal.result() if done else None
+            # A verdict is a success; a refusal or a lost exchange while the append is held is no verdict.
+            ctx.check(early is None or not early.ok, "the verdict arrived while the commit-log append was still "
+                      "held by the cache", expected="the verdict only after the append completed",
+                      actual=early.describe() if early is not None else "")
     finally:
         gate.open()
     answer = await proposal
@@ -156,7 +158,7 @@ async def output_after_record(ctx: CaseContext) -> None:
     """While the commit-log append is held, output from 0 holds none of the round's tokens; afterwards it does."""
     session = await started(ctx)
     gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
-    proposal = asyncio.ensure_future(ctx.propose(session, ctx.greedy(session, 2)))
+    proposal = asyncio.ensure_future(ctx.propose(session, ctx.greedy(session, 2), held_s=HOLD_S))
     reader: asyncio.Future[Any] | None = None
     try:
         held = await gate.wait_arrival(HOLD_S * 2)
