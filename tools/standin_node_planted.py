@@ -86,9 +86,10 @@ VERIFIER: dict[str, Planted] = {
         "session.js",
         "if (this.phase === PHASE.selfDecoding) this.phase = PHASE.active; // the router's choice wins",
         "// self-decoding goes on whatever the router assigns",
-        "PASSED",
+        "NON-STRICT",
         "no sentence says what an assignment received during self-decoding does (§6.5.2 has the verifier end the "
-        "period and ask for a drafter; the profile is silent on a router that assigns one first): listed as a gap",
+        "period and ask for a drafter): the harness's decision D-JUDGE-ASSIGN-SELF, on P1-EVT-1's \"until a new "
+        "assignment arrives\", has it end the period, so NON-STRICT",
     ),
     "self-decode-budget-not-reset": Planted(
         "session.js",
@@ -112,9 +113,9 @@ VERIFIER: dict[str, Planted] = {
         "server.js",
         "if (!assignment.session.equals(slot.session.session)) throw",
         "if (false) throw",
-        "PASSED",
-        "no sentence has a verifier refuse a PUT …/drafter whose body names another session than its path; the "
-        "path's session is the one assigned, as the stand-in does: listed as a gap",
+        "NON-STRICT",
+        "no sentence has a verifier refuse a PUT …/drafter whose body names another session than its path: refused "
+        "by the harness's decision D-JUDGE-PATH-BODY (P1-MSG-3's {id} is the session), so NON-STRICT",
     ),
     "output-final-while-self-decoding": Planted(
         "session.js",

@@ -184,6 +184,9 @@ MUTANTS_LIST: tuple[Mutant, ...] = (
     Mutant("self-budget-not-reset", "escalation", "self_max counts over the session, not per period: a second "
            "period stops before its first token", "6.5.2", "self_max:  uint, ; max tokens per self-decode period",
            session=sessions.SelfBudgetNotReset),
+    Mutant("self-decoded-token-restarts-period", "escalation", "an assignment during self-decoding is undone: the "
+           "commit of the token under way starts a new period and drops the new drafter", "P1-EVT-1",
+           "until a new assignment arrives.", session=sessions.SelfDecodedTokenRestartsPeriod, profile_only=True),
     Mutant("final-while-self-decoding", "escalation", "output read during self-decoding says final", "6.7", _FINAL,
            session=sessions.FinalWhileSelfDecoding),
     # policy, closed sessions

@@ -38,6 +38,7 @@ from sdcp_conformance.protocol.sampling import greedy_token, target_distribution
 from sdcp_conformance.reference.verifier.decisions import TOKEN_OUT_OF_VOCABULARY
 from sdcp_conformance.reference.verifier.session import (
     CommitRecord,
+    Committed,
     FloatRows,
     PendingCommit,
     Phase,
@@ -444,6 +445,22 @@ class SelfBudgetNotReset(MutantSession):
         self.phase = Phase.SELF_DECODING
 
 
+class SelfDecodedTokenRestartsPeriod(MutantSession):
+    """Bug: the commit of a self-decoded token applies its action like a verdict's, so the token whose append was
+    under way when an assignment ended the period starts a new period (and drops the new drafter). The reference
+    had it until VER-6.5-ESC-020 found it."""
+
+    def commit(self, pending: PendingCommit) -> Committed:
+        if pending.verdict is not None or pending.action is not Action.SELF_DECODE:
+            return super().commit(pending)
+        self.check_commit_order(pending.record)
+        self.output.extend(pending.record.emitted)
+        self.digest = pending.record.digest
+        self.round = pending.record.round
+        self.self_decoded_in_period += 1
+        return Committed(None, tuple(self._apply(pending.action)))
+
+
 class FinalWhileSelfDecoding(MutantSession):
     """Bug: output read during self-decoding says final (the period taken for the session's end)."""
 
@@ -487,6 +504,7 @@ __all__ = [
     "SelfBudgetNotReset",
     "SelfDecodeDespiteLoad",
     "SelfDecodeGreedyUnderRule2",
+    "SelfDecodedTokenRestartsPeriod",
     "SelfDecodingStateActive",
     "SkipBaseDigestCheck",
     "SkipEpochCheck",

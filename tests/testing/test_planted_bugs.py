@@ -52,13 +52,15 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("drafter", "stale-base-final", ("DRF-5.2-UNKNOWN-KEYS-003",), "NON-STRICT"),
     ("drafter", "prompt-token-v-accepted", ("DRF-P1-MSG-2-VOCAB-001",), "NON-STRICT"),
     ("router", "front-final-before-tokens", ("RTR-6.5.2-END-001",), "FAILED"),
+    ("verifier", "assignment-body-session-unchecked", ("VER-5.1-SESSION-015",), "NON-STRICT"),
+    ("verifier", "assignment-leaves-self-decoding-on", ("VER-6.5-ESC-020",), "NON-STRICT"),
 ]
 
 
 @pytest.fixture(scope="module")
 def targets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("planted")
-    return {role: campaign.ROLES[role].target(folder / f"pki-{role}")[0] for role in ("router", "drafter")}
+    return {role: campaign.ROLES[role].target(folder / f"pki-{role}")[0] for role in ("router", "drafter", "verifier")}
 
 
 @pytest.mark.slow

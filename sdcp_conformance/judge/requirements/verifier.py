@@ -46,6 +46,13 @@ ROWS: tuple[Row, ...] = (
         "model), computes or loads the KV cache of the prompt, computes d[0], and answers with session-state "
         "(round 0, committed 0).",
         Level.MUST, V),
+    # D-JUDGE-PATH-BODY: {id} in the path of PUT …/drafter and POST …/policy is the session the request is about
+    # (P1-MSG-3); a body naming another session contradicts it, and neither reading (the path's session, the
+    # body's) is safe to act on, as one session's drafter or profile would change through a request about the
+    # other. The draft and the profile do not say so: refused with 400 sdcp-bad-message, or NON-STRICT.
+    Row("P1-MSG-3/BODY-SESSION", "P1-MSG-3",
+        "`{id}` in paths is base64url without padding of the 16-octet session id",
+        Level.PROFILE, V, refusal=refusal(P.BAD_MESSAGE, (400, None))),
     Row("P1-MSG-5/IDEMPOTENT-OPEN", "P1-MSG-5",
         "Opening an existing session id with the same epoch and an identical contract returns its current "
         "session-state (idempotent retry)",
@@ -92,6 +99,11 @@ ROWS: tuple[Row, ...] = (
         "After `switch` or the start of self-decoding, the old drafter's proposals get 403 `sdcp-not-assigned` "
         "until a new assignment arrives.",
         Level.PROFILE, V, refusal=refusal(P.NOT_ASSIGNED)),
+    # D-JUDGE-ASSIGN-SELF: a PUT …/drafter that arrives during self-decoding ends the period (the reference's
+    # D-VER-6): the drafter it names is served from the committed prefix, and the verifier appends no more tokens
+    # of its own (the one whose append was under way completes). §6.5.2 has the period end on self_max or load
+    # only; P1-EVT-1's "until a new assignment arrives" is the only word on it, so a deviation is NON-STRICT.
+    Row("P1-EVT-1/NEW-ASSIGNMENT", "P1-EVT-1", "until a new assignment arrives.", Level.PROFILE, V),
     # ------------------------------------------------------------------ §6.3 step 2 fencing, §6.8, §6.9
     Row("R-6.3-FENCING", "6.3, 6.9",
         'Fencing: if epoch differs from the session epoch, respond 409 with problem type "sdcp-stale-epoch". ... '

@@ -442,6 +442,10 @@ class VerifierSession:
             self._in_flight = None
         else:
             self.self_decoded_in_period += 1
+            if pending.action is Action.SELF_DECODE:
+                # One more token of the period, which an assignment may have ended while this token's append was
+                # under way (D-VER-6): it must not start a new period (nor take the new drafter's assignment away).
+                return Committed(None, ())
         return Committed(pending.verdict, tuple(self._apply(pending.action)))
 
     def check_commit_order(self, record: CommitRecord) -> None:

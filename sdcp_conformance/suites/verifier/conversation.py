@@ -10,6 +10,7 @@ oracle) and never asks reference code what it would do.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -188,6 +189,40 @@ async def wait_event(ctx: CaseContext, session: TrackedSession, kind: int, *, ti
     return events_of(ctx, session, kind)
 
 
+SELF_DECODING_STALL_S = 10.0
+"""D-JUDGE-SLOW-SELF: how long a self-decoding period may go without a new commit record before the harness stops
+waiting for the event that ends it. A period of n tokens takes n passes of the target model; a slow engine
+(a second a pass) is conformant, so the wait follows the commits, not a fixed time."""
+SELF_DECODING_CAP_S = 120.0
+"""The longest the harness waits for a self-decoding period's end, however steadily it commits."""
+
+
+async def wait_event_while_committing(ctx: CaseContext, session: TrackedSession, kinds: Sequence[int], *,
+                                      count: int = 1) -> list[tuple[str | None, Event]]:
+    """Wait until the router listener holds ``count`` events of one of ``kinds`` for the session, for as long as
+    the verifier keeps appending commit records (self-decoding: one per token, §6.5.2), each record giving it
+    another :data:`SELF_DECODING_STALL_S`; at most :data:`SELF_DECODING_CAP_S`, and no longer than the session
+    lasts (an event 4 or 5 ends it). The events of the kinds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SELF_DECODING_CAP_S
+
+    def ended() -> list[tuple[str | None, Event]]:
+        return [seen for kind in kinds for seen in events_of(ctx, session, kind)]
+
+    def over() -> bool:
+        return len(ended()) >= count or any(int(event.kind) in (4, 5) for _, event in events_of(ctx, session))
+
+    records = len(commit_records(ctx, session))
+    while True:
+        window = min(SELF_DECODING_STALL_S, deadline - loop.time())
+        if window <= 0 or await ctx.env.inbox.wait_for(over, window):
+            return ended()
+        now = len(commit_records(ctx, session))
+        if now == records:  # nothing committed in a whole window: the period stalled (or never ends)
+            return ended()
+        records = now
+
+
 def check_event_origin(ctx: CaseContext, peer: str | None, what: str, *, row: str | None = None) -> None:
     """P1-ID-1: the event comes from the IUT's own certificate identity."""
     ctx.check(peer == ctx.env.config.base_uri, f"{what} was posted by {peer!r}, not by the verifier", row=row,
@@ -267,4 +302,5 @@ __all__ = [
     "state_of",
     "still_works",
     "wait_event",
+    "wait_event_while_committing",
 ]

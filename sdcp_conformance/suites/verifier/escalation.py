@@ -21,12 +21,15 @@ import numpy as np
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation
 from sdcp_conformance.oracle.statistics import DEFAULT_ALPHA
 from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import (
+    SELF_DECODING_CAP_S,
+    SELF_DECODING_STALL_S,
     cache_path,
     check_event_origin,
     commit_records,
@@ -36,6 +39,7 @@ from sdcp_conformance.suites.verifier.conversation import (
     started,
     state_of,
     wait_event,
+    wait_event_while_committing,
 )
 from sdcp_conformance.suites.verifier.seeded_rule2 import DraftedProposal, p_row, publish
 
@@ -311,6 +315,11 @@ SELF_GREEDY_ALPHA = DEFAULT_ALPHA
 """D-JUDGE-SELF-GREEDY: a rule-2 self-decoding period whose tokens are all argmax tokens is judged greedy when a
 sampler would do that with a probability below this (the rule-2 tests' alpha)."""
 
+SELF_CASE_TIMEOUT_S = SELF_DECODING_CAP_S + 30.0
+"""The cases that wait for a self-decoding period to end outlast the longest wait (the set-up rounds besides)."""
+STALLED = (f"waited while it committed, until no commit record came for {SELF_DECODING_STALL_S:g} s or "
+           f"{SELF_DECODING_CAP_S:g} s had passed")
+
 SELF_ROWS = ("R-6.5.2-SELF-RUN", "R-6.5.2-SELF-PERMITTED", "P1-EVT-1/EVENTS", "R-6.7-FINAL")
 HELD_APPEND_WAIT_S = 5.0
 """How long the harness waits for a self-decoding period's append to hold."""
@@ -353,6 +362,7 @@ async def _state_while_self_decoding(ctx: CaseContext, session: TrackedSession) 
 
 @CATALOGUE.case(
     "VER-6.5-ESC-008", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
+    timeout_s=SELF_CASE_TIMEOUT_S,
     profile=("P1-EVT-1", "P1-SAMP-3"), rows=SELF_ROWS,
     black_box_note="self_load is 100, which no load exceeds, so exactly self_max tokens are decoded.",
 )
@@ -361,8 +371,8 @@ async def self_decode_period(ctx: CaseContext) -> None:
     session, _ = await _self_decoding_session(ctx, fallback=[3, 5], self_max=3)
     ctx.check(bool(await wait_event(ctx, session, 3, timeout_s=5.0)),
               "no event of kind 3 reached the router when self-decoding started", row="P1-EVT-1/EVENTS")
-    ended = await wait_event(ctx, session, 0, timeout_s=10.0)
-    ctx.require(bool(ended), "self-decoding did not end with an event of kind 0 within 10 s")
+    ended = await wait_event_while_committing(ctx, session, (0,))
+    ctx.require(bool(ended), f"self-decoding did not end with an event of kind 0 ({STALLED})")
     check_event_origin(ctx, ended[0][0], "the end-of-self-decoding event")
     tokens = await _absorb_self_decoded(ctx, session)
     ctx.check(len(tokens) == 3, f"{len(tokens)} tokens were self-decoded with self_max 3 (and no load above "
@@ -377,6 +387,7 @@ async def self_decode_period(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.5-ESC-019", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
+    timeout_s=SELF_CASE_TIMEOUT_S,
     profile=("P1-EVT-1",), rows=(*SELF_ROWS, "R-6.5.2-ESCALATE"),
     black_box_note="self_max is per period (\"max tokens per self-decode period\"): the second period decodes "
                    "self_max tokens again. self_load is 100, which no load exceeds.",
@@ -385,9 +396,9 @@ async def second_self_decode_period(ctx: CaseContext) -> None:
     """fallback [self_decode, self_decode, fail], self_max 2: two periods, each of two tokens, each ended by event 0."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 3, 5], self_max=2)
     for period in (1, 2):
-        ended = await wait_event(ctx, session, 0, timeout_s=10.0, count=period)
+        ended = await wait_event_while_committing(ctx, session, (0,), count=period)
         ctx.require(len(ended) >= period, f"self-decoding period {period} did not end with an event of kind 0 "
-                    "within 10 s", row="R-6.5.2-SELF-RUN")
+                    f"({STALLED})", row="R-6.5.2-SELF-RUN")
         tokens = await _absorb_self_decoded(ctx, session)
         ctx.check(len(tokens) == 2, f"period {period} self-decoded {len(tokens)} tokens with self_max 2 (a period's "
                   "budget, and no load above self_load 100)", row="R-6.5.2-SELF-RUN", expected="2",
@@ -515,7 +526,7 @@ async def j_persists_across_drafter(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.5-ESC-015", area="escalation", section="6.5.2", level=Level.MUST,
+    "VER-6.5-ESC-015", area="escalation", section="6.5.2", timeout_s=SELF_CASE_TIMEOUT_S, level=Level.MUST,
     rows=("R-6.5.2-J-PERSISTS", *SELF_ROWS),
     quote="j persists across a change of drafter and across a self-decoding period.",
     black_box_note="self_load is 100, which no load exceeds, so self-decoding is always permitted.",
@@ -523,8 +534,8 @@ async def j_persists_across_drafter(ctx: CaseContext) -> None:
 async def j_persists_across_self_decoding(ctx: CaseContext) -> None:
     """fallback [self_decode, reduce], R = 1: after a self-decoding period, the next escalation is reduce."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 1, 5], self_max=2)
-    ctx.require(bool(await wait_event(ctx, session, 0, timeout_s=10.0)), "self-decoding did not end with event 0",
-                row="R-6.5.2-SELF-RUN")
+    ctx.require(bool(await wait_event_while_committing(ctx, session, (0,))),
+                f"self-decoding did not end with event 0 ({STALLED})", row="R-6.5.2-SELF-RUN")
     await _absorb_self_decoded(ctx, session)
     state = state_of(ctx, await ctx.assign(session, "drafter-1"), "PUT drafter after self-decoding")
     ctx.check_state(session, state, "PUT drafter after self-decoding")
@@ -548,6 +559,7 @@ async def finish_beats_escalation(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.5-ESC-017", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
+    timeout_s=SELF_CASE_TIMEOUT_S,
     profile=("P1-EVT-1", "P1-STATE-1"), rows=(*SELF_ROWS, "P1-STATE-1"),
     black_box_note="self_load is 100, which no load exceeds, and there is no self_max: self-decoding must go on, "
                    "one token per round, until max_new ends the session. The branch where the load rises above "
@@ -558,10 +570,11 @@ async def self_decode_goes_on(ctx: CaseContext) -> None:
     """Without self_max and with self_load 100, self-decoding goes on (state 3) until max_new finishes it."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 5], max_new=8)
     await _state_while_self_decoding(ctx, session)
-    finished = await wait_event(ctx, session, 4, timeout_s=15.0)
+    await wait_event_while_committing(ctx, session, (4, 0))
+    finished = events_of(ctx, session, 4)
     ctx.check(not events_of(ctx, session, 0), "self-decoding ended (event 0) although the load never exceeded "
               "self_load 100 and the contract has no self_max")
-    ctx.require(bool(finished), "self-decoding did not reach max_new 8 (no event of kind 4 within 15 s)",
+    ctx.require(bool(finished), f"self-decoding did not reach max_new 8 (no event of kind 4; {STALLED})",
                 row="P1-EVT-1/EVENTS")
     tokens = await _absorb_self_decoded(ctx, session)
     ctx.check(len(session.output) == 8, f"the session finished with {len(session.output)} tokens, not max_new 8",
@@ -585,7 +598,7 @@ SAMPLED_SELF_PROFILE = {"temperature_milli": 3000, "top_k": 4}
 
 
 @CATALOGUE.case(
-    "VER-6.5-ESC-018", area="escalation", section="6.5.2",
+    "VER-6.5-ESC-018", area="escalation", section="6.5.2", timeout_s=SELF_CASE_TIMEOUT_S,
     quote="self_decode (3):: The verifier decodes the session itself with the target model.", level=Level.MUST,
     profile=("P1-SAMP-1", "P1-SAMP-2", "P1-SAMP-3", "P1-EVT-1"),
     rows=("R-6.5.2-SELF-TARGET", "P1-SAMP-3/SELF", *SELF_ROWS, "R-6.4-RULE2"),
@@ -614,10 +627,63 @@ async def self_decode_samples_under_rule2(ctx: CaseContext) -> None:
                 "has p = 0 (min(1, p / q) = 0)", row="R-6.4-RULE2", expected="0", actual=str(verdict.accepted))
     ctx.require(int(verdict.action) == 3, f"the low round's action is {int(verdict.action)}, not self_decode (3), "
                 "with self_load 100", row="R-6.5.2-SELF-PERMITTED", expected="3", actual=str(int(verdict.action)))
-    ended = await wait_event(ctx, session, 0, timeout_s=10.0)
-    ctx.require(bool(ended) or bool(events_of(ctx, session, 4)),
-                "self-decoding did not end (no event of kind 0 or 4 within 10 s)", row="R-6.5.2-SELF-RUN")
+    ended = await wait_event_while_committing(ctx, session, (0, 4))
+    ctx.require(bool(ended), f"self-decoding did not end (no event of kind 0 or 4; {STALLED})",
+                row="R-6.5.2-SELF-RUN")
     tokens = await _absorb_self_decoded(ctx, session)
     ctx.check(len(tokens) == SAMPLED_SELF_MAX or bool(events_of(ctx, session, 4)),
               f"{len(tokens)} tokens were self-decoded with self_max {SAMPLED_SELF_MAX}", row="R-6.5.2-SELF-RUN",
               expected=str(SAMPLED_SELF_MAX), actual=str(len(tokens)))
+
+
+ASSIGNED_QUIET_S = 2.0
+"""How long after an assignment during self-decoding the harness watches for another append of the verifier's own
+(a verifier that goes on self-decoding appends every pass). A verifier that stopped appends nothing, so this
+window cannot cause a false alarm; it only bounds how long a verifier going on has to show it."""
+
+
+@CATALOGUE.case(
+    "VER-6.5-ESC-020", area="escalation", section="6.5.2, P1-EVT-1", timeout_s=SELF_CASE_TIMEOUT_S,
+    quote="After `switch` or the start of self-decoding, the old drafter's proposals get 403 `sdcp-not-assigned` "
+          "until a new assignment arrives.", level=Level.PROFILE, profile=("P1-EVT-1",),
+    rows=("P1-EVT-1/NEW-ASSIGNMENT", "R-6.5.2-SELF-RUN"),
+    black_box_note="D-JUDGE-ASSIGN-SELF: an assignment received during self-decoding (no self_max, self_load 100: "
+                   "the period would go on until max_new) ends the period: after the append under way, the "
+                   "verifier appends nothing of its own, and the newly assigned drafter's proposal at the committed "
+                   "prefix is verified. Only P1-EVT-1's \"until a new assignment arrives\" speaks of it: NON-STRICT.",
+)
+async def assignment_ends_self_decoding(ctx: CaseContext) -> None:
+    """While a self-decoded token's append is held, PUT …/drafter names drafter-2; the verifier then appends no
+    token of its own, and drafter-2's proposal at the committed prefix gets a verdict."""
+    session, _ = await _self_decoding_session(ctx, fallback=[3, 5], max_new=60)
+    path = cache_path(session.commit_log)
+    gate = ctx.env.cache.faults.hold(path, methods=frozenset({"PUT"}))
+    assigning: asyncio.Future[Answer] | None = None
+    try:
+        if not await gate.wait_arrival(HELD_APPEND_WAIT_S):
+            ctx.note("no append of the self-decoding period reached the cache to be held: no assignment was sent "
+                     "during the period")
+            return
+        assigning = asyncio.ensure_future(ctx.assign(session, "drafter-2"))
+        await asyncio.wait({assigning}, timeout=STATE_WHILE_HELD_S)
+        follow = ctx.env.cache.faults.hold(path, methods=frozenset({"PUT"}))  # the next append, if any
+    finally:
+        gate.open()
+    try:
+        went_on = await follow.wait_arrival(ASSIGNED_QUIET_S)
+    finally:
+        follow.open()
+    assert assigning is not None
+    state_of(ctx, await assigning, "PUT sessions/{id}/drafter during self-decoding")
+    if went_on:
+        ctx.deviate("P1-EVT-1/NEW-ASSIGNMENT", "the verifier appended another record of its own after the "
+                    "assignment of drafter-2 during self-decoding: the period went on although a drafter was "
+                    "assigned (D-JUDGE-ASSIGN-SELF)", expected=["no append without a proposal"],
+                    actual="a commit-log PUT")
+        return
+    await _absorb_self_decoded(ctx, session)
+    answer = await ctx.propose(session, ctx.greedy(session, 2), drafter="drafter-2")
+    if not answer.ok:
+        ctx.deviate("P1-EVT-1/NEW-ASSIGNMENT", f"drafter-2, assigned during self-decoding, proposed at the committed "
+                    f"prefix ({len(session.output)} tokens) and {answer.refused()}", expected=["a verdict"],
+                    actual=answer.describe())

@@ -258,3 +258,35 @@ async def assignment_returns_current_state(ctx: CaseContext) -> None:
               expected=f"round {session.round}, committed {len(session.output)}",
               actual=f"round {state.round}, committed {state.committed}")
     await still_works(ctx, session, "after the outdated assignment")
+
+
+PATH_ID = "`{id}` in paths is base64url without padding of the 16-octet session id"
+
+
+@CATALOGUE.case(
+    "VER-5.1-SESSION-015", area="session", section="5.1", quote=f"{{id}} in session paths is the base64url encoding "
+    f"without padding [RFC4648] of the session identifier. ... {PATH_ID}", level=Level.PROFILE,
+    profile=("P1-MSG-3",), rows=("P1-MSG-3/BODY-SESSION",),
+    black_box_note="D-JUDGE-PATH-BODY: a PUT …/drafter or POST …/policy whose body names another open session than "
+                   "its path is refused with 400 sdcp-bad-message, and changes neither session. The draft and the "
+                   "profile do not say so: any deviation is NON-STRICT.",
+)
+async def body_names_another_session(ctx: CaseContext) -> None:
+    """PUT sessions/{A}/drafter naming drafter-2 and POST sessions/{A}/policy, each with session B in its body, are
+    refused; afterwards drafter-1 still serves both sessions."""
+    first, second = await ctx.open_ok(), await ctx.open_ok()
+    await ctx.assign_ok(first)
+    await ctx.assign_ok(second)
+    body = ctx.assignment(second, "drafter-2")
+    answer = await ctx.env.iut.send("router", "PUT", f"sessions/{first.path_id}/drafter", body)
+    ctx.expect_refusal(answer, "P1-MSG-3/BODY-SESSION", what="PUT sessions/{A}/drafter whose body names session B")
+    policy = {"session": second.id, "from_round": second.round + 1, "sampling": {"temperature_milli": 500}}
+    answer = await ctx.env.iut.send("router", "POST", f"sessions/{first.path_id}/policy", policy)
+    ctx.expect_refusal(answer, "P1-MSG-3/BODY-SESSION", what="POST sessions/{A}/policy whose body names session B")
+    for name, session in (("A", first), ("B", second)):
+        tokens = ctx.greedy(session, 2)
+        answer = await ctx.propose(session, tokens[:1])
+        if not answer.ok:  # which session the IUT changed is its reading of the body or of the path: our decision
+            ctx.deviate("P1-MSG-3/BODY-SESSION", f"after the requests about session A that named session B, "
+                        f"drafter-1's proposal for session {name} {answer.refused()}: the IUT acted on one of them",
+                        expected=["a verdict"], actual=answer.describe())

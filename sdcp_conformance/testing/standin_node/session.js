@@ -186,7 +186,8 @@ class Session {
       case P.ACTION.fail: this.phase = PHASE.failed; return [this.event(P.ACTION.fail)];
       case P.ACTION.switch: this.drafter = null; return [this.event(P.ACTION.switch)];
       case P.ACTION.selfDecode:
-        if (this.phase === PHASE.selfDecoding) return [];
+        // A self-decoded token continues its period, or lands after an assignment ended it: never a new period.
+        if (this.phase === PHASE.selfDecoding || !pending.verdict) return [];
         this.drafter = null;
         this.phase = PHASE.selfDecoding;
         this.selfDecodedInPeriod = 0;
