@@ -65,7 +65,7 @@ class CacheApp:
         for fault in firing:
             if fault.kind is FaultKind.HOLD and fault.gate is not None:
                 # Held before handling: the effect (a read, an append) has not happened yet.
-                await fault.gate.hold()
+                await fault.gate.hold(request.body)
         response = self._respond(request, firing)
         for fault in firing:
             if fault.kind is FaultKind.DELAY:

@@ -71,6 +71,8 @@ class Gate:
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     opened: asyncio.Event = field(default_factory=asyncio.Event)
     held: int = 0
+    bodies: list[bytes] = field(default_factory=list)
+    """The bodies of the requests held, in arrival order (what a held append would have written)."""
 
     def open(self) -> None:
         self.opened.set()
@@ -83,8 +85,9 @@ class Gate:
             return False
         return True
 
-    async def hold(self) -> None:
+    async def hold(self, body: bytes = b"") -> None:
         self.held += 1
+        self.bodies.append(body)
         self.arrived.set()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.opened.wait(), HOLD_LIMIT_S)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -217,3 +218,20 @@ def test_a_spliced_fence_is_only_visible_to_a_read_back(app: CacheApp) -> None:
     app.faults.insert_before_put(LOG, encode({"epoch": 3}), splice=True)
     careful = run(append_record(client, "https://mlc" + LOG, CommitRecord(2, 3, (7,), 3, b"\x33" * 32)))
     assert careful.status is AppendStatus.FENCED  # the read-back sees the fence before its record
+
+
+def test_a_hold_keeps_the_bodies_it_held_and_stores_them_once_opened(app: CacheApp) -> None:
+    """A case reads what a held append would write (VER-6.5-ESC-020 tells a retried append from a new one)."""
+
+    async def go() -> tuple[list[bytes], int]:
+        gate = app.faults.hold(LOG, methods=frozenset({"PUT"}))
+        putting = asyncio.ensure_future(app(request("PUT", LOG, b"\xa1\x65epoch\x01")))
+        assert await gate.wait_arrival(5.0)
+        held = list(gate.bodies)
+        assert not putting.done()  # held before handling: nothing stored yet
+        gate.open()
+        return held, (await putting).status
+
+    bodies, status = run(go())
+    assert bodies == [b"\xa1\x65epoch\x01"] and 200 <= status < 300
+    assert decode_sequence(run(app(request("GET", LOG))).body) == [{"epoch": 1}]

@@ -19,12 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation
 from sdcp_conformance.oracle.statistics import DEFAULT_ALPHA
+from sdcp_conformance.protocol.codec import decode_sequence
 from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import (
@@ -642,6 +644,17 @@ ASSIGNED_QUIET_S = 2.0
 window cannot cause a false alarm; it only bounds how long a verifier going on has to show it."""
 
 
+def _last_round(log: bytes) -> int:
+    """The highest round among the commit records of a commit log's bytes (P1-LOG-1), -1 if none can be read."""
+    try:
+        records = decode_sequence(log)
+    except MalformedMessage:
+        return -1
+    rounds = [record["round"] for record in records
+              if isinstance(record, dict) and isinstance(record.get("round"), int)]
+    return max(rounds, default=-1)
+
+
 @CATALOGUE.case(
     "VER-6.5-ESC-020", area="escalation", section="6.5.2, P1-EVT-1", timeout_s=SELF_CASE_TIMEOUT_S,
     quote="After `switch` or the start of self-decoding, the old drafter's proposals get 403 `sdcp-not-assigned` "
@@ -670,7 +683,10 @@ async def assignment_ends_self_decoding(ctx: CaseContext) -> None:
     finally:
         gate.open()
     try:
-        went_on = await follow.wait_arrival(ASSIGNED_QUIET_S)
+        # Another append carrying a later round than the held one's (a retry of the held append carries no
+        # later round): a token of the verifier's own after the assignment.
+        went_on = (await follow.wait_arrival(ASSIGNED_QUIET_S)
+                   and _last_round(follow.bodies[0]) > _last_round(gate.bodies[0]))
     finally:
         follow.open()
     assert assigning is not None
