@@ -69,11 +69,15 @@ class TrackedSession:
         if cached is None or cached[0] != start:
             cached = (start, [], [])
         _, tokens, chain = cached
-        agree = 0
-        for old, new in zip(tokens, self.output, strict=False):
-            if old != new:
-                break
-            agree += 1
+        output = self.output
+        if output[:len(tokens)] == tokens:  # the common case, a session that grew: one comparison in C
+            agree = len(tokens)
+        else:
+            agree = 0
+            for old, new in zip(tokens, output, strict=False):
+                if old != new:
+                    break
+                agree += 1
         del tokens[agree:], chain[agree:]
         last = chain[-1] if chain else start
         for token in self.output[agree:]:

@@ -239,7 +239,12 @@ class _Scanner:
         self.items += 1
         if self.items > self._limits.max_items:
             raise MalformedMessage(f"CBOR input has more than {self._limits.max_items} items")
-        major, additional, argument, pos = self._head(pos)
+        data = self._data
+        if pos < len(data) and data[pos] & 0x1F < 24:  # the head is one byte (most items): read it here
+            initial = data[pos]
+            major, additional, argument, pos = initial >> 5, initial & 0x1F, initial & 0x1F, pos + 1
+        else:
+            major, additional, argument, pos = self._head(pos)
         if additional == 31:
             return self._scan_indefinite(major, pos, depth)
         if major in (_MT_UINT, _MT_NINT):
@@ -306,8 +311,12 @@ class _Scanner:
     def _check_duplicate_key(self, seen: set[Any], encoded_key: bytes) -> None:
         # Keys are compared as decoded values, so two encodings of one key
         # (say a non-shortest length) count as the duplicate they are.
-        value = _build(encoded_key)
-        identity: Any = (type(value), value) if _hashable(value) else encoded_key
+        identity: Any = _simple_key(encoded_key)
+        if identity is None:
+            value = _build(encoded_key)
+            identity = (type(value), value) if _hashable(value) else encoded_key
+        else:
+            value = identity[1]
         if identity in seen:
             raise MalformedMessage(f"duplicate map key {value!r}")
         seen.add(identity)
@@ -340,6 +349,30 @@ class _Scanner:
         if additional == 24 and argument < 32:
             raise MalformedMessage(f"two-byte simple value {argument} is not well-formed")
         return pos
+
+
+def _simple_key(encoded: bytes) -> tuple[type, Any] | None:
+    """The identity ``(type, value)`` of a map key that is a definite text string or an integer, read straight
+    from its bytes (most keys are: building each with cbor2 was most of a scan's cost); None for any other key.
+
+    The scan has already checked the key's head and length, so only the value is read here: the same value
+    :func:`_build` would give, a non-shortest head included (which is why a duplicate under another encoding is
+    still caught). Text that is not UTF-8 is malformed, as cbor2 says too.
+    """
+    initial = encoded[0]
+    major, additional = initial >> 5, initial & 0x1F
+    if additional == 31 or major not in (_MT_UINT, _MT_NINT, _MT_TEXT):
+        return None
+    start = 1 if additional < 24 else 1 + (1 << (additional - 24))
+    argument = additional if additional < 24 else int.from_bytes(encoded[1:start], "big")
+    if major == _MT_UINT:
+        return int, argument
+    if major == _MT_NINT:
+        return int, -1 - argument
+    try:
+        return str, encoded[start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedMessage(f"CBOR item could not be decoded: text string is not UTF-8 ({exc})") from exc
 
 
 def _hashable(value: Any) -> bool:

@@ -140,11 +140,32 @@ def test_decode_rejects_trailing_bytes() -> None:
         "a26161017801610 2".replace(" ", ""),  # "a" and a non-shortest "a"
         "bf6161016161 02ff".replace(" ", ""),  # indefinite map, duplicate
         "a2010201 03".replace(" ", ""),  # {1: 2, 1: 3}
+        "a2010218 0103".replace(" ", ""),  # 1 and a non-shortest 1
+        "a2200139 000002".replace(" ", ""),  # -1 and a non-shortest -1
+        "a27a00000001610161 6102".replace(" ", ""),  # "a" with a four-byte length, then "a"
     ],
 )
 def test_decode_rejects_duplicate_keys(hex_: str) -> None:
     with pytest.raises(MalformedMessage, match="duplicate"):
         decode(bytes.fromhex(hex_))
+
+
+@pytest.mark.parametrize(
+    ("hex_", "expected"),
+    [
+        ("a3 0101 2002 6131 03".replace(" ", ""), {1: 1, -1: 2, "1": 3}),  # one value, three types of key
+        ("a2 41 61 01 6161 02".replace(" ", ""), {b"a": 1, "a": 2}),  # bytes "a" is not text "a"
+    ],
+)
+def test_decode_keeps_keys_of_different_types_apart(hex_: str, expected: dict[object, int]) -> None:
+    decoded = decode(bytes.fromhex(hex_))
+    assert decoded == expected
+    assert [type(key) for key in decoded] == [type(key) for key in expected]
+
+
+def test_decode_rejects_a_key_that_is_not_utf8() -> None:
+    with pytest.raises(MalformedMessage, match="not UTF-8"):
+        decode(bytes.fromhex("a1 62c328 01".replace(" ", "")))
 
 
 @pytest.mark.parametrize(
