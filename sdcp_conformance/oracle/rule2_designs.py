@@ -23,6 +23,7 @@ from sdcp_conformance.models.bigram import EOS_TOKEN, FIRST_WORD, VOCAB_SIZE, bi
 from sdcp_conformance.oracle import rule2 as plain
 from sdcp_conformance.oracle.statistics import (
     DEFAULT_RHO,
+    LawArguments,
     RoundLaw,
     Tolerance,
     outcome_of,
@@ -174,15 +175,18 @@ class RoundSpec:
     rho: float
 
     def law(self) -> RoundLaw:
+        return RoundLaw(*self.law_arguments())
+
+    def law_arguments(self) -> LawArguments:
+        """:class:`RoundLaw`'s arguments for this round (:func:`round_laws` takes many rounds' at once)."""
         sampling = dict(self.profile)
         positions = [_position(self.q_kind, token, self.profile) for token in (self.last, *self.tokens)]
         m = len(self.tokens)
         contexts = [[self.last, *self.tokens[:i]] for i in range(m + 1)]  # each row needs only its last token
         ties = np.stack([position.ties for position in positions])
-        return RoundLaw(np.stack([position.p for position in positions]),
-                        np.stack([position.q for position in positions[:m]]), self.tokens, frozenset(self.stop),
-                        profile_variants(MODEL, contexts, sampling), Tolerance(self.rho),
-                        ties if ties.any() else None)
+        return (np.stack([position.p for position in positions]),
+                np.stack([position.q for position in positions[:m]]), self.tokens, frozenset(self.stop),
+                profile_variants(MODEL, contexts, sampling), Tolerance(self.rho), ties if ties.any() else None)
 
     def outcome(self, emitted: Sequence[int]) -> tuple[int, int] | None:
         """The rule-2 outcome (a, y) that emits ``emitted``, or None if none does (no law needed)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from sdcp_conformance.oracle.rule2_designs import RoundSpec
 from sdcp_conformance.oracle.rule2_trace import TracedEProcess
+from sdcp_conformance.oracle.statistics import alternative_matrices, round_laws
 
 
 @dataclass(frozen=True)
@@ -43,14 +44,22 @@ class Rule2Judge:
         """Rounds fed before the test rejected (counted or not)."""
 
     def feed(self, rounds: Sequence[JudgedRound]) -> bool:
-        """Judge ``rounds`` in order; returns whether the test has rejected."""
+        """Judge ``rounds`` in order; returns whether the test has rejected.
+
+        The laws of the rounds' counted part, and their alternatives, are computed together (numpy's cost per
+        call is most of a round's): bit for bit what each round gives alone, so a batch's size, which depends on
+        timing, never changes a decision. Rounds after a rejection are computed and not fed.
+        """
+        counted = [judged for judged in rounds if judged.counted] if not self.test.rejected else []
+        laws = round_laws([judged.spec.law_arguments() for judged in counted])
+        family_laws = iter(zip(laws, alternative_matrices(laws), strict=True))
         for judged in rounds:
             if self.test.rejected:
                 break
             self.judged += 1
             if judged.counted:
-                law = judged.spec.law()
-                self.test.update(law, law.cell_of(judged.emitted), judged.what)
+                law, alternatives = next(family_laws)
+                self.test.update(law, law.cell_of(judged.emitted), judged.what, alternatives)
         return self.test.rejected
 
     def result(self) -> TracedEProcess:

@@ -233,34 +233,37 @@ def outcome_law(accept: F, draws: F, bonus: F, reject: F | None = None) -> F:
 
     ``reject`` (default 1 - accept) lets interval bounds pass their own extreme.
     """
-    law: F = outcome_laws(accept[None], draws[None], bonus[None], None if reject is None else reject[None])[0]
-    return law
+    return outcome_laws(accept, draws, bonus, reject)
 
 
 def outcome_laws(accept: F, draws: F, bonus: F, reject: F | None = None) -> F:
-    """:func:`outcome_law` of a batch: K x M acceptances, K x M x V draw rows, K x V bonus rows -> K x (M+1) x V.
+    """:func:`outcome_law` of a batch: ... x M acceptances, ... x M x V draw rows, ... x V bonus rows ->
+    ... x (M+1) x V, for any leading axes.
 
-    One pass of numpy for every family of a round: the families differ only in these three inputs.
+    One pass of numpy for every family of a round (or of many rounds): they differ only in these three inputs.
+    Every operation is row-wise, so a law is the same to the last bit whatever else shares its batch.
     """
-    k, m = accept.shape
-    reach = np.ones((k, m + 1))
-    np.cumprod(accept, axis=1, out=reach[:, 1:])
-    law = np.empty((k, m + 1, bonus.shape[1]))
-    np.multiply((reach[:, :m] * (1.0 - accept if reject is None else reject))[:, :, None], draws, out=law[:, :m])
-    np.multiply(reach[:, m:], bonus, out=law[:, m])
+    lead, m = accept.shape[:-1], accept.shape[-1]
+    reach = np.ones((*lead, m + 1))
+    np.cumprod(accept, axis=-1, out=reach[..., 1:])
+    law = np.empty((*lead, m + 1, bonus.shape[-1]))
+    np.multiply((reach[..., :m] * (1.0 - accept if reject is None else reject))[..., None], draws,
+                out=law[..., :m, :])
+    np.multiply(reach[..., m:], bonus, out=law[..., m, :])
     return law
 
 
 def _draw_bounds(low: F, high: F, p: F) -> tuple[F, F]:
     """Bounds on the normalised residual from bounds on its unnormalised entries (row-wise)."""
     r_lo, r_hi = np.maximum(0.0, low), np.maximum(0.0, high)
-    sum_lo, sum_hi = r_lo.sum(axis=1, keepdims=True), r_hi.sum(axis=1, keepdims=True)
+    sum_lo, sum_hi = r_lo.sum(axis=-1, keepdims=True), r_hi.sum(axis=-1, keepdims=True)
     lower = np.divide(r_lo, r_lo + (sum_hi - r_hi), out=np.zeros_like(r_lo), where=r_lo > 0)
     upper = np.divide(r_hi, r_hi + (sum_lo - r_lo), out=np.ones_like(r_hi), where=(r_hi + sum_lo - r_lo) > 0)
-    vanishing = (sum_lo <= 0)[:, 0]
-    # D-RES-1-like fallbacks draw from p: anything on p's support is possible then.
-    upper[vanishing] = np.where(p[vanishing] > 0, 1.0, upper[vanishing])
-    lower[vanishing] = 0.0
+    vanishing = sum_lo <= 0
+    if vanishing.any():
+        # D-RES-1-like fallbacks draw from p: anything on p's support is possible then.
+        upper = np.where(vanishing & (p > 0), 1.0, upper)
+        lower = np.where(vanishing, 0.0, lower)
     return lower, np.minimum(upper, 1.0)
 
 
@@ -271,6 +274,76 @@ def _normalised(rows: F) -> F:
         return quotients
     normalised: F = np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
     return normalised
+
+
+def _at_tokens(rows: F, x: Ints) -> F:
+    """``rows[..., i, x[..., i]]``: each position's entry at its proposed token."""
+    taken: F = np.take_along_axis(rows, x[..., None], axis=-1)[..., 0]
+    return taken
+
+
+class _Rows(Protocol):
+    """What the alternative families read of a round, or of a stack of rounds (a leading axis each)."""
+
+    p: F
+    q: F
+    x: Ints
+    px: F
+    qx: F
+    alpha: F
+    residual: F
+    draws: F
+
+    @property
+    def m(self) -> int: ...
+
+
+@dataclass
+class _Derived:
+    """A round's (or a stack of rounds') exact law and its interval bounds on (a, y), before cells."""
+
+    px: F
+    qx: F
+    alpha: F
+    residual: F
+    z: F
+    draws: F
+    exact: F
+    lower: F
+    upper: F
+
+
+def _derive(p: F, q: F, x: Ints, spread: tuple[F | float, F | float], ambiguous: npt.NDArray[np.bool_] | None
+            ) -> _Derived:
+    """The exact law and its per-outcome bounds over every null member, for one round or a stack of them.
+
+    The bounds are interval arithmetic: alpha' lies in [min(1, p(x) e^-rho / q(x)), min(1, p(x) e^rho / q(x))];
+    the residual entry R'(y) in [max(0, p(y) e^-rho - q(y)), max(0, p(y) e^rho - q(y))], normalised against the
+    other entries' extreme sums; the bonus row in [p e^-rho, p e^rho]. When the residual could vanish (sum of
+    lower entries 0) the draw is bounded only by [0, 1] on p's support.
+
+    ``spread`` is (e^-rho, e^rho): numbers, or arrays broadcasting over the stack. Everything is row-wise.
+    """
+    m = x.shape[-1]
+    px, qx = _at_tokens(p[..., :m, :], x), _at_tokens(q, x)
+    alpha = np.minimum(1.0, px / qx)
+    residual = np.maximum(0.0, p[..., :m, :] - q)
+    z = residual.sum(axis=-1)
+    # Z = 0 leaves the draft without a distribution; D-RES-1 (the reference) draws from p then.
+    draws = np.where((z > 0)[..., None], _normalised(residual), p[..., :m, :])
+    exact = outcome_laws(alpha, draws, p[..., m, :])
+    down, up = spread
+    p_lo, p_hi = p * down, p * up
+    if ambiguous is not None:  # a tie group shares one value: kept or dropped, never another value
+        group = np.where(ambiguous, p, 0.0).max(axis=-1, keepdims=True)
+        p_lo = np.where(ambiguous, 0.0, p_lo)
+        p_hi = np.where(ambiguous, group * up, p_hi)
+    alpha_lo = np.minimum(1.0, _at_tokens(p_lo[..., :m, :], x) / qx)
+    alpha_hi = np.minimum(1.0, _at_tokens(p_hi[..., :m, :], x) / qx)
+    r_lo, r_hi = _draw_bounds(p_lo[..., :m, :] - q, p_hi[..., :m, :] - q, p_hi[..., :m, :])
+    lower = outcome_laws(alpha_lo, r_lo, p_lo[..., m, :], reject=1.0 - alpha_hi)
+    upper = outcome_laws(alpha_hi, r_hi, np.minimum(1.0, p_hi[..., m, :]), reject=1.0 - alpha_lo)
+    return _Derived(px, qx, alpha, residual, z, draws, exact, np.minimum(lower, exact), np.maximum(upper, exact))
 
 
 @dataclass
@@ -290,20 +363,17 @@ class RoundLaw:
     """(M+1) x V: tokens tied at the top-k boundary, which an IUT may keep or drop (see :func:`topk_ties`)."""
 
     def __post_init__(self) -> None:
-        m = len(self.tokens)
-        x = np.asarray(self.tokens)
-        self.px = self.p[np.arange(m), x]
-        self.qx = self.q[np.arange(m), x]
-        self.alpha = np.minimum(1.0, self.px / self.qx)
-        self.residual = np.maximum(0.0, self.p[:m] - self.q)
-        self.z = self.residual.sum(axis=1)
-        # Z = 0 leaves the draft without a distribution; D-RES-1 (the reference) draws from p then.
-        self.draws = np.where((self.z > 0)[:, None], _normalised(self.residual), self.p[:m])
-        self.exact = outcome_law(self.alpha, self.draws, self.p[m])
+        self.x: Ints = np.asarray(self.tokens, dtype=np.int64)
+        rho = self.tolerance.rho
+        self._take(_derive(self.p, self.q, self.x, (math.exp(-rho), math.exp(rho)), self.ambiguous))
+
+    def _take(self, derived: _Derived) -> None:
+        """Keep the derived arrays and put the law and its bounds on cells."""
+        self.px, self.qx, self.alpha = derived.px, derived.qx, derived.alpha
+        self.residual, self.z, self.draws, self.exact = derived.residual, derived.z, derived.draws, derived.exact
         self.labels, self.cells = self._cells()
         self.exact_cells = self.on_cells(self.exact)
-        lower, upper = self._bounds()
-        self.lower_cells, self.upper_cells = self.on_cells(lower), self.on_cells(upper)
+        self.lower_cells, self.upper_cells = self.on_cells(derived.lower), self.on_cells(derived.upper)
         self.possible = self.upper_cells > 0
         self.possible_cells = np.flatnonzero(self.possible)
         """The cells' indices where :attr:`possible`, ascending."""
@@ -315,29 +385,6 @@ class RoundLaw:
         return len(self.tokens)
 
     # ------------------------------------------------------------------ tolerance
-
-    def _bounds(self) -> tuple[F, F]:
-        """Per-outcome lower and upper probabilities over every null member (interval arithmetic).
-
-        alpha' lies in [min(1, p(x) e^-rho / q(x)), min(1, p(x) e^rho / q(x))]; the
-        residual entry R'(y) in [max(0, p(y) e^-rho - q(y)), max(0, p(y) e^rho - q(y))],
-        normalised against the other entries' extreme sums; the bonus row in
-        [p e^-rho, p e^rho]. When the residual could vanish (sum of lower
-        entries 0) the draw is bounded only by [0, 1] on p's support.
-        """
-        rho, m = self.tolerance.rho, self.m
-        p_lo, p_hi = self.p * math.exp(-rho), self.p * math.exp(rho)
-        if self.ambiguous is not None:  # a tie group shares one value: kept or dropped, never another value
-            group = np.where(self.ambiguous, self.p, 0.0).max(axis=1, keepdims=True)
-            p_lo = np.where(self.ambiguous, 0.0, p_lo)
-            p_hi = np.where(self.ambiguous, group * math.exp(rho), p_hi)
-        x = np.asarray(self.tokens)
-        alpha_lo = np.minimum(1.0, p_lo[np.arange(m), x] / self.qx)
-        alpha_hi = np.minimum(1.0, p_hi[np.arange(m), x] / self.qx)
-        r_lo, r_hi = _draw_bounds(p_lo[:m] - self.q, p_hi[:m] - self.q, p_hi[:m])
-        lower = outcome_law(alpha_lo, r_lo, p_lo[m], reject=1.0 - alpha_hi)
-        upper = outcome_law(alpha_hi, r_hi, np.minimum(1.0, p_hi[m]), reject=1.0 - alpha_lo)
-        return np.minimum(lower, self.exact), np.maximum(upper, self.exact)
 
     def tv_bound(self) -> float:
         """The most total variation the tolerance allows (reported, not used by the test)."""
@@ -376,66 +423,163 @@ class RoundLaw:
         return None if outcome is None else int(self.labels[outcome])
 
 
+# ---------------------------------------------------------------------- many rounds at once
+
+
+def _shape_key(law: RoundLaw) -> tuple[object, ...]:
+    """Rounds that can share one stack: the same M, vocabulary and profile variants."""
+    return law.m, law.p.shape[-1], tuple(law.variants)
+
+
+@dataclass
+class _Stack:
+    """The rows of rounds of one shape, stacked on a leading axis: what the families read (see :class:`_Rows`)."""
+
+    p: F
+    q: F
+    x: Ints
+    px: F = field(init=False)
+    qx: F = field(init=False)
+    alpha: F = field(init=False)
+    residual: F = field(init=False)
+    draws: F = field(init=False)
+
+    @property
+    def m(self) -> int:
+        return int(self.x.shape[-1])
+
+
+def _groups(laws: Sequence[RoundLaw]) -> dict[tuple[object, ...], list[int]]:
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for index, law in enumerate(laws):
+        groups.setdefault(_shape_key(law), []).append(index)
+    return groups
+
+
+LawArguments = tuple[F, F, tuple[int, ...], frozenset[int], dict[str, F], Tolerance, "npt.NDArray[np.bool_] | None"]
+""":class:`RoundLaw`'s constructor arguments, in order."""
+
+
+def round_laws(rounds: Sequence[LawArguments]) -> list[RoundLaw]:
+    """:class:`RoundLaw` of many rounds (its constructor's arguments each), computed a stack of rounds at a time.
+
+    numpy's cost per call is most of a round's law; rounds of one shape share every call. Every operation is
+    row-wise, so each law equals, to the last bit, the one its constructor computes alone.
+    """
+    laws = [RoundLaw.__new__(RoundLaw) for _ in rounds]
+    for law, (p, q, tokens, stop, variants, tolerance, ambiguous) in zip(laws, rounds, strict=True):
+        law.p, law.q, law.tokens, law.stop, law.variants = p, q, tokens, stop, variants
+        law.tolerance, law.ambiguous = tolerance, ambiguous
+        law.x = np.asarray(tokens, dtype=np.int64)
+    for members in _groups(laws).values():
+        group = [laws[i] for i in members]
+        if len(group) == 1:
+            law = group[0]
+            law._take(_derive(law.p, law.q, law.x, (math.exp(-law.tolerance.rho), math.exp(law.tolerance.rho)),
+                              law.ambiguous))
+            continue
+        down = np.asarray([math.exp(-law.tolerance.rho) for law in group])[:, None, None]
+        up = np.asarray([math.exp(law.tolerance.rho) for law in group])[:, None, None]
+        ambiguous = None
+        if any(law.ambiguous is not None for law in group):
+            ambiguous = np.stack([np.zeros(law.p.shape, dtype=bool) if law.ambiguous is None else law.ambiguous
+                                  for law in group])
+        derived = _derive(np.stack([law.p for law in group]), np.stack([law.q for law in group]),
+                          np.stack([law.x for law in group]), (down, up), ambiguous)
+        for k, law in enumerate(group):
+            law._take(_Derived(*(getattr(derived, name)[k] for name in _Derived.__dataclass_fields__)))
+    return laws
+
+
 # ---------------------------------------------------------------------- alternative families
 
 
 Parts = tuple[F, F, F]
-"""A family's (acceptance probabilities M, draw rows M x V, bonus row V): its law is their :func:`outcome_law`."""
+"""A family's (acceptance probabilities M, draw rows M x V, bonus row V): its law is their :func:`outcome_law`.
+
+Every family reads a round's rows through :class:`_Rows` and works on any leading axes: one round, or a stack."""
 
 
-def _family_rows(law: RoundLaw, p: F, *, draw_only: bool = False) -> Parts:
+def _family_rows(law: _Rows, p: F, *, draw_only: bool = False) -> Parts:
     """The law of an engine that uses rows ``p`` (for the draw only, or for everything)."""
     m = law.m
-    x = np.asarray(law.tokens)
-    accept = law.alpha if draw_only else np.minimum(1.0, p[np.arange(m), x] / law.qx)
-    rest = np.maximum(0.0, p[:m] - law.q)
-    draws = np.where((rest.sum(axis=1) > 0)[:, None], _normalised(rest), _normalised(p[:m]))
-    return accept, draws, _normalised(p[m:m + 1])[0]
+    accept = law.alpha if draw_only else np.minimum(1.0, _at_tokens(p[..., :m, :], law.x) / law.qx)
+    rest = np.maximum(0.0, p[..., :m, :] - law.q)
+    draws = np.where((rest.sum(axis=-1) > 0)[..., None], _normalised(rest), _normalised(p[..., :m, :]))
+    return accept, draws, _normalised(p[..., m, :])
 
 
-def _uniform_reused(law: RoundLaw) -> Parts:
+def _uniform_reused(law: _Rows) -> Parts:
     """One r for the test and the draw: given a rejection r lies in [alpha, 1), so y is a CDF slice."""
     draws = law.draws
-    cumulative = np.cumsum(draws, axis=1)
-    upper = cumulative / np.maximum(cumulative[:, -1:], 1e-300)
-    lower = np.concatenate([np.zeros((law.m, 1)), upper[:, :-1]], axis=1)
-    start = law.alpha[:, None]
+    cumulative = np.cumsum(draws, axis=-1)
+    upper = cumulative / np.maximum(cumulative[..., -1:], 1e-300)
+    lower = np.concatenate([np.zeros_like(upper[..., :1]), upper[..., :-1]], axis=-1)
+    start = law.alpha[..., None]
     overlap = np.maximum(np.minimum(upper, 1.0) - np.maximum(lower, start), 0.0)
-    sliced = np.where((law.alpha < 1.0)[:, None], _normalised(overlap), draws)
-    return law.alpha, sliced, law.p[law.m]
+    sliced = np.where((law.alpha < 1.0)[..., None], _normalised(overlap), draws)
+    return law.alpha, sliced, law.p[..., law.m, :]
 
 
-def _accept_with_p(law: RoundLaw) -> Parts:
+def _accept_with_p(law: _Rows) -> Parts:
     """Exact-match verification (or q taken as one-hot): accept with p(x), else emit a fresh y != x."""
-    m = law.m
-    without = law.p[:m].copy()
-    without[np.arange(m), np.asarray(law.tokens)] = 0.0
-    return law.px, _normalised(without), law.p[m]
+    without = law.p[..., :law.m, :].copy()
+    np.put_along_axis(without, law.x[..., None], 0.0, axis=-1)
+    return law.px, _normalised(without), law.p[..., law.m, :]
 
 
-FAMILIES: dict[str, Callable[[RoundLaw], Parts]] = {
-    "residual-from-p": lambda law: (law.alpha, _normalised(law.p[:law.m]), law.p[law.m]),
+FAMILIES: dict[str, Callable[[_Rows], Parts]] = {
+    "residual-from-p": lambda law: (law.alpha, _normalised(law.p[..., :law.m, :]), law.p[..., law.m, :]),
     "residual-softmax": lambda law: (
-        law.alpha, _normalised(np.exp(law.residual - law.residual.max(axis=1, keepdims=True))), law.p[law.m]),
-    "bonus-from-q": lambda law: (law.alpha, law.draws, _normalised(law.q[-1])),
-    "bonus-from-p[M]": lambda law: (law.alpha, law.draws, law.p[law.m - 1]),
-    "rows-shifted": lambda law: _family_rows(law, np.concatenate([law.p[1:], law.p[-1:]])),
+        law.alpha, _normalised(np.exp(law.residual - law.residual.max(axis=-1, keepdims=True))),
+        law.p[..., law.m, :]),
+    "bonus-from-q": lambda law: (law.alpha, law.draws, _normalised(law.q[..., -1, :])),
+    "bonus-from-p[M]": lambda law: (law.alpha, law.draws, law.p[..., law.m - 1, :]),
+    "rows-shifted": lambda law: _family_rows(law, np.concatenate([law.p[..., 1:, :], law.p[..., -1:, :]], axis=-2)),
     "uniform-reused": _uniform_reused,
     "accept-with-p(x)": _accept_with_p,
-    "ratio-inverted": lambda law: (np.minimum(1.0, law.qx / np.maximum(law.px, 1e-300)), law.draws, law.p[law.m]),
+    "ratio-inverted": lambda law: (np.minimum(1.0, law.qx / np.maximum(law.px, 1e-300)), law.draws,
+                                   law.p[..., law.m, :]),
 }
 """Alternative laws, each the exact law of one class of engine bug on this round (as its parts)."""
+
+
+def _family_laws(law: _Rows, variants: Mapping[str, F]) -> tuple[list[str], F]:
+    """Every family's law on (a, y): names, and an array ... x families x (M+1) x V."""
+    parts = {name: build(law) for name, build in FAMILIES.items()}
+    for name, rows in variants.items():
+        parts[f"profile:{name}"] = _family_rows(law, rows)
+        parts[f"profile:{name}:draw-only"] = _family_rows(law, rows, draw_only=True)
+    axis = law.x.ndim - 1  # the families' axis comes after the stack's, if any
+    accept, draws, bonus = (np.stack(column, axis=axis) for column in zip(*parts.values(), strict=True))
+    return list(parts), outcome_laws(accept, draws, bonus)
 
 
 def alternative_matrix(law: RoundLaw) -> tuple[list[str], F]:
     """Every family's law on ``law``'s cells, one row each (profile families only where the profile makes them
     differ), computed in one batch."""
-    parts = {name: build(law) for name, build in FAMILIES.items()}
-    for name, rows in law.variants.items():
-        parts[f"profile:{name}"] = _family_rows(law, rows)
-        parts[f"profile:{name}:draw-only"] = _family_rows(law, rows, draw_only=True)
-    accept, draws, bonus = (np.stack(column) for column in zip(*parts.values(), strict=True))
-    return list(parts), law.on_cells(outcome_laws(accept, draws, bonus))
+    names, laws = _family_laws(law, law.variants)
+    return names, law.on_cells(laws)
+
+
+def alternative_matrices(laws: Sequence[RoundLaw]) -> list[tuple[list[str], F]]:
+    """:func:`alternative_matrix` of many rounds, a stack of rounds of one shape at a time (equal to the last
+    bit: every operation is row-wise)."""
+    matrices: dict[int, tuple[list[str], F]] = {}
+    for members in _groups(laws).values():
+        group = [laws[i] for i in members]
+        if len(group) == 1:
+            matrices[members[0]] = alternative_matrix(group[0])
+            continue
+        stack = _Stack(np.stack([law.p for law in group]), np.stack([law.q for law in group]),
+                       np.stack([law.x for law in group]))
+        for name in ("px", "qx", "alpha", "residual", "draws"):
+            setattr(stack, name, np.stack([getattr(law, name) for law in group]))
+        variants = {name: np.stack([law.variants[name] for law in group]) for name in group[0].variants}
+        names, stacked = _family_laws(stack, variants)
+        for index, law, family_laws in zip(members, group, stacked, strict=True):
+            matrices[index] = (names, law.on_cells(family_laws))
+    return [matrices[index] for index in range(len(laws))]
 
 
 def alternatives(law: RoundLaw) -> dict[str, F]:
@@ -540,8 +684,11 @@ class Rule2EProcess(AveragedEProcess):
     def log_e(self) -> float:
         return math.inf if self.decisive else self._log_e
 
-    def update(self, law: RoundLaw, cell: int | None, what: str = "") -> None:
-        """One round: ``cell`` is the observed cell (None: an emission no rule-2 outcome produces)."""
+    def update(self, law: RoundLaw, cell: int | None, what: str = "",
+               family_laws: tuple[list[str], F] | None = None) -> None:
+        """One round: ``cell`` is the observed cell (None: an emission no rule-2 outcome produces).
+
+        ``family_laws`` is the round's :func:`alternative_matrix`, when it was computed with other rounds'."""
         self.rounds += 1
         if cell is None or not law.possible[cell]:
             self.decisive = self.decisive or (f"{what}: an outcome that no verifier within the tolerance can "
@@ -550,7 +697,7 @@ class Rule2EProcess(AveragedEProcess):
         # Every component's bet at once, one row each of one matrix: numpy's per-call cost is paid once per
         # round, not once per component. Only the cells some null member can produce take part: elsewhere
         # upper = lower = 0, so a bet there adds nothing to any mean (and often most cells are such).
-        names, live_bets, totals = self._bets(law, cell)
+        names, live_bets, totals = self._bets(law, cell, family_laws or alternative_matrix(law))
         possible = law.possible_cells
         upper = law.upper_cells[possible]
         g = _ratio(live_bets, upper)
@@ -575,10 +722,10 @@ class Rule2EProcess(AveragedEProcess):
         self._log_e = _mean_log_wealth(self.components.values())
         self.max_log_e = max(self.max_log_e, self._log_e)
 
-    def _bets(self, law: RoundLaw, cell: int) -> tuple[list[str], F, F]:
+    def _bets(self, law: RoundLaw, cell: int, family_laws: tuple[list[str], F]) -> tuple[list[str], F, F]:
         """The components' bets on the possible cells, one row each, and each row's total over every cell: every
         family mixed with the exact law at each weight, the memory bet and the PIT histogram bet."""
-        names, matrix = alternative_matrix(law)
+        names, matrix = family_laws
         possible = law.possible_cells
         weights = np.asarray(MIX_WEIGHTS)[None, :, None]
         exact = law.exact_cells[possible]
@@ -691,10 +838,12 @@ __all__ = [
     "FAMILIES",
     "AveragedEProcess",
     "Component",
+    "LawArguments",
     "Parts",
     "RoundLaw",
     "Rule2EProcess",
     "Tolerance",
+    "alternative_matrices",
     "alternative_matrix",
     "alternatives",
     "case_alpha",
@@ -704,6 +853,7 @@ __all__ = [
     "outcome_of",
     "profile_variants",
     "robust_mean",
+    "round_laws",
     "sample_cell",
     "target_row",
     "top_p_first",

@@ -14,17 +14,26 @@ from sdcp_conformance.models.bigram import bigram_logits
 from sdcp_conformance.mutants.rule2_stats import ENGINES
 from sdcp_conformance.oracle.rule2 import distribution as plain_distribution
 from sdcp_conformance.oracle.rule2 import draw as plain_draw
-from sdcp_conformance.oracle.rule2_designs import DESIGNS, DraftedRound, design, draft_round, drafter_uniforms
+from sdcp_conformance.oracle.rule2_designs import (
+    DESIGNS,
+    DraftedRound,
+    design,
+    draft_round,
+    drafter_uniforms,
+    sampling_for,
+)
 from sdcp_conformance.oracle.statistics import (
     FAMILIES,
     RoundLaw,
     Rule2EProcess,
     Tolerance,
     _robust_means,
+    alternative_matrices,
     alternative_matrix,
     alternatives,
     outcome_law,
     robust_mean,
+    round_laws,
     sample_cell,
 )
 from sdcp_conformance.protocol.rules import rule2 as reference_rule2
@@ -206,6 +215,40 @@ def test_batched_family_laws_equal_one_at_a_time(make: object) -> None:
             one = outcome_law(*FAMILIES[name](law))
         merged = np.bincount(law.labels.ravel(), weights=one.ravel(), minlength=law.cells)
         np.testing.assert_allclose(row, merged, rtol=0, atol=1e-15, err_msg=name)
+
+
+_LAW_MEMBERS = ("px", "qx", "alpha", "residual", "z", "draws", "exact", "labels", "exact_cells", "lower_cells",
+                "upper_cells", "possible", "possible_cells")
+
+
+def test_laws_of_many_rounds_equal_each_round_alone_to_the_last_bit() -> None:
+    """round_laws and alternative_matrices stack rounds of one shape; the judge feeds batches whose size depends on
+    timing, so each round's law and alternatives must be exactly (not nearly) what the round gives alone. The
+    mix has every shape: stop tokens (merged cells), top-k ties, profile variants before and after a policy
+    change, M from 2 to 8, and a round whose tolerance differs from the rest of its stack."""
+    arguments = []
+    for plan in DESIGNS:
+        rng = random.Random(len(plan.name))
+        context = list(plan.prompt(1))
+        for session_round in (1, 2, 25, 26):
+            sampling = dict(sampling_for(plan, session_round))
+            drafted = draft_round(plan, context, sampling, plan.m, drafter_uniforms(rng, plan.m), Tolerance())
+            arguments.append(drafted.spec.law_arguments())
+            context.append(drafted.tokens[0])
+    p, q, tokens, stop, variants, _, ties = arguments[3]
+    arguments.append((p, q, tokens, stop, variants, Tolerance(2.0**-5), ties))
+    assert any(a[3] & set(a[2]) for a in arguments) and any(a[6] is not None for a in arguments)
+    assert len({(len(a[2]), tuple(a[4])) for a in arguments}) > 3
+    stacked = round_laws(arguments)
+    matrices = alternative_matrices(stacked)
+    for argument, law, (names, matrix) in zip(arguments, stacked, matrices, strict=True):
+        alone = RoundLaw(*argument)
+        for member in _LAW_MEMBERS:
+            assert np.array_equal(getattr(law, member), getattr(alone, member)), member
+        assert (law.cells, law.lower_mass, law.exact_mass) == (alone.cells, alone.lower_mass, alone.exact_mass)
+        names_alone, matrix_alone = alternative_matrix(alone)
+        assert names == names_alone
+        assert np.array_equal(matrix, matrix_alone)
 
 
 def test_robust_means_of_many_rows_equal_one_row_at_a_time() -> None:
