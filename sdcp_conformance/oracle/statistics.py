@@ -316,6 +316,11 @@ class _Derived:
     upper: F
 
 
+def _spread(tolerance: Tolerance) -> tuple[float, float]:
+    """(e^-rho, e^rho): the factors every entry of p may be off by."""
+    return math.exp(-tolerance.rho), math.exp(tolerance.rho)
+
+
 def _derive(p: F, q: F, x: Ints, spread: tuple[F | float, F | float], ambiguous: npt.NDArray[np.bool_] | None
             ) -> _Derived:
     """The exact law and its per-outcome bounds over every null member, for one round or a stack of them.
@@ -367,8 +372,7 @@ class RoundLaw:
 
     def __post_init__(self) -> None:
         self.x: Ints = np.asarray(self.tokens, dtype=np.int64)
-        rho = self.tolerance.rho
-        self._take(_derive(self.p, self.q, self.x, (math.exp(-rho), math.exp(rho)), self.ambiguous))
+        self._take(_derive(self.p, self.q, self.x, _spread(self.tolerance), self.ambiguous))
 
     def _take(self, derived: _Derived) -> None:
         """Keep the derived arrays and put the law and its bounds on cells."""
@@ -478,11 +482,10 @@ def round_laws(rounds: Sequence[LawArguments]) -> list[RoundLaw]:
         group = [laws[i] for i in members]
         if len(group) == 1:
             law = group[0]
-            law._take(_derive(law.p, law.q, law.x, (math.exp(-law.tolerance.rho), math.exp(law.tolerance.rho)),
-                              law.ambiguous))
+            law._take(_derive(law.p, law.q, law.x, _spread(law.tolerance), law.ambiguous))
             continue
-        down = np.asarray([math.exp(-law.tolerance.rho) for law in group])[:, None, None]
-        up = np.asarray([math.exp(law.tolerance.rho) for law in group])[:, None, None]
+        down, up = (np.asarray(factors)[:, None, None] for factors in zip(*(_spread(law.tolerance) for law in group),
+                                                                          strict=True))
         ambiguous = None
         if any(law.ambiguous is not None for law in group):
             ambiguous = np.stack([np.zeros(law.p.shape, dtype=bool) if law.ambiguous is None else law.ambiguous
