@@ -178,7 +178,7 @@ class RoundSpec:
         return RoundLaw(*self.law_arguments())
 
     def law_arguments(self) -> LawArguments:
-        """:class:`RoundLaw`'s arguments for this round (:func:`round_laws` takes many rounds' at once)."""
+        """:class:`RoundLaw`'s arguments for this round (:func:`laws_with_alternatives` takes many rounds' at once)."""
         sampling = dict(self.profile)
         positions = [_position(self.q_kind, token, self.profile) for token in (self.last, *self.tokens)]
         m = len(self.tokens)

@@ -16,7 +16,7 @@ from typing import Any
 
 from sdcp_conformance.oracle.rule2_designs import RoundSpec
 from sdcp_conformance.oracle.rule2_trace import TracedEProcess
-from sdcp_conformance.oracle.statistics import alternative_matrices, round_laws
+from sdcp_conformance.oracle.statistics import laws_with_alternatives
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,7 @@ class Rule2Judge:
         timing, never changes a decision. Rounds after a rejection are computed and not fed.
         """
         counted = [judged for judged in rounds if judged.counted] if not self.test.rejected else []
-        laws = round_laws([judged.spec.law_arguments() for judged in counted])
-        family_laws = iter(zip(laws, alternative_matrices(laws), strict=True))
+        family_laws = iter(laws_with_alternatives([judged.spec.law_arguments() for judged in counted]))
         for judged in rounds:
             if self.test.rejected:
                 break

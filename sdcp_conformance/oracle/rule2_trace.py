@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sdcp_conformance.oracle.statistics import F, RoundLaw, Rule2EProcess
+from sdcp_conformance.oracle.statistics import FamilyLaws, RoundLaw, Rule2EProcess
 
 TRACE_KIND = "rule2-eprocess"
 """The attachment's ``kind``: what the HTML report recognises as an e-process to plot."""
@@ -58,7 +58,7 @@ class TracedEProcess(Rule2EProcess):
     """Rounds whose emission no rule-2 outcome (within the tolerance) produces."""
 
     def update(self, law: RoundLaw, cell: int | None, what: str = "",
-               family_laws: tuple[list[str], F] | None = None) -> None:
+               family_laws: FamilyLaws | None = None) -> None:
         super().update(law, cell, what, family_laws)
         lengths = emitted_lengths(law)
         size = law.m + 2

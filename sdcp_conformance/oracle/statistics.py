@@ -445,56 +445,68 @@ class _Stack:
     p: F
     q: F
     x: Ints
-    px: F = field(init=False)
-    qx: F = field(init=False)
-    alpha: F = field(init=False)
-    residual: F = field(init=False)
-    draws: F = field(init=False)
+    px: F
+    qx: F
+    alpha: F
+    residual: F
+    draws: F
 
     @property
     def m(self) -> int:
         return int(self.x.shape[-1])
 
 
-def _groups(laws: Sequence[RoundLaw]) -> dict[tuple[object, ...], list[int]]:
-    groups: dict[tuple[object, ...], list[int]] = {}
-    for index, law in enumerate(laws):
-        groups.setdefault(_shape_key(law), []).append(index)
-    return groups
-
-
 LawArguments = tuple[F, F, tuple[int, ...], frozenset[int], dict[str, F], Tolerance, "npt.NDArray[np.bool_] | None"]
 """:class:`RoundLaw`'s constructor arguments, in order."""
 
+FamilyLaws = tuple[list[str], F]
+""":func:`alternative_matrix`'s answer: the families' names and their laws on the cells, one row each."""
 
-def round_laws(rounds: Sequence[LawArguments]) -> list[RoundLaw]:
-    """:class:`RoundLaw` of many rounds (its constructor's arguments each), computed a stack of rounds at a time.
 
-    numpy's cost per call is most of a round's law; rounds of one shape share every call. Every operation is
-    row-wise, so each law equals, to the last bit, the one its constructor computes alone.
+def _unfinished(arguments: LawArguments) -> RoundLaw:
+    """A :class:`RoundLaw` holding its arguments and nothing derived yet (:meth:`RoundLaw._take` finishes it)."""
+    law = RoundLaw.__new__(RoundLaw)
+    law.p, law.q, law.tokens, law.stop, law.variants, law.tolerance, law.ambiguous = arguments
+    law.x = np.asarray(law.tokens, dtype=np.int64)
+    return law
+
+
+def laws_with_alternatives(rounds: Sequence[LawArguments]) -> list[tuple[RoundLaw, FamilyLaws]]:
+    """Each round's :class:`RoundLaw` (from its constructor's arguments) and :func:`alternative_matrix`, computed a
+    stack of rounds of one shape at a time.
+
+    numpy's cost per call is most of a round's; rounds of one shape share every call, and the families read the
+    stack the laws were derived on. Every operation is row-wise, so each law and matrix equals, to the last bit,
+    what the round gives alone.
     """
-    laws = [RoundLaw.__new__(RoundLaw) for _ in rounds]
-    for law, (p, q, tokens, stop, variants, tolerance, ambiguous) in zip(laws, rounds, strict=True):
-        law.p, law.q, law.tokens, law.stop, law.variants = p, q, tokens, stop, variants
-        law.tolerance, law.ambiguous = tolerance, ambiguous
-        law.x = np.asarray(tokens, dtype=np.int64)
-    for members in _groups(laws).values():
+    laws = [_unfinished(arguments) for arguments in rounds]
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for index, law in enumerate(laws):
+        groups.setdefault(_shape_key(law), []).append(index)
+    answers: dict[int, tuple[RoundLaw, FamilyLaws]] = {}
+    for members in groups.values():
         group = [laws[i] for i in members]
-        if len(group) == 1:
+        if len(group) == 1:  # one round: the constructor's own path, without a stack's indexing
             law = group[0]
             law._take(_derive(law.p, law.q, law.x, _spread(law.tolerance), law.ambiguous))
+            answers[members[0]] = (law, alternative_matrix(law))
             continue
+        p, q, x = (np.stack([getattr(law, name) for law in group]) for name in ("p", "q", "x"))
         down, up = (np.asarray(factors)[:, None, None] for factors in zip(*(_spread(law.tolerance) for law in group),
                                                                           strict=True))
         ambiguous = None
         if any(law.ambiguous is not None for law in group):
             ambiguous = np.stack([np.zeros(law.p.shape, dtype=bool) if law.ambiguous is None else law.ambiguous
                                   for law in group])
-        derived = _derive(np.stack([law.p for law in group]), np.stack([law.q for law in group]),
-                          np.stack([law.x for law in group]), (down, up), ambiguous)
+        derived = _derive(p, q, x, (down, up), ambiguous)
         for k, law in enumerate(group):
             law._take(_Derived(*(getattr(derived, name)[k] for name in _Derived.__dataclass_fields__)))
-    return laws
+        stack = _Stack(p, q, x, derived.px, derived.qx, derived.alpha, derived.residual, derived.draws)
+        variants = {name: np.stack([law.variants[name] for law in group]) for name in group[0].variants}
+        names, stacked = _family_laws(stack, variants)
+        for index, law, family_laws in zip(members, group, stacked, strict=True):
+            answers[index] = (law, (names, law.on_cells(family_laws)))
+    return [answers[index] for index in range(len(laws))]
 
 
 # ---------------------------------------------------------------------- alternative families
@@ -561,31 +573,11 @@ def _family_laws(law: _Rows, variants: Mapping[str, F]) -> tuple[list[str], F]:
     return list(parts), outcome_laws(accept, draws, bonus)
 
 
-def alternative_matrix(law: RoundLaw) -> tuple[list[str], F]:
+def alternative_matrix(law: RoundLaw) -> FamilyLaws:
     """Every family's law on ``law``'s cells, one row each (profile families only where the profile makes them
     differ), computed in one batch."""
     names, laws = _family_laws(law, law.variants)
     return names, law.on_cells(laws)
-
-
-def alternative_matrices(laws: Sequence[RoundLaw]) -> list[tuple[list[str], F]]:
-    """:func:`alternative_matrix` of many rounds, a stack of rounds of one shape at a time (equal to the last
-    bit: every operation is row-wise)."""
-    matrices: dict[int, tuple[list[str], F]] = {}
-    for members in _groups(laws).values():
-        group = [laws[i] for i in members]
-        if len(group) == 1:
-            matrices[members[0]] = alternative_matrix(group[0])
-            continue
-        stack = _Stack(np.stack([law.p for law in group]), np.stack([law.q for law in group]),
-                       np.stack([law.x for law in group]))
-        for name in ("px", "qx", "alpha", "residual", "draws"):
-            setattr(stack, name, np.stack([getattr(law, name) for law in group]))
-        variants = {name: np.stack([law.variants[name] for law in group]) for name in group[0].variants}
-        names, stacked = _family_laws(stack, variants)
-        for index, law, family_laws in zip(members, group, stacked, strict=True):
-            matrices[index] = (names, law.on_cells(family_laws))
-    return [matrices[index] for index in range(len(laws))]
 
 
 def alternatives(law: RoundLaw) -> dict[str, F]:
@@ -691,7 +683,7 @@ class Rule2EProcess(AveragedEProcess):
         return math.inf if self.decisive else self._log_e
 
     def update(self, law: RoundLaw, cell: int | None, what: str = "",
-               family_laws: tuple[list[str], F] | None = None) -> None:
+               family_laws: FamilyLaws | None = None) -> None:
         """One round: ``cell`` is the observed cell (None: an emission no rule-2 outcome produces).
 
         ``family_laws`` is the round's :func:`alternative_matrix`, when it was computed with other rounds'."""
@@ -728,7 +720,7 @@ class Rule2EProcess(AveragedEProcess):
         self._log_e = _mean_log_wealth(self.components.values())
         self.max_log_e = max(self.max_log_e, self._log_e)
 
-    def _bets(self, law: RoundLaw, cell: int, family_laws: tuple[list[str], F]) -> tuple[list[str], F, F]:
+    def _bets(self, law: RoundLaw, cell: int, family_laws: FamilyLaws) -> tuple[list[str], F, F]:
         """The components' bets on the possible cells, one row each, and each row's total over every cell: every
         family mixed with the exact law at each weight, the memory bet and the PIT histogram bet."""
         names, matrix = family_laws
@@ -844,22 +836,22 @@ __all__ = [
     "FAMILIES",
     "AveragedEProcess",
     "Component",
+    "FamilyLaws",
     "LawArguments",
     "Parts",
     "RoundLaw",
     "Rule2EProcess",
     "Tolerance",
-    "alternative_matrices",
     "alternative_matrix",
     "alternatives",
     "case_alpha",
     "emission",
+    "laws_with_alternatives",
     "outcome_law",
     "outcome_laws",
     "outcome_of",
     "profile_variants",
     "robust_mean",
-    "round_laws",
     "sample_cell",
     "target_row",
     "top_p_first",
