@@ -677,6 +677,9 @@ class Rule2EProcess(AveragedEProcess):
     _memory: dict[bytes, list[int]] = field(default_factory=dict)
     _log_e: float = 0.0
     """The average of the components' wealths as of the last round (the test reads it several times a round)."""
+    explained_by: tuple[str, ...] = ()
+    """The alternative families under which the decisive outcome is possible (none: no family explains it, or
+    the emission is no rule-2 outcome at all): what the impossible outcome says about the bug."""
 
     @property
     def log_e(self) -> float:
@@ -689,8 +692,15 @@ class Rule2EProcess(AveragedEProcess):
         ``family_laws`` is the round's :func:`alternative_matrix`, when it was computed with other rounds'."""
         self.rounds += 1
         if cell is None or not law.possible[cell]:
-            self.decisive = self.decisive or (f"{what}: an outcome that no verifier within the tolerance can "
-                                              f"produce (exact probability {_prob(law, cell)})")
+            if not self.decisive:
+                self.decisive = (f"{what}: an outcome that no verifier within the tolerance can produce (exact "
+                                 f"probability {_prob(law, cell)})")
+                if cell is not None:
+                    names, matrix = family_laws or alternative_matrix(law)
+                    self.explained_by = tuple(name for name, chance in zip(names, matrix[:, cell].tolist(),
+                                                                           strict=True) if chance > 0)
+                self.decisive += (f"; possible under the alternatives {', '.join(self.explained_by)}"
+                                  if self.explained_by else "; possible under none of the alternatives")
             return
         # Every component's bet at once, one row each of one matrix: numpy's per-call cost is paid once per
         # round, not once per component. Only the cells some null member can produce take part: elsewhere

@@ -17,21 +17,26 @@ from pathlib import Path
 import numpy.typing as npt
 import pytest
 
+from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.mutants.base import Mutant, MutantApp, MutantSession
+from sdcp_conformance.mutants.catalogue import MUTANTS as CATALOGUE_MUTANTS
 from sdcp_conformance.mutants.drafter_base import DrafterMutant
 from sdcp_conformance.mutants.router_base import RouterMutant
+from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.contract import Contract
 from sdcp_conformance.protocol.control import Action, SpeculationControl
 from sdcp_conformance.protocol.messages import Output, Proposal, SessionOpen, Status
 from sdcp_conformance.protocol.messages import Verdict as VerdictMessage
+from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.rng import UniformSource
 from sdcp_conformance.reference.drafter.session import DrafterSession, Next
 from sdcp_conformance.reference.router.app import RouterParts
 from sdcp_conformance.reference.router.registry import InstanceRegistry
 from sdcp_conformance.reference.router.session import RouterSession
-from sdcp_conformance.reference.verifier.session import PendingCommit, VerifierSession
+from sdcp_conformance.reference.verifier.session import PendingCommit, VerifierSession, WaitForRound
+from sdcp_conformance.transport.types import Request, Response
 
 
 class _KeepsGOnLowRounds(SpeculationControl):
@@ -110,6 +115,31 @@ class HigherEpochWithoutResume(MutantApp):
         return opening.epoch > current.epoch or super()._replaces(current, opening)
 
 
+class InFlightCopyKeepsStatus(MutantSession):
+    """Bug: a copy of the round in flight waits for its verdict only if it is the same byte for byte, status
+    included (P1-IDEM-1 leaves status out): a copy with another load is refused 409 sdcp-stale-base."""
+
+    def concurrent(self, proposal: Proposal) -> WaitForRound | None:
+        flying = self._in_flight
+        if flying is not None and flying.proposal.round == proposal.round and \
+                flying.proposal.to_cbor() != proposal.to_cbor():
+            raise self._stale_base(f"round {proposal.round} is being verified for another proposal")
+        return super().concurrent(proposal)
+
+
+class PolicySamplingClosed(MutantApp):
+    """Bug: a policy's sampling map is checked as the contract's is, so an unknown key in it is refused (§5.2:
+    unknown keys are ignored everywhere but in the contract)."""
+
+    async def _policy(self, request: Request, parts: list[str]) -> Response:
+        body = decode(request.body)
+        sampling = body.get("sampling", {}) if isinstance(body, dict) else {}
+        unknown = set(sampling) - {"temperature_milli", "top_k", "top_p_milli", "seed"}
+        if unknown:
+            raise ProtocolError(ProblemType.BAD_MESSAGE, f"unknown sampling keys {sorted(unknown)}")
+        return await super()._policy(request, parts)
+
+
 class MCapAboveMMaxObeyed(DrafterSession):
     """Bug: the drafter clamps m_init to m_max but takes each verdict's m_cap as it comes, above m_max too."""
 
@@ -181,6 +211,13 @@ MUTANTS = {
                                                    HigherEpochWithoutResume.__doc__ or "", "P1-SES-1",
                                                    "A `session-open` with a higher epoch but no `resume` is 409",
                                                    app=HigherEpochWithoutResume, profile_only=True),
+    "in-flight-copy-keeps-status": Mutant("in-flight-copy-keeps-status", "idempotency",
+                                          InFlightCopyKeepsStatus.__doc__ or "", "P1-IDEM-1",
+                                          "\"Identical\" proposals are equal in every member except `status`.",
+                                          session=InFlightCopyKeepsStatus, profile_only=True),
+    "policy-sampling-closed": Mutant("policy-sampling-closed", "policy", PolicySamplingClosed.__doc__ or "", "5.2",
+                                     "Unknown map keys MUST be ignored, except in the contract (Section 4.1).",
+                                     app=PolicySamplingClosed),
     "token-equal-to-vocab-accepted": Mutant("token-equal-to-vocab-accepted", "vocabulary",
                                             TokenAtVocabSizeAdmitted.__doc__ or "", "P1-MSG-2",
                                             "out-of-range values", session=TokenAtVocabSizeAdmitted,
@@ -223,7 +260,7 @@ def _certify(case: str, mutant: str | None, workdir: Path) -> tuple[Verdict, str
         factory = DRAFTER_MUTANTS[mutant].factory if mutant is not None else None
         report = asyncio.run(certify(selectors=[case], seed=1, app_factory=factory, workdir=workdir, role="drafter"))
     else:
-        factory = MUTANTS[mutant].factory if mutant is not None else None
+        factory = (MUTANTS.get(mutant) or CATALOGUE_MUTANTS[mutant]).factory if mutant is not None else None
         report = asyncio.run(certify(selectors=[case], seed=1, app_factory=factory, workdir=workdir))
     result = next(result for result in report.results if result.case.id == case)
     return result.verdict, result.message, [finding.row for finding in result.findings]
@@ -267,6 +304,15 @@ def test_a_router_whose_assignment_the_verifier_refused_is_told_why(tmp_path: Pa
     ("DRF-SANITY-001", "drafter-member-without-slash", Verdict.NON_STRICT, "P1-ID-1/PROPOSAL"),
     ("DRF-6.2-LIMIT-002", None, Verdict.PASSED, None),
     ("DRF-6.2-LIMIT-002", "m-cap-above-m-max-obeyed", Verdict.FAILED, "R-6.2-M-BOUNDS"),
+    ("VER-6.3-IDEMPOTENCY-003", None, Verdict.PASSED, None),
+    ("VER-6.3-IDEMPOTENCY-003", "in-flight-copy-keeps-status", Verdict.NON_STRICT, "P1-IDEM-1/IDENTICAL"),
+    ("VER-6.6-POLICY-007", None, Verdict.PASSED, None),
+    ("VER-6.6-POLICY-007", "policy-sampling-closed", Verdict.FAILED, "R-5.2-UNKNOWN-KEYS"),
+    # a statistical case names the sentence its evidence points to (D-JUDGE-STAT-ROW), not its headline row
+    ("VER-6.4-RULE2-STAT-009", "rule2-shared-stream", Verdict.FAILED, "R-6.4-INDEPENDENT"),
+    ("VER-6.4-RULE2-STAT-009", "rule2-bonus-from-p-m", Verdict.FAILED, "R-6.4-RULE2"),
+    ("VER-6.4-RULE2-STAT-007", "rule2-bonus-from-p-m", Verdict.FAILED, "R-6.4-RULE2"),
+    ("VER-6.4-RULE2-STAT-007", "no-stop-truncation", Verdict.FAILED, "R-6.3-TRUNCATE"),
     ("RTR-P1-RTR-5-INTERMITTENT-001", None, Verdict.PASSED, None),
     ("RTR-P1-RTR-5-INTERMITTENT-001", "failed-after-two", Verdict.NON_STRICT, "P1-RTR-5/FAILED-VERIFIER"),
     ("RTR-P1-RTR-5-QUICK-001", None, Verdict.PASSED, None),

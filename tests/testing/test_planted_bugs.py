@@ -54,6 +54,9 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("router", "front-final-before-tokens", ("RTR-6.5.2-END-001",), "FAILED"),
     ("verifier", "assignment-body-session-unchecked", ("VER-5.1-SESSION-015",), "NON-STRICT"),
     ("verifier", "assignment-leaves-self-decoding-on", ("VER-6.5-ESC-020",), "NON-STRICT"),
+    ("verifier", "identity-includes-status", ("VER-6.3-IDEMPOTENCY-003",), "NON-STRICT"),
+    ("verifier", "policy-sampling-closed", ("VER-6.6-POLICY-007",), "FAILED"),
+    ("verifier", "fence-of-own-epoch-fences", ("VER-6.9-RESUME-002",), "FAILED"),
 ]
 
 
@@ -75,6 +78,9 @@ def test_a_planted_bug_is_judged_by_its_cases_at_its_level(
     assert set(judged) == set(cases)
     assert campaign.outcome(report) == expected, judged
     assert any(verdict == expected for verdict in judged.values()), judged  # one of its cases says so itself
+    row = campaign.PLANTED[role][name].row
+    if row:  # and for the bug's own reason
+        assert row in campaign.failed_rows(report, expected), (row, judged)
 
 
 def test_every_planted_line_occurs_once_in_its_standin() -> None:

@@ -154,6 +154,9 @@ ROWS: tuple[Row, ...] = (
         "Lost messages: proposals and their verdicts are idempotent per round, so a drafter retries a proposal "
         "whose verdict it did not receive.",
         Level.MUST, V),
+    Row("P1-IDEM-1/IDENTICAL", "P1-IDEM-1",
+        "\"Identical\" proposals are equal in every member except `status`.",
+        Level.PROFILE, V),
     Row("P1-IDEM-1/IN-FLIGHT", "P1-IDEM-1",
         "A different proposal for a round whose verification is in flight gets 409 `sdcp-stale-base`",
         Level.PROFILE, V, refusal=refusal(P.STALE_BASE)),

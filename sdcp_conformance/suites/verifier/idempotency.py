@@ -30,6 +30,7 @@ LOST = ("Lost messages: proposals and their verdicts are idempotent per round, s
 
 
 IDEM_ROW = "R-6.3-IDEMPOTENCY"
+IDENTICAL_ROW = "P1-IDEM-1/IDENTICAL"
 HELD_S = 5.0
 """How long a case waits for an answer it expects while the first request's append is held."""
 
@@ -90,13 +91,17 @@ async def retry_with_other_status(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-003", area="idempotency", section="6.3", quote=f"{IDEMPOTENCY} ... {ATOMIC}",
-                level=Level.MUST, rows=(IDEM_ROW, "R-6.3-ATOMIC"),
-                black_box_note="The harness holds the IUT's commit-log append of round 1 until both copies were "
-                               "sent, so they certainly arrive while the round is being verified.")
+                level=Level.MUST, profile=("P1-IDEM-1",), rows=(IDEM_ROW, "R-6.3-ATOMIC", IDENTICAL_ROW),
+                black_box_note="The harness holds the IUT's commit-log append of round 1 until the copies were "
+                               "sent, so they certainly arrive while the round is being verified. Only P1-IDEM-1 "
+                               "says that a copy with another status member is identical: a verifier that does not "
+                               "wait for the verdict with it deviates from the profile alone (NON-STRICT).")
 async def concurrent_identical(ctx: CaseContext) -> None:
-    """Copies of round 1 sent while its append is held all get the one verdict; the log has one record."""
+    """Copies of round 1 sent while its append is held (two byte for byte, one with another status) all get the
+    one verdict; the log has one record."""
     session = await _opened(ctx)
     body = ctx.proposal(session, ctx.greedy(session, 3))
+    other_status = {**body, "status": {**body["status"], "load": 90, "queue": 7}}
     gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
     first = asyncio.ensure_future(ctx.send_proposal(body, held_s=HELD_S))
     try:
@@ -104,15 +109,17 @@ async def concurrent_identical(ctx: CaseContext) -> None:
             gate.open()
             ctx.fail("round 1 never reached its commit-log append", row="R-6.3-STEPS",
                      actual=(await first).describe())
-        copies = [asyncio.ensure_future(ctx.send_proposal(body)) for _ in range(2)]
+        copies = [asyncio.ensure_future(ctx.send_proposal(copy)) for copy in (body, body, other_status)]
         await asyncio.wait(copies, timeout=0.2)  # let the copies reach the IUT; an early answer is judged below
     finally:
         gate.open()
     answers = [await first, *[await copy for copy in copies]]
     stored = ctx.expect_ok(answers[0], Verdict, what="copy 1 of round 1")
     ctx.apply_verdict(session, stored)
-    for number, answer in enumerate(answers[1:], start=2):
+    for number, answer in enumerate(answers[1:3], start=2):
         _same_verdict(ctx, answer, stored, f"copy {number} of round 1, sent while round 1 was being verified")
+    _same_verdict(ctx, answers[3], stored, "copy 4 of round 1 (another status member: identical by P1-IDEM-1), "
+                  "sent while round 1 was being verified", row=IDENTICAL_ROW)
     _one_record(ctx, session, 1, row="R-6.3-ATOMIC")
     await still_works(ctx, session, "round 2 after the concurrent copies")
 

@@ -24,6 +24,7 @@ from sdcp_conformance.suites.verifier.seeded_rule2 import (
     rule2_round,
     sample_proposal,
 )
+from sdcp_conformance.suites.verifier.session import UNKNOWN_KEYS
 
 APPLY_QUOTE = "The verifier applies the new profile to rounds numbered from_round and later"
 
@@ -175,4 +176,22 @@ async def rule_unchanged(ctx: CaseContext) -> None:
     judge = Rule2Judge(ctx, accept_row="R-6.6-RULE")
     for _ in range(2):
         await rule2_round(ctx, session, judge, flat_q, 3, old)
+    judge.finish()
+
+
+@CATALOGUE.case("VER-6.6-POLICY-007", area="policy", section="5.2, 6.6",
+                quote=f"{UNKNOWN_KEYS} ... {APPLY_QUOTE}",
+                level=Level.MUST, profile=("P1-POL-1",), rows=("R-5.2-UNKNOWN-KEYS", "R-6.6-APPLY", *RULE2_ROWS))
+async def unknown_key_in_policy_sampling(ctx: CaseContext) -> None:
+    """A policy whose sampling map carries an unknown key (a policy is not the contract: the key is ignored) is
+    accepted and governs the rounds from its from_round."""
+    session, old, seed = await _seeded(ctx)
+    new = {"temperature_milli": 0, "seed": seed}
+    answer = await ctx.policy(session, session.round + 1, {**new, "x_vendor_knob": 7})
+    state = ctx.expect_ok(answer, SessionState, what="POST policy whose sampling has an unknown key",
+                          row="R-5.2-UNKNOWN-KEYS")
+    ctx.check_state(session, state, "POST policy whose sampling has an unknown key")
+    judge = Rule2Judge(ctx, accept_row="R-6.6-APPLY")
+    await _distinguishing_round(ctx, session, judge, new, old)
+    await rule2_round(ctx, session, judge, flat_q, 3, new)
     judge.finish()

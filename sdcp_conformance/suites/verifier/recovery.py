@@ -16,9 +16,10 @@ from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.codec import encode
-from sdcp_conformance.protocol.messages import Output, SessionState
+from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import cache_path, commit_records, started, state_of, still_works
+from sdcp_conformance.suites.verifier.session import UNKNOWN_KEYS
 
 RESUME_QUOTE = ("it then reads the last commit record and opens the session at a new verifier with that epoch and "
                 "the \"resume\" member carrying that round, committed length, digest, and the target KV cache from "
@@ -51,16 +52,26 @@ def _resume(ctx: CaseContext, session: TrackedSession, **overrides: Any) -> dict
     return member
 
 
-async def _fresh_resumed(ctx: CaseContext) -> TrackedSession:
-    """A session the IUT never saw, opened with epoch 2 and resume after two old-epoch rounds."""
+async def _fresh_resumed(ctx: CaseContext, *, what: str = "POST sessions with resume", row: str = "R-6.9-RESUME",
+                         **resume_members: Any) -> TrackedSession:
+    """A session the IUT never saw, opened with epoch 2 and resume after two old-epoch rounds (``resume_members``
+    added to the resume member; a refusal of the open is judged on ``row``)."""
     session = ctx.track(epoch=2)
     tokens = greedy_continuation(session.model, session.prompt, sum(CHUNKS))
     ctx.put_object(_log_name(session), _old_epoch_log(session, tokens) + encode({"epoch": 2}))
     session.output, session.round = list(tokens), len(CHUNKS)
-    answer = await ctx.open(session, resume=_resume(ctx, session))
-    state = ctx.expect_ok(answer, SessionState, what="POST sessions with resume", row="R-6.9-RESUME")
+    answer = await ctx.open(session, resume=_resume(ctx, session, **resume_members))
+    state = ctx.expect_ok(answer, SessionState, what=what, row=row)
     _check_resumed(ctx, session, state)
     return session
+
+
+async def _first_round_resumed(ctx: CaseContext, session: TrackedSession, tokens: list[int]) -> Verdict:
+    """The first proposal at the epoch the session was resumed with: refusing it (a 409 sdcp-stale-epoch, say)
+    means the verifier did not take up that epoch, which §6.9 opens it with (R-6.9-RESUME)."""
+    answer = await ctx.propose(session, tokens)
+    return ctx.expect_ok(answer, Verdict, what=f"the first proposal at epoch {session.epoch} after the resume",
+                         row="R-6.9-RESUME")
 
 
 def _check_resumed(ctx: CaseContext, session: TrackedSession, state: SessionState) -> None:
@@ -104,9 +115,10 @@ async def fresh_resume_continues(ctx: CaseContext) -> None:
     """After resume and PUT drafter, rounds continue greedily from the resumed prefix; records carry epoch 2."""
     session = await _fresh_resumed(ctx)
     await ctx.assign_ok(session)
-    for _ in range(2):
+    for number in range(2):
         greedy = ctx.greedy(session, 3)
-        verdict = await ctx.propose_ok(session, greedy[:2])
+        verdict = (await _first_round_resumed(ctx, session, greedy[:2]) if number == 0
+                   else await ctx.propose_ok(session, greedy[:2]))
         ctx.check(list(verdict.emitted) == greedy, "the resumed session's round is not greedy from the prefix",
                   row="R-6.4-RULE1", expected=str(greedy), actual=str(list(verdict.emitted)))
     records = [record for record in commit_records(ctx, session) if record.get("epoch") != 1]
@@ -158,7 +170,7 @@ async def existing_session_failover(ctx: CaseContext) -> None:
     session = await _existing_failover(ctx)
     await ctx.assign_ok(session)
     greedy = ctx.greedy(session, 3)
-    verdict = await ctx.propose_ok(session, greedy[:2])
+    verdict = await _first_round_resumed(ctx, session, greedy[:2])
     ctx.check(list(verdict.emitted) == greedy, "the failed-over session's round is not greedy from the prefix",
               row="R-6.4-RULE1")
     answer = await ctx.propose(session, ctx.greedy(session, 2), epoch=1)
@@ -178,7 +190,7 @@ async def resumed_output_epoch(ctx: CaseContext) -> None:
     session = await _fresh_resumed(ctx)
     await ctx.assign_ok(session)
     start = len(session.output)
-    await ctx.propose_ok(session, ctx.greedy(session, 2))
+    await _first_round_resumed(ctx, session, ctx.greedy(session, 2))
     output = ctx.expect_ok(await ctx.output(session, start, party="drafter-2"), Output, what="GET output")
     ctx.check(output.epoch == 2, f"output after the failover carries epoch {output.epoch}, not 2")
     ctx.check(output.from_ == start and list(output.tokens) == session.output[start:],
@@ -188,3 +200,17 @@ async def resumed_output_epoch(ctx: CaseContext) -> None:
     ctx.check(whole.epoch == 2, f"output from 0 carries epoch {whole.epoch}, not 2")
     ctx.check(list(whole.tokens) == session.output, "output from 0 does not serve the resumed prefix at its "
               "indices", row="R-6.7-RESUMED-PREFIX", expected=str(session.output), actual=str(list(whole.tokens)))
+
+
+@CATALOGUE.case("VER-6.9-RESUME-007", area="recovery", section="5.2, 6.9", quote=f"{UNKNOWN_KEYS} ... {RESUME_QUOTE}",
+                level=Level.MUST, rows=("R-5.2-UNKNOWN-KEYS", "R-6.9-RESUME", "R-6.4-RULE1"))
+async def unknown_key_in_resume(ctx: CaseContext) -> None:
+    """A resume member carrying an unknown key (a session-open's resume is not the contract: the key is ignored)
+    opens the resumed session, whose rounds continue greedily from the resumed prefix."""
+    session = await _fresh_resumed(ctx, what="POST sessions with a resume that has an unknown key",
+                                   row="R-5.2-UNKNOWN-KEYS", x_vendor_hint="warm")
+    await ctx.assign_ok(session)
+    greedy = ctx.greedy(session, 3)
+    verdict = await _first_round_resumed(ctx, session, greedy[:2])
+    ctx.check(list(verdict.emitted) == greedy, "the resumed session's round is not greedy from the prefix",
+              row="R-6.4-RULE1", expected=str(greedy), actual=str(list(verdict.emitted)))

@@ -205,9 +205,11 @@ async def unknown_keys_in_session_open(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-5.2-SESSION-012", area="session", section="5.2", quote=UNKNOWN_KEYS, level=Level.MUST,
                 rows=("R-5.2-UNKNOWN-KEYS",))
 async def unknown_keys_in_assignment_and_proposal(ctx: CaseContext) -> None:
-    """Unknown keys in PUT drafter and in a proposal (and its status) are ignored: the round is verified."""
-    session = await ctx.open_ok()
-    state = ctx.expect_ok(await ctx.assign(session, hint="fast", extra_map={"a": 1}), SessionState,
+    """Unknown keys in PUT drafter (also inside its sampling map, which is not the contract's) and in a proposal
+    (and its status) are ignored: the round is verified."""
+    session = await ctx.open_ok(contract=ctx.contract(sampling={"temperature_milli": 0}))
+    sampling = {**session.contract["sampling"], "x_vendor_knob": 7}  # the session's profile, plus an unknown key
+    state = ctx.expect_ok(await ctx.assign(session, hint="fast", extra_map={"a": 1}, sampling=sampling), SessionState,
                           what="PUT sessions/{id}/drafter with unknown keys", row="R-5.2-UNKNOWN-KEYS")
     ctx.check_state(session, state, "PUT sessions/{id}/drafter with unknown keys")
     uri = ctx.env.party_uri("drafter-1")
