@@ -659,6 +659,127 @@ VERIFIER: dict[str, Planted] = {
         "FAILED",
         row="R-5.2-UNKNOWN-KEYS",
     ),
+    # batch of 2026-12-07, second red team
+    "output-timeout-from-zero": Planted(
+        "server.js",
+        "return ok({ session: session.session, epoch: session.epoch, from: start, tokens: [], final: false }); // P1-OUT-1",
+        "return ok({ session: session.session, epoch: session.epoch, from: 0, tokens: [], final: false }); // P1-OUT-1",
+        "FAILED",
+        row="R-6.7-DELIVERY",
+    ),
+    "finish-continue-on-open-output": Planted(
+        "session.js",
+        "    if (this.closed) out.finish = this.phase === PHASE.finished ? P.ACTION.finish : P.ACTION.fail;\n",
+        "    out.finish = this.closed ? (this.phase === PHASE.finished ? P.ACTION.finish : P.ACTION.fail) : P.ACTION.continue;\n",
+        "PASSED",
+        "conformant: §5.2 makes finish optional (\"? finish: action\") and §6.7 constrains it only on the final "
+        "message (\"The final output message has final set to true and finish set to \\\"finish\\\" or "
+        "\\\"fail\\\"\"); a non-final message carrying continue (0) contradicts no sentence",
+    ),
+    "status-ttl-in-seconds": Planted(
+        "server.js",
+        "queue: this.inFlight, ttl_ms: this.config.status_ttl_ms };",
+        "queue: this.inFlight, ttl_ms: this.config.status_ttl_ms / 1000 };",
+        "FAILED",
+        row="R-6.1-STATUS-INTERVAL",
+    ),
+    "event-digest-d0": Planted(
+        "session.js",
+        "kind, committed: this.output.length, digest: this.digest };",
+        "kind, committed: this.output.length, digest: this.d0 };",
+        "FAILED",
+    ),
+    "event-epoch-one": Planted(
+        "session.js",
+        "return { session: this.session, epoch: this.epoch, kind,",
+        "return { session: this.session, epoch: 1, kind,",
+        "FAILED",
+    ),
+    "self-decode-end-event-kind-2": Planted(
+        "session.js",
+        "return this.event(P.ACTION.continue); // P1-EVT-1",
+        "return this.event(P.ACTION.switch); // P1-EVT-1",
+        "NON-STRICT",
+        "§6.5.2 says only \"it then sends an event so that the router assigns a drafter again\" and names no kind; "
+        "P1-EVT-1 alone makes it \"kind 0 when self-decoding ends and a drafter is needed again\"",
+        "P1-EVT-1/EVENTS",
+    ),
+    "finish-event-not-sent": Planted(
+        "session.js",
+        "case P.ACTION.finish: this.phase = PHASE.finished; return [this.event(P.ACTION.finish)];",
+        "case P.ACTION.finish: this.phase = PHASE.finished; return [];",
+        "NON-STRICT",
+        "the draft names events only for switch and the end of self-decoding (§6.5.2); P1-EVT-1 alone adds \"4 and "
+        "5 when the session finishes or fails\"",
+        "P1-EVT-1/EVENTS",
+    ),
+    # The record of a resumed (epoch 2) session carries epoch 1, below the router's fence: the stand-in's own
+    # pre-append check (or an enforcing cache's 409) takes it as fenced, so the record never reaches the log and the
+    # harness sees a valid proposal after the resume refused with 409 sdcp-stale-epoch (R-6.9-RESUME), not a record.
+    "record-epoch-one": Planted(
+        "session.js",
+        "return { epoch: this.epoch, round, emitted,",
+        "return { epoch: 1, round, emitted,",
+        "FAILED",
+        row="R-6.9-RESUME",
+    ),
+    "record-digest-stale": Planted(
+        "server.js",
+        "outcome = await appendRecord(this.origins, slot.commitLog, pending.record, log);",
+        "outcome = await appendRecord(this.origins, slot.commitLog, { ...pending.record, digest: session.digest }, log);",
+        "FAILED",
+    ),
+    "first-append-unconditional": Planted(
+        "links.js",
+        "const headers = before.etag === null ? { 'if-none-match': '*' } : { 'if-match': before.etag };",
+        "const headers = before.etag === null ? {} : { 'if-match': before.etag };",
+        "FAILED",
+        row="R-6.8-CONDITIONAL",
+    ),
+    "rule-3-accepted": Planted(
+        "server.js",
+        "if (contract.rule !== 1 && contract.rule !== 2) throw",
+        "if (contract.rule < 1 || contract.rule > 3) throw",
+        "FAILED",
+        row="R-6.1-VALIDATES",
+    ),
+    "verdict-emitted-untruncated": Planted(
+        "session.js",
+        "emitted: kept, committed: record.committed",
+        "emitted: outcome.emitted, committed: record.committed",
+        "FAILED",
+    ),
+    "fail-keeps-session-open": Planted(
+        "session.js",
+        "case P.ACTION.fail: this.phase = PHASE.failed; return [this.event(P.ACTION.fail)];",
+        "case P.ACTION.fail: return [this.event(P.ACTION.fail)];",
+        "FAILED",
+        row="R-6.5.2-ENDED",
+    ),
+    "self-max-plus-one": Planted(
+        "session.js",
+        "this.selfDecodedInPeriod < this.contract.self_max",
+        "this.selfDecodedInPeriod <= this.contract.self_max",
+        "FAILED",
+        row="R-6.5.2-SELF-RUN",
+    ),
+    "self-decoded-finish-leaves-session-open": Planted(
+        "session.js",
+        "case P.ACTION.finish: this.phase = PHASE.finished; return [this.event(P.ACTION.finish)];",
+        "case P.ACTION.finish: if (pending.verdict) { this.phase = PHASE.finished; return [this.event(P.ACTION.finish)]; } return [];",
+        "FAILED",
+        row="R-6.7-FINAL",
+    ),
+    "problem-type-bare-suffix": Planted(
+        "protocol.js",
+        "const PROBLEM_PREFIX = 'urn:ietf:params:sdcp:problem:';",
+        "const PROBLEM_PREFIX = '';",
+        "NON-STRICT",
+        "RFC 9457 lets type be a URI reference, so a bare \"sdcp-stale-base\" is a (relative) type; only P1-ERR-1 "
+        "fixes the prefix urn:ietf:params:sdcp:problem:, and the harness matches the suffix (P1-JUDGE-1: \"the "
+        "type's URN prefix under P1-ERR-1\" is NON-STRICT)",
+        "P1-ERR-1",
+    ),
 }
 
 
@@ -1086,6 +1207,63 @@ ROUTER: dict[str, Planted] = {
         "the harness's verifier refuses the PUT …/drafter with m_init 0 as P1-DRF-2 has it, so no session gets a "
         "drafter and the sanity case fails, naming the refusal",
     ),
+    # batch of 2026-12-07 (red team)
+    "contract-error-bad-message": Planted(
+        "protocol.js",
+        "if (error instanceof FieldError) throw new ProtocolError('badContract', error.message);",
+        "if (error instanceof FieldError) throw new ProtocolError('badMessage', error.message);",
+        "FAILED",
+        row="R-4.1-UNKNOWN-KEY-ROUTER",
+    ),
+    "assign-epoch-always-1": Planted(
+        "router.js",
+        "session: s.id, epoch: s.epoch, contract: s.contract, verifier: s.verifier, drafter, prompt: s.prompt,",
+        "session: s.id, epoch: 1, contract: s.contract, verifier: s.verifier, drafter, prompt: s.prompt,",
+        "FAILED",
+    ),
+    "resume-open-old-epoch": Planted(
+        "router.js",
+        "session: s.id, epoch: newEpoch, contract: s.contract, prompt: s.prompt, commit_log: s.commitLog,",
+        "session: s.id, epoch, contract: s.contract, prompt: s.prompt, commit_log: s.commitLog,",
+        "FAILED",
+    ),
+    "fence-skipped-empty-log": Planted(
+        "links.js",
+        "const data = before ? before.data : Buffer.alloc(0);",
+        "if (!before) return []; const data = before.data; // no log yet: nothing to fence",
+        "FAILED",
+    ),
+    "verifier-expiry-no-failover": Planted(
+        "router.js",
+        "if (instance.role === 2) { this.verifierFailed(instance.uri, 'its status expired'); return; }",
+        "if (instance.role === 2) return; // a verifier has failed only when its resources fail",
+        "FAILED",
+        row="R-6.9-ROUTER-RESUME",
+    ),
+    "not-assigned-401": Planted(
+        "protocol.js",
+        "notAssigned: ['sdcp-not-assigned', 403],",
+        "notAssigned: ['sdcp-not-assigned', 401],",
+        "NON-STRICT",
+        "the router's refusals of a status report or event from the wrong sender are P1-RTR-2's alone ('else 403')",
+    ),
+    "waiting-sessions-never-assigned": Planted(
+        "router.js",
+        "      for (const s of this.sessions.values()) if (s.needsDrafter && s.phase === ACTIVE) this.serially(s, () => this.assign(s));",
+        "      // sessions left without a drafter wait for the next event",
+        "FAILED",
+        row="R-6.1-PERMITTED",
+    ),
+    "front-epoch-always-1": Planted(
+        "router.js",
+        "const out = { session: s.id, epoch: s.epoch, from, tokens, final };",
+        "const out = { session: s.id, epoch: 1, from, tokens, final };",
+        "NON-STRICT",
+        "the front's output is P1-FRONT-2's ('the router acting as the front end of §6.7'); §6.7's 'every output "
+        "message carries the session epoch' binds the verifier's output, which the router reads correctly (the "
+        "tokens are the committed ones: D-JUDGE-R13)",
+        "P1-FRONT-2/OUTPUT",
+    ),
 }
 
 DRAFTER: dict[str, Planted] = {
@@ -1465,6 +1643,53 @@ DRAFTER: dict[str, Planted] = {
     "retries-without-backoff": Planted(
         "server.js", "await sleep(backoff * (0.75 + 0.5 * Math.random()));", "await sleep(0);", "NON-STRICT",
         "P1-DRF-5 alone asks for backoff",
+    ),
+    # batch of 2026-12-07 (red team)
+    "q-rows-binary64": Planted(
+        "server.js",
+        "const rows = s.rule === 2 ? new Float32Array(m * this.model.vocab) : null;",
+        "const rows = s.rule === 2 ? new Float64Array(m * this.model.vocab) : null;",
+        "FAILED",
+    ),
+    "chain-uint32-little-endian": Planted(
+        "protocol.js",
+        "  out.writeUInt32BE(value);",
+        "  out.writeUInt32LE(value);",
+        "INCOMPLETE",
+        "§4.2's uint32 is in network byte order: d[0] differs, so the drafter refuses every assignment (its digest "
+        "does not reproduce) and the sanity case fails",
+    ),
+    "keeps-old-verifier-on-reassign": Planted(
+        "server.js",
+        "const session = new Session(a, prompt, committed, digests);",
+        "const session = new Session(current ? { ...a, verifier: current.verifier } : a, prompt, committed, digests);",
+        "NON-STRICT",
+        "after a failover the epoch-2 proposals go to the fenced old verifier, so the session is never served at "
+        "the new one; but no keyword sentence of the draft says where a drafter sends its proposals (the "
+        "assignment's 'verifier: tstr ; verifier base URI' names it), and what a drafter does with a replacing "
+        "assignment is P1-DRF-7's",
+        "P1-DRF-7/REPLACE",
+    ),
+    "m-always-limit": Planted(
+        "server.js",
+        "    return best;",
+        "    return limit;",
+        "PASSED",
+        "§6.2 'Choice of M is local to the drafter. The following rule is RECOMMENDED': its inputs (the drafter's "
+        "own alpha estimate, t_d, t_v) are not observable, so the harness reports a choice against its direction "
+        "INFORMATIONAL (RFC 2119 reads RECOMMENDED as SHOULD, which would be NON-STRICT: a question for the profile)",
+    ),
+    "q-rows-key-not-per-session": Planted(
+        "server.js",
+        "const uri = `${this.config.cache}q_rows/${P.b64url(s.id)}/e${s.epoch}-r${round}-${randomBytes(6).toString('hex')}`;",
+        "const uri = `${this.config.cache}q_rows/e${s.epoch}-r${round}`;",
+        "FAILED",
+    ),
+    "5xx-final": Planted(
+        "server.js",
+        "reply.status >= 400 && reply.status < 500 && reply.status !== 429) {",
+        "reply.status >= 400 && reply.status !== 429) {",
+        "FAILED",
     ),
 }
 

@@ -200,7 +200,14 @@ def test_front_output_against_the_commit_log() -> None:
     history.add(open_seen(1, "verifier-2", opening(2, Resume(round=2, committed=3, digest=d([3, 4, 5]),
                                                              committed_tokens=CACHE + "t"))))
     history.add(front_read(5, 0, (3, 4), 1, asked=4))
-    assert "R-6.9-OLD-EPOCH" in rows_of(check_front(history, FRONT, log))
+    # the right tokens under a stale label: only the front's message (P1-FRONT-2) is wrong (D-JUDGE-R13)
+    assert rows_of(check_front(history, FRONT, log)) == {"P1-FRONT-2/OUTPUT"}
+    history.add(front_read(6, 2, (66,), 1, asked=4))  # the fenced verifier's token, under its epoch
+    assert {"R-6.9-OLD-EPOCH", "R-6.7-FRONT-END"} <= rows_of(check_front(history, FRONT, log))
+    history = History()
+    history.add(front_read(2, 0, (3,), 2))
+    history.add(front_read(3, 1, (4,), 1))  # lower than the epoch the front already sent, the tokens right
+    assert rows_of(check_front(history, FRONT, log)) == {"P1-FRONT-2/OUTPUT"}
 
 
 def put_seen(seq: int, verifier: str, drafter: str, state: SessionState, **changes: Any) -> PutSeen:

@@ -57,6 +57,14 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("verifier", "identity-includes-status", ("VER-6.3-IDEMPOTENCY-003",), "NON-STRICT"),
     ("verifier", "policy-sampling-closed", ("VER-6.6-POLICY-007",), "FAILED"),
     ("verifier", "fence-of-own-epoch-fences", ("VER-6.9-RESUME-002",), "FAILED"),
+    ("verifier", "output-timeout-from-zero", ("VER-6.7-OUTPUT-004",), "FAILED"),
+    ("verifier", "event-epoch-one", ("VER-6.9-RESUME-008",), "FAILED"),
+    ("verifier", "self-decode-end-event-kind-2", ("VER-6.5-ESC-008",), "NON-STRICT"),
+    ("verifier", "first-append-unconditional", ("VER-6.8-FENCING-104",), "FAILED"),
+    ("verifier", "rule-3-accepted", ("VER-4.1-CONTRACT-026",), "FAILED"),
+    ("router", "contract-error-bad-message", ("RTR-6.1-CANNOT-SERVE-003",), "FAILED"),
+    ("router", "waiting-sessions-never-assigned", ("RTR-6.1-EXPIRED-004",), "FAILED"),
+    ("router", "front-epoch-always-1", ("RTR-6.9-PARTITION-001",), "NON-STRICT"),
 ]
 
 

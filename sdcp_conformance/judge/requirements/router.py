@@ -36,6 +36,10 @@ ROWS: tuple[Row, ...] = (
         "Drafter selection is a local policy based on the drafters' status reports, for example preferring "
         "drafters with low load and queue and high recent acceptance.",
         Level.MAY, R),
+    Row("R-4.1-UNKNOWN-KEY-ROUTER", "4.1",
+        'A contract that contains a key not defined by this document MUST be rejected with problem type '
+        '"sdcp-bad-contract", so that all parties compute the contract digest over the same content.',
+        Level.MUST, R, refusal=refusal(P.BAD_CONTRACT)),
     Row("R-4.1-ABSENT-DRAFTERS", "4.1",
         'An absent "drafters" member permits any draft model that the router\'s local policy allows.',
         Level.MAY, R),

@@ -30,9 +30,10 @@ async def never_assign_an_expired_drafter(ctx: RouterContext) -> None:
 
 @router_case("RTR-6.1-EXPIRED-004", area="drafter-expiry", section="6.1, P1-RTR-2", quote=f"{NOT_EXPIRED} ... "
              f"{ELIGIBLE}", level=Level.MUST_NOT, profile=("P1-RTR-2", "P1-FRONT-1"),
-             rows=("R-6.1-NOT-EXPIRED", "P1-RTR-2/ELIGIBLE"))
+             rows=("R-6.1-NOT-EXPIRED", "P1-RTR-2/ELIGIBLE", "R-6.1-PERMITTED"))
 async def no_drafter_while_every_permitted_one_expired(ctx: RouterContext) -> None:
-    """Only drafter-2's model is permitted and drafter-2 expired: no assignment until it reports again, then one."""
+    """Only drafter-2's model is permitted and drafter-2 expired: no assignment until it reports again, then one
+    (or the session ended: D-JUDGE-R12)."""
     await ctx.expire(ctx.env.drafters["drafter-2"])
     front, answer = await ctx.open(ctx.contract(drafters=("drafter-2",)))
     if front is None or not answer.ok:
@@ -45,7 +46,17 @@ async def no_drafter_while_every_permitted_one_expired(ctx: RouterContext) -> No
     mark = ctx.history.mark()
     await ctx.env.drafters["drafter-2"].revive()
     if await ctx.assigned(front, since=mark) is None:
-        ctx.note("no drafter was assigned after drafter-2 reported again (the session may wait for another event)")
+        # D-JUDGE-R12: no text says what a router does with a session it opened while no permitted drafter was
+        # live: waiting for one, or ending the session. A session left neither assigned once one reports nor
+        # ended waits for an event that cannot come (no drafter, no proposal, no verdict) and is judged.
+        _, last = await ctx.read_front(front, final=True, timeout_s=ctx.act_s)
+        ended = last is not None and last.final
+        ctx.check(ended, f"the router neither assigned a drafter within {ctx.act_s:.0f} s of drafter-2's status "
+                  "report (the only permitted drafter, live again) nor ended the session", row="R-6.1-PERMITTED",
+                  expected="an assignment to drafter-2", actual="no assignment, no final output")
+        if ended:
+            ctx.note("with no permitted drafter live the router ended the session instead of waiting for one "
+                     f"(finish {last.finish if last else None}): no text decides")
 
 
 @router_case("RTR-6.9-DRAFTER-001", area="drafter-expiry", section="6.9, 6.1", quote=DRAFTER_FAILURE,

@@ -154,10 +154,14 @@ async def no_verifier_for_the_target_is_refused(ctx: RouterContext) -> None:
     ctx.expect_refusal(answer, "P1-FRONT-1/CANNOT-SERVE", what="a contract for a target no verifier serves")
 
 
-@router_case("RTR-6.1-CANNOT-SERVE-003", area="session-open", section="P1-FRONT-1, 4.1", quote=CANNOT_SERVE,
-             level=Level.PROFILE, profile=("P1-FRONT-1",), rows=("P1-FRONT-1/CANNOT-SERVE",))
+@router_case("RTR-6.1-CANNOT-SERVE-003", area="session-open", section="4.1, P1-FRONT-1",
+             quote="A contract that contains a key not defined by this document MUST be rejected with problem type "
+                   "\"sdcp-bad-contract\" ... " + CANNOT_SERVE,
+             level=Level.MUST, profile=("P1-FRONT-1",), rows=("R-4.1-UNKNOWN-KEY-ROUTER", "P1-FRONT-1/CANNOT-SERVE"))
 async def invalid_contract_is_refused(ctx: RouterContext) -> None:
-    """A contract with a key §4.1 does not define cannot be served: 422 sdcp-bad-contract."""
+    """A contract with a key §4.1 does not define is rejected (§4.1, at whichever party gets it): 422
+    sdcp-bad-contract."""
     contract = ctx.contract(priority=3)
     _, answer = await ctx.open(contract)
-    ctx.expect_refusal(answer, "P1-FRONT-1/CANNOT-SERVE", what="a contract with an unknown key")
+    ctx.expect_refusal(answer, "R-4.1-UNKNOWN-KEY-ROUTER", "P1-FRONT-1/CANNOT-SERVE",
+                       what="a contract with an unknown key")

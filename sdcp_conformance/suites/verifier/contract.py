@@ -107,6 +107,11 @@ _CDDL_CASES: list[tuple[str, str, str, Mutation, str]] = [
      _setter(drafters=[]), "an empty drafters list"),
     ("015", "an unregistered acceptance rule is refused", "rule: uint, ; acceptance rule (registry), fixed ... "
      "Rules are registered (Section 10.2.2). This document defines two.", _setter(rule=7), "rule 7"),
+    ("026", "rule 3, the first number after the two registered rules, is refused", "rule: uint, ; acceptance rule "
+     "(registry), fixed ... Rules are registered (Section 10.2.2). This document defines two.", _setter(rule=3),
+     "rule 3"),
+    ("027", "rule 0, below the registered rules, is refused", "rule: uint, ; acceptance rule (registry), fixed ... "
+     "Rules are registered (Section 10.2.2). This document defines two.", _setter(rule=0), "rule 0"),
     ("020", "a member of the wrong type is refused", "max_new: uint, ; maximum output tokens",
      _setter(max_new="64"), "max_new as a text string"),
     ("021", "a missing required member is refused", "low_rounds: uint .ge 1, ; R, escalation period",

@@ -27,7 +27,7 @@ from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation
 from sdcp_conformance.oracle.statistics import DEFAULT_ALPHA
 from sdcp_conformance.protocol.codec import decode_sequence
-from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
+from sdcp_conformance.protocol.messages import Event, Output, SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import (
     SELF_DECODING_CAP_S,
@@ -323,6 +323,23 @@ STALLED = (f"waited while it committed, until no commit record came for {SELF_DE
            f"{SELF_DECODING_CAP_S:g} s had passed")
 
 SELF_ROWS = ("R-6.5.2-SELF-RUN", "R-6.5.2-SELF-PERMITTED", "P1-EVT-1/EVENTS", "R-6.7-FINAL")
+PERIOD_END_KINDS = (0, 1, 2)
+"""Events that can end a self-decoding period: §6.5.2 asks only for "an event so that the router assigns a drafter
+again"; that it is kind 0 (continue) is P1-EVT-1's. Kind 3 would start a period, 4 and 5 end the session."""
+
+
+async def _period_end(ctx: CaseContext, session: TrackedSession, count: int = 1,
+                      also: tuple[int, ...] = ()) -> list[tuple[str | None, Event]]:
+    """Wait for the event that ends self-decoding period ``count`` (or one of the kinds ``also``); the events.
+
+    An end event of another kind than 0 is P1-EVT-1's deviation (NON-STRICT) and the case goes on."""
+    ended = await wait_event_while_committing(ctx, session, (*PERIOD_END_KINDS, *also), count=count)
+    if len(ended) >= count and int(ended[count - 1][1].kind) not in (0, *also):
+        kind = int(ended[count - 1][1].kind)
+        ctx.deviate("P1-EVT-1/EVENTS", f"the event ending self-decoding period {count} has kind {kind}, not 0 "
+                    "(P1-EVT-1: continue; §6.5.2 asks only for an event so that the router assigns a drafter again)",
+                    expected=["kind 0"], actual=f"kind {kind}")
+    return ended
 HELD_APPEND_WAIT_S = 5.0
 """How long the harness waits for a self-decoding period's append to hold."""
 STATE_WHILE_HELD_S = 2.0
@@ -373,8 +390,8 @@ async def self_decode_period(ctx: CaseContext) -> None:
     session, _ = await _self_decoding_session(ctx, fallback=[3, 5], self_max=3)
     ctx.check(bool(await wait_event(ctx, session, 3, timeout_s=5.0)),
               "no event of kind 3 reached the router when self-decoding started", row="P1-EVT-1/EVENTS")
-    ended = await wait_event_while_committing(ctx, session, (0,))
-    ctx.require(bool(ended), f"self-decoding did not end with an event of kind 0 ({STALLED})")
+    ended = await _period_end(ctx, session)
+    ctx.require(bool(ended), f"self-decoding did not end with an event ({STALLED})")
     check_event_origin(ctx, ended[0][0], "the end-of-self-decoding event")
     tokens = await _absorb_self_decoded(ctx, session)
     ctx.check(len(tokens) == 3, f"{len(tokens)} tokens were self-decoded with self_max 3 (and no load above "
@@ -398,9 +415,9 @@ async def second_self_decode_period(ctx: CaseContext) -> None:
     """fallback [self_decode, self_decode, fail], self_max 2: two periods, each of two tokens, each ended by event 0."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 3, 5], self_max=2)
     for period in (1, 2):
-        ended = await wait_event_while_committing(ctx, session, (0,), count=period)
-        ctx.require(len(ended) >= period, f"self-decoding period {period} did not end with an event of kind 0 "
-                    f"({STALLED})", row="R-6.5.2-SELF-RUN")
+        ended = await _period_end(ctx, session, period)
+        ctx.require(len(ended) >= period, f"self-decoding period {period} did not end with an event ({STALLED})",
+                    row="R-6.5.2-SELF-RUN")
         tokens = await _absorb_self_decoded(ctx, session)
         ctx.check(len(tokens) == 2, f"period {period} self-decoded {len(tokens)} tokens with self_max 2 (a period's "
                   "budget, and no load above self_load 100)", row="R-6.5.2-SELF-RUN", expected="2",
@@ -536,8 +553,8 @@ async def j_persists_across_drafter(ctx: CaseContext) -> None:
 async def j_persists_across_self_decoding(ctx: CaseContext) -> None:
     """fallback [self_decode, reduce], R = 1: after a self-decoding period, the next escalation is reduce."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 1, 5], self_max=2)
-    ctx.require(bool(await wait_event_while_committing(ctx, session, (0,))),
-                f"self-decoding did not end with event 0 ({STALLED})", row="R-6.5.2-SELF-RUN")
+    ctx.require(bool(await _period_end(ctx, session)), f"self-decoding did not end with an event ({STALLED})",
+                row="R-6.5.2-SELF-RUN")
     await _absorb_self_decoded(ctx, session)
     state = state_of(ctx, await ctx.assign(session, "drafter-1"), "PUT drafter after self-decoding")
     ctx.check_state(session, state, "PUT drafter after self-decoding")
@@ -576,8 +593,10 @@ async def self_decode_goes_on(ctx: CaseContext) -> None:
     finished = events_of(ctx, session, 4)
     ctx.check(not events_of(ctx, session, 0), "self-decoding ended (event 0) although the load never exceeded "
               "self_load 100 and the contract has no self_max")
-    ctx.require(bool(finished), f"self-decoding did not reach max_new 8 (no event of kind 4; {STALLED})",
-                row="P1-EVT-1/EVENTS")
+    # no event of kind 4 is P1-EVT-1's deviation; whether the session ended at max_new is judged below, from the
+    # verifier's own output (P1-JUDGE-2: the case goes on)
+    ctx.check(bool(finished), f"no event of kind 4 reached the router when self-decoding should have reached "
+              f"max_new 8 ({STALLED})", row="P1-EVT-1/EVENTS")
     tokens = await _absorb_self_decoded(ctx, session)
     ctx.check(len(session.output) == 8, f"the session finished with {len(session.output)} tokens, not max_new 8",
               actual=str(tokens))
@@ -629,8 +648,8 @@ async def self_decode_samples_under_rule2(ctx: CaseContext) -> None:
                 "has p = 0 (min(1, p / q) = 0)", row="R-6.4-RULE2", expected="0", actual=str(verdict.accepted))
     ctx.require(int(verdict.action) == 3, f"the low round's action is {int(verdict.action)}, not self_decode (3), "
                 "with self_load 100", row="R-6.5.2-SELF-PERMITTED", expected="3", actual=str(int(verdict.action)))
-    ended = await wait_event_while_committing(ctx, session, (0, 4))
-    ctx.require(bool(ended), f"self-decoding did not end (no event of kind 0 or 4; {STALLED})",
+    ended = await _period_end(ctx, session, also=(4,))
+    ctx.require(bool(ended), f"self-decoding did not end (no event ending it, none of kind 4; {STALLED})",
                 row="R-6.5.2-SELF-RUN")
     tokens = await _absorb_self_decoded(ctx, session)
     ctx.check(len(tokens) == SAMPLED_SELF_MAX or bool(events_of(ctx, session, 4)),

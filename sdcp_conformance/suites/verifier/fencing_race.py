@@ -29,14 +29,16 @@ from sdcp_conformance.suites.verifier.fencing import (
 RE_READ = "On 412 the writer re-reads: if a fence with a higher epoch is now present it stops serving the session"
 
 
-async def _race(ctx: CaseContext, *, splice: bool, enforcing: bool | None = None) -> None:
+async def _race(ctx: CaseContext, *, splice: bool, enforcing: bool | None = None, rounds_before: int = 1) -> None:
     """``splice``: the fence goes into the IUT's own write; else it lands just before it. ``enforcing``: whether
-    the cache refuses a record below a fence (default: not when splicing)."""
+    the cache refuses a record below a fence (default: not when splicing). With no round before, the log does not
+    exist until the fence creates it (P1-LOG-3)."""
     enforcing = not splice if enforcing is None else enforcing
     ctx.env.cache.enforce_fences = enforcing
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
-    await still_works(ctx, session, "round 1 before the fence")
+    for number in range(1, rounds_before + 1):
+        await still_works(ctx, session, f"round {number} before the fence")
     fence = encode({"epoch": session.epoch + 1})
     ctx.env.cache.faults.insert_before_put(urlsplit(session.commit_log).path, fence, splice=splice)
     answer = await ctx.send_proposal(ctx.proposal(session, ctx.greedy(session, 2)))
@@ -50,15 +52,15 @@ async def _race(ctx: CaseContext, *, splice: bool, enforcing: bool | None = None
     if not splice and not enforcing:
         # Only the IUT's own If-Match can notice this fence: the cache takes any PUT.
         ctx.check(not answer.ok, "the IUT sent a verdict although a fence landed between its read and its write of "
-                  "the log, which a conditional PUT (If-Match) would have met with 412: its append was not "
-                  "conditional, or it took the 412 for success", row="R-6.8-CONDITIONAL",
+                  "the log, which a conditional PUT (If-Match, or If-None-Match: * creating the log) would have met "
+                  "with 412: its append was not conditional, or it took the 412 for success", row="R-6.8-CONDITIONAL",
                   expected="no verdict (any non-2xx)", actual=answer.describe())
     else:
         ctx.check(not answer.ok, "the IUT sent a verdict although a fence with a higher epoch came before its "
                   "commit record", row="R-6.8-READ-BACK" if splice else "R-6.3-FENCED-APPEND",
                   expected="no verdict (any non-2xx)", actual=answer.describe())
     await _stopped_serving(ctx, session)
-    _fence_kept(ctx, session, 1, enforcing=enforcing)
+    _fence_kept(ctx, session, rounds_before, enforcing=enforcing)
 
 
 @CATALOGUE.case("VER-6.8-FENCING-101", area="fencing", section="6.8", level=Level.MUST,
@@ -90,3 +92,14 @@ async def fence_lands_before_an_unguarded_write(ctx: CaseContext) -> None:
     """A cache that does not enforce fences, and a fence landing between the IUT's read and write of the log: an
     If-Match PUT gets 412 and the re-read finds the fence; a PUT without it would erase the fence."""
     await _race(ctx, splice=False, enforcing=False)
+
+
+@CATALOGUE.case("VER-6.8-FENCING-104", area="fencing", section="6.8", level=Level.MUST,
+                quote=f"{CONDITIONAL} ... The first append creates it with `If-None-Match: *`. ... {RE_READ}",
+                profile=("P1-LOG-1", "P1-LOG-3"),
+                rows=("R-6.8-CONDITIONAL", *FENCED_ROWS, "R-6.3-RECORD-FIRST", "P1-LOG-1/RE-READ"), exclusive=True)
+async def fence_creates_the_log_before_the_first_append(ctx: CaseContext) -> None:
+    """The log does not exist yet (P1-LOG-3) and a fence creates it just before the IUT's first append, on a cache
+    that does not enforce fences: a PUT with If-None-Match: * gets 412 and the re-read finds the fence; a PUT
+    without a precondition would erase it."""
+    await _race(ctx, splice=False, enforcing=False, rounds_before=0)

@@ -88,6 +88,7 @@ async def long_poll(ctx: CaseContext) -> None:
         reader.cancel()
     if not output.tokens:
         ctx.note("the waiting read ended empty; reading again")
+        _check_empty_from(ctx, output, start)
         output = await _read(ctx, session, start)
     check_output(ctx, session, output, start, "long-poll output")
 
@@ -111,7 +112,15 @@ async def beyond_committed(ctx: CaseContext) -> None:
     output = ctx.expect_ok(answer, Output, what=f"GET output?from={start}")
     ctx.check(not output.tokens, f"output?from={start} returned tokens beyond the committed length",
               row="R-6.7-DELIVERY", actual=str(list(output.tokens)))
+    _check_empty_from(ctx, output, start)
     ctx.check(output.epoch == session.epoch, "the output does not carry the session epoch", row="R-6.7-STABLE")
+
+
+def _check_empty_from(ctx: CaseContext, output: Output, start: int) -> None:
+    """An answer with no tokens still says where they would start: at the index asked (§6.7 "the tokens committed at
+    output indices n and later"); another ``from`` claims that nothing is committed there."""
+    ctx.check(output.from_ == start, f"output?from={start} answered with no tokens from index {output.from_}",
+              row="R-6.7-DELIVERY", expected=f"from {start}", actual=f"from {output.from_}")
 
 
 @CATALOGUE.case("VER-6.7-OUTPUT-005", area="output", section="6.7", quote=FINAL_QUOTE, level=Level.MUST,

@@ -18,7 +18,16 @@ from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier.conversation import cache_path, commit_records, started, state_of, still_works
+from sdcp_conformance.suites.verifier.conversation import (
+    cache_path,
+    check_event_origin,
+    commit_records,
+    rejecting_token,
+    started,
+    state_of,
+    still_works,
+    wait_event,
+)
 from sdcp_conformance.suites.verifier.session import UNKNOWN_KEYS
 
 RESUME_QUOTE = ("it then reads the last commit record and opens the session at a new verifier with that epoch and "
@@ -53,10 +62,10 @@ def _resume(ctx: CaseContext, session: TrackedSession, **overrides: Any) -> dict
 
 
 async def _fresh_resumed(ctx: CaseContext, *, what: str = "POST sessions with resume", row: str = "R-6.9-RESUME",
-                         **resume_members: Any) -> TrackedSession:
+                         contract: dict[str, Any] | None = None, **resume_members: Any) -> TrackedSession:
     """A session the IUT never saw, opened with epoch 2 and resume after two old-epoch rounds (``resume_members``
     added to the resume member; a refusal of the open is judged on ``row``)."""
-    session = ctx.track(epoch=2)
+    session = ctx.track(contract=contract, epoch=2)
     tokens = greedy_continuation(session.model, session.prompt, sum(CHUNKS))
     ctx.put_object(_log_name(session), _old_epoch_log(session, tokens) + encode({"epoch": 2}))
     session.output, session.round = list(tokens), len(CHUNKS)
@@ -214,3 +223,32 @@ async def unknown_key_in_resume(ctx: CaseContext) -> None:
     verdict = await _first_round_resumed(ctx, session, greedy[:2])
     ctx.check(list(verdict.emitted) == greedy, "the resumed session's round is not greedy from the prefix",
               row="R-6.4-RULE1", expected=str(greedy), actual=str(list(verdict.emitted)))
+
+
+@CATALOGUE.case(
+    "VER-6.9-RESUME-008", area="recovery", section="6.5.2, 6.9", level=Level.MUST, profile=("P1-EVT-1",),
+    rows=("R-6.5.2-SWITCH", "R-6.9-RESUME", "R-6.5.2-ESCALATE"),
+    quote="switch (2):: The verifier sends an event to the router, which assigns the session to another drafter "
+          "with a permitted model ... " + RESUME_QUOTE,
+    black_box_note="The escalation cases run at epoch 1, where an event stuck at epoch 1 looks right; a router "
+                   "discards an event of an epoch older than the session's, so after a failover it would never "
+                   "switch the drafter.",
+)
+async def switch_event_after_resume(ctx: CaseContext) -> None:
+    """A session resumed at epoch 2 escalates to switch: its event of kind 2 carries epoch 2 and the current n, d[n]."""
+    session = await _fresh_resumed(ctx, contract=ctx.contract(low_rounds=1, fallback=[2, 5]))
+    await ctx.assign_ok(session)
+    verdict = await _first_round_resumed(ctx, session, [rejecting_token(session)])
+    ctx.require(int(verdict.action) == 2, f"the resumed session's low round (R = 1, fallback [switch, fail]) has "
+                f"action {int(verdict.action)}, not switch (2)", row="R-6.5.2-ESCALATE", expected="2",
+                actual=str(int(verdict.action)))
+    events = await wait_event(ctx, session, 2, timeout_s=5.0)
+    ctx.require(bool(events), "no event of kind 2 reached the router within 5 s of the resumed session's switch")
+    peer, event = events[0]
+    check_event_origin(ctx, peer, "the switch event")
+    ctx.check(event.epoch == session.epoch, f"the resumed session's switch event carries epoch {event.epoch}, not "
+              f"{session.epoch}: a router discards it as older than the session", expected=str(session.epoch),
+              actual=str(event.epoch))
+    ctx.check(event.committed == len(session.output) and event.digest == session.digest,
+              "the switch event's committed/digest are not the resumed session's current ones",
+              expected=f"committed {len(session.output)}", actual=f"committed {event.committed}")
