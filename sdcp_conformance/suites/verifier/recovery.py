@@ -83,6 +83,15 @@ async def _first_round_resumed(ctx: CaseContext, session: TrackedSession, tokens
                          row="R-6.9-RESUME")
 
 
+async def _greedy_round_resumed(ctx: CaseContext, session: TrackedSession, what: str) -> Verdict:
+    """The first round after the resume, greedy (rule 1): its verdict must commit the target's tokens."""
+    greedy = ctx.greedy(session, 3)
+    verdict = await _first_round_resumed(ctx, session, greedy[:2])
+    ctx.check(list(verdict.emitted) == greedy, f"{what} is not greedy from the prefix", row="R-6.4-RULE1",
+              expected=str(greedy), actual=str(list(verdict.emitted)))
+    return verdict
+
+
 def _check_resumed(ctx: CaseContext, session: TrackedSession, state: SessionState) -> None:
     ctx.check_state(session, state, "session-state after resume")
     ctx.require(state.epoch == session.epoch and state.round == session.round, row="R-6.9-RESUME",
@@ -124,12 +133,11 @@ async def fresh_resume_continues(ctx: CaseContext) -> None:
     """After resume and PUT drafter, rounds continue greedily from the resumed prefix; records carry epoch 2."""
     session = await _fresh_resumed(ctx)
     await ctx.assign_ok(session)
-    for number in range(2):
-        greedy = ctx.greedy(session, 3)
-        verdict = (await _first_round_resumed(ctx, session, greedy[:2]) if number == 0
-                   else await ctx.propose_ok(session, greedy[:2]))
-        ctx.check(list(verdict.emitted) == greedy, "the resumed session's round is not greedy from the prefix",
-                  row="R-6.4-RULE1", expected=str(greedy), actual=str(list(verdict.emitted)))
+    await _greedy_round_resumed(ctx, session, "the resumed session's first round")
+    greedy = ctx.greedy(session, 3)
+    verdict = await ctx.propose_ok(session, greedy[:2])
+    ctx.check(list(verdict.emitted) == greedy, "the resumed session's second round is not greedy from the prefix",
+              row="R-6.4-RULE1", expected=str(greedy), actual=str(list(verdict.emitted)))
     records = [record for record in commit_records(ctx, session) if record.get("epoch") != 1]
     ctx.check([(r.get("epoch"), r.get("round")) for r in records] == [(2, 3), (2, 4)],
               "the new verifier's records are not epoch 2, rounds 3 and 4, after the fence", row="R-6.8-RECORD",
@@ -178,10 +186,7 @@ async def existing_session_failover(ctx: CaseContext) -> None:
     """An existing epoch-1 session reopened with epoch 2 and resume: epoch-2 rounds continue, epoch 1 is stale."""
     session = await _existing_failover(ctx)
     await ctx.assign_ok(session)
-    greedy = ctx.greedy(session, 3)
-    verdict = await _first_round_resumed(ctx, session, greedy[:2])
-    ctx.check(list(verdict.emitted) == greedy, "the failed-over session's round is not greedy from the prefix",
-              row="R-6.4-RULE1")
+    verdict = await _greedy_round_resumed(ctx, session, "the failed-over session's round")
     answer = await ctx.propose(session, ctx.greedy(session, 2), epoch=1)
     ctx.expect_refusal(answer, "R-6.3-FENCING", what="a proposal with epoch 1 after the failover")
     records = commit_records(ctx, session)
@@ -219,10 +224,7 @@ async def unknown_key_in_resume(ctx: CaseContext) -> None:
     session = await _fresh_resumed(ctx, what="POST sessions with a resume that has an unknown key",
                                    row="R-5.2-UNKNOWN-KEYS", x_vendor_hint="warm")
     await ctx.assign_ok(session)
-    greedy = ctx.greedy(session, 3)
-    verdict = await _first_round_resumed(ctx, session, greedy[:2])
-    ctx.check(list(verdict.emitted) == greedy, "the resumed session's round is not greedy from the prefix",
-              row="R-6.4-RULE1", expected=str(greedy), actual=str(list(verdict.emitted)))
+    await _greedy_round_resumed(ctx, session, "the resumed session's round")
 
 
 @CATALOGUE.case(
