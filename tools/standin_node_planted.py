@@ -1264,6 +1264,72 @@ ROUTER: dict[str, Planted] = {
         "tokens are the committed ones: D-JUDGE-R13)",
         "P1-FRONT-2/OUTPUT",
     ),
+    # batch of 2026-12-07, router red team 2
+    "rt2-queue-ignored": Planted(
+        "router.js",
+        "(a.load - b.load) || (a.queue - b.queue) ||",
+        "(a.load - b.load) ||",
+        "PASSED",
+        "§6.1: 'Drafter selection is a local policy based on the drafters' status reports, for example preferring "
+        "drafters with low load and queue': ignoring the queue is a local policy",
+    ),
+    # the harness PASSES this one (2026-12-07): every played verifier serves the contract's target, so no case has
+    # one verifier refuse the session-open and another take it (a profile-level gap left for the next stop)
+    "rt2-first-422-final": Planted(
+        "router.js",
+        "if (answer.status === 422) refusals += 1;",
+        "if (answer.status === 422) throw new P.ProtocolError('badContract', `${candidate.uri} does not serve the contract`);",
+        "NON-STRICT",
+        "§6.1 only says 'The router selects a verifier'; P1-FRONT-1 alone gives 422 only when no verifier serves the "
+        "target, so refusing after one verifier's 422 while another serves it is profile-only (unobservable if all "
+        "the harness's verifiers share a target)",
+    ),
+    "rt2-maxround-not-from-put": Planted(
+        "router.js",
+        "      s.maxRound = Math.max(s.maxRound, state.round);\n      // P1-RTR-3",
+        "      // P1-RTR-3",
+        "FAILED",
+        row="R-6.6-FROM-ROUND",
+    ),
+    "rt2-sampling-merged": Planted(
+        "router.js",
+        "s.sampling = sampling;",
+        "s.sampling = { ...(s.sampling || {}), ...sampling };",
+        "FAILED",
+        row="R-6.6-LATER-ASSIGNMENTS",
+    ),
+    "rt2-committed-tokens-with-prompt": Planted(
+        "router.js",
+        "const uri = await putTokens(this.origins, this.config.cache, s.id, s.tokens.slice(0, n));",
+        "const uri = await putTokens(this.origins, this.config.cache, s.id, [...(Array.isArray(s.prompt) ? s.prompt : []), ...s.tokens.slice(0, n)]);",
+        "FAILED",
+        row="R-5.2-COMMITTED-TOKENS",
+    ),
+    "rt2-resume-round-next": Planted(
+        "router.js",
+        "const resume = last ? { round: last.round, committed",
+        "const resume = last ? { round: last.round + 1, committed",
+        "FAILED",
+        row="R-6.9-ROUTER-RESUME",
+    ),
+    "rt2-self-decode-reassigns": Planted(
+        "router.js",
+        "        s.phase = SELF;\n",
+        "        s.phase = ACTIVE; this.serially(s, () => this.assign(s)); return;\n",
+        "NON-STRICT",
+        "§6.5.2 has the router assign a drafter again after the verifier's end-of-period event, but no sentence of the "
+        "draft forbids an assignment during self-decoding (as for the verifier, assignment-leaves-self-decoding-on); "
+        "P1-EVT-1 is what makes the period's end, not its start, the moment to assign",
+        "P1-EVT-1/SELF-DECODE",
+    ),
+    "rt2-switch-no-same-fallback": Planted(
+        "router.js",
+        "const choice = permitted.find((i) => i.uri !== avoid) || permitted[0];",
+        "const choice = permitted.find((i) => i.uri !== avoid);",
+        "NON-STRICT",
+        "the draft's switch names 'another drafter'; with none eligible only P1-RTR-5 says to reassign the same one",
+        "P1-RTR-5/SAME-DRAFTER",
+    ),
 }
 
 DRAFTER: dict[str, Planted] = {
@@ -1690,6 +1756,68 @@ DRAFTER: dict[str, Planted] = {
         "reply.status >= 400 && reply.status < 500 && reply.status !== 429) {",
         "reply.status >= 400 && reply.status !== 429) {",
         "FAILED",
+    ),
+    # batch of 2026-12-07, drafter red team 2
+    "switch-continues": Planted(
+        "server.js",
+        '// "fail" (§5.2, P1-DRF-9).\n    if (v.action !== ACTION.continue && v.action !== ACTION.reduce) s.active = false;',
+        '// "fail" (§5.2, P1-DRF-9).\n    if (v.action !== ACTION.continue && v.action !== ACTION.reduce && v.action !== ACTION.switch) s.active = false;',
+        "FAILED",
+    ),
+    "finish-continues": Planted(
+        "server.js",
+        '// "fail" (§5.2, P1-DRF-9).\n    if (v.action !== ACTION.continue && v.action !== ACTION.reduce) s.active = false;',
+        '// "fail" (§5.2, P1-DRF-9).\n    if (v.action !== ACTION.continue && v.action !== ACTION.reduce && v.action !== ACTION.finish) s.active = false;',
+        "FAILED",
+        "after a finish verdict the drafter sends one more proposal (410, final by P1-DRF-5). No keyword of the draft "
+        "has a drafter stop on finish (§6.5.2's MUST is for switch); the harness judges proposing after the session "
+        "ended like proposing after switch (D-JUDGE-D2, R-6.5.2-STOP-ON-END), as self-decode-continues shows",
+        "R-6.5.2-STOP-ON-END",
+    ),
+    "m-cap-never-raised": Planted(
+        "server.js",
+        "s.limit = Math.max(1, v.m_cap); // the next M",
+        "s.limit = Math.max(1, Math.min(s.limit, v.m_cap)); // the next M",
+        "PASSED",
+        "M stays within 1 <= M <= min(m_max, m_cap) (§6.2); not growing M again after a restore is a choice of M, "
+        "local to the drafter (the RECOMMENDED rule: INFORMATIONAL at most)",
+    ),
+    "q-rows-half-mass": Planted(
+        "server.js",
+        "row.set(P.distribution(logits, s.profile));",
+        "row.set(P.distribution(logits, s.profile).map((x) => x / 2));",
+        "FAILED",
+    ),
+    # the harness PASSES this one (2026-12-07): no drafter case has stop tokens in a rule-2 contract, so DRF-5.2-
+    # EXACT-ROW-001 never sees a row in which the drafter could skip one (a gap left for the next stop)
+    "stop-tokens-never-sampled": Planted(
+        "server.js",
+        "token = P.draw(row, P.uniform());",
+        "token = P.draw(row.map((w, k) => (s.contract.stop.includes(k) ? 0 : w)), P.uniform());",
+        "FAILED",
+    ),
+    "assignment-answered-200": Planted(
+        "server.js",
+        "return { status: 204, type: null, body: Buffer.alloc(0) };",
+        "return { status: 200, type: null, body: Buffer.alloc(0) };",
+        "PASSED",
+        "Table 1 says 'none (204)' without a keyword and §5.1 has clients handle codes by class; P1-MSG-4 fixes 204 "
+        "and has clients treat any 2xx as success, so the harness accepts a 200 (no finding)",
+    ),
+    "resync-keeps-round": Planted(
+        "server.js",
+        "Object.assign(s, { tokens, digests, round: state.round });",
+        "Object.assign(s, { tokens, digests });",
+        "FAILED",
+    ),
+    "status-instance-without-slash": Planted(
+        "server.js",
+        "const status = { instance: this.config.base_uri, role: 1,",
+        "const status = { instance: this.config.base_uri.replace(/\\/$/, ''), role: 1,",
+        "NON-STRICT",
+        "the draft gives status.instance no form; P1-ID-1/P1-RTR-1/P1-RTR-2 alone make it the base URI with its "
+        "trailing '/' (D-JUDGE-STATUS-INSTANCE, in the proposal's status member as in a report)",
+        "P1-ID-1/STATUS-INSTANCE",
     ),
 }
 

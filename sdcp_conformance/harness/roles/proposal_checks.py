@@ -105,10 +105,12 @@ def _members(session: PlayedSession, arrival: Arrival, proposal: Proposal, facts
         found.append(Observation("R-5.2-PROPOSAL", "a proposed token lies outside the shared vocabulary (P1-DRF-3)",
                                  f"ids below {facts.vocab_size}", str(list(proposal.tokens))))
     status = proposal.status
-    if status.role != ROLE_DRAFTER or status.instance != facts.iut_uri:
-        found.append(Observation("R-5.2-STATUS-MEMBER", f"the status member names instance {status.instance!r} with "
-                                 f"role {status.role}", f"instance {facts.iut_uri}, role 1 (drafter)",
-                                 f"instance {status.instance}, role {status.role}"))
+    if status.role != ROLE_DRAFTER:  # the CDDL's "role: 1 / 2, ; 1 drafter, 2 verifier"
+        found.append(Observation("R-5.2-STATUS-MEMBER", f"the status member names role {status.role}",
+                                 "role 1 (drafter)", f"role {status.role}"))
+    if status.instance != facts.iut_uri:  # D-JUDGE-STATUS-INSTANCE: the value is the profile's
+        found.append(Observation("P1-ID-1/STATUS-INSTANCE", f"the status member names instance {status.instance!r}, "
+                                 "not the drafter's base URI", facts.iut_uri, status.instance))
     return found
 
 

@@ -47,6 +47,12 @@ ROWS: tuple[Row, ...] = (
     # waits for one (five quiet windows, at least 2 s; 10 s for a session's first proposal).
     Row("R-6.5.2-CONTINUE", "6.5.2", "continue (0):: The drafter proceeds with the next round.", Level.MUST, D,
         ambient=True),
+    # D-JUDGE-STATUS-INSTANCE, for the status member of a proposal as for a status report: §5.2 types `instance` as
+    # a tstr and gives it no value; only the profile makes it the instance's base URI.
+    Row("P1-ID-1/STATUS-INSTANCE", "P1-ID-1",
+        "Every party is identified by the URI SAN of its TLS certificate, which equals its base URI (scheme, host, "
+        "port, path, trailing `/`).",
+        Level.PROFILE, D, ambient=True),
     Row("P1-ID-1/PROPOSAL", "P1-ID-1",
         "The verifier's \"authenticated client\" in §6.3 step 1 is the client certificate's URI SAN; it must equal "
         "the drafter named in the latest assignment, and the proposal's `drafter` member must equal it too.",

@@ -19,11 +19,16 @@ FRONT_POLICY = ("`POST client/sessions/{id}/policy` with `{sampling}` makes the 
 LATER = ('the router includes it in the "sampling" member of subsequent assignments; the contract in those '
          "assignments is unchanged.")
 SAMPLING = {"temperature_milli": 600, "top_k": 7, "seed": 11}
+REPLACING = {"temperature_milli": 900, "top_p_milli": 900}
+"""A second preference sharing no member with :data:`SAMPLING` but the temperature: a router that merges it into
+the first (P1-POL-1: a policy replaces the whole profile) carries top_k and seed on (found by a planted bug in an
+independent router)."""
 
 
-async def _policy(ctx: RouterContext, session: FrontSession, expected_from: int) -> None:
+async def _policy(ctx: RouterContext, session: FrontSession, expected_from: int,
+                  sampling: dict[str, int] = SAMPLING) -> None:
     """State a preference at the front; it answers the accepted from_round once the verifier accepted it."""
-    answer = await ctx.env.front.policy(session.id, SAMPLING)
+    answer = await ctx.env.front.policy(session.id, sampling)
     accepted = [seen for seen in ctx.history.of(PolicySeen, session.id) if seen.accepted]
     body = decode(answer.body) if answer.ok else None
     ctx.check(answer.status == 200 and isinstance(body, dict) and body.get("from_round") == expected_from
@@ -68,12 +73,13 @@ async def retried_after_409(ctx: RouterContext) -> None:
 @router_case("RTR-6.6-POLICY-003", area="policy", section="6.6, 4.1", quote=LATER, level=Level.MUST,
              profile=("P1-RTR-4",), rows=("R-6.6-LATER-ASSIGNMENTS", "R-4.1-CONTRACT-UNCHANGED", "P1-FRONT-3"))
 async def later_assignments_carry_the_profile(ctx: RouterContext) -> None:
-    """After the policy, a switch and a drafter's death both lead to assignments with the new sampling, under the
-    unchanged contract."""
+    """After two policies, a switch and a drafter's death both lead to assignments with the latest one's sampling
+    (the whole of it, nothing of the first), under the unchanged contract."""
     session = await ctx.open_ok()
     ctx.commit(session, 2)
     await switch(ctx, session)
     await _policy(ctx, session, 2)
+    await _policy(ctx, session, 2, REPLACING)
     mark = ctx.history.mark()
     assigned = await switch(ctx, session)
     drafter = ctx.drafter_of(session)
@@ -82,9 +88,9 @@ async def later_assignments_carry_the_profile(ctx: RouterContext) -> None:
         await ctx.assigned(session, since=ctx.history.mark())
     later = ctx.assignments(session, since=mark)
     ctx.check(assigned is not None and all(seen.assignment is not None and seen.assignment.sampling is not None
-                                           and seen.assignment.sampling.to_obj() == SAMPLING for seen in later),
-              "an assignment after the accepted policy does not carry its sampling profile",
-              row="R-6.6-LATER-ASSIGNMENTS", expected=str(SAMPLING),
+                                           and seen.assignment.sampling.to_obj() == REPLACING for seen in later),
+              "an assignment after the accepted policies does not carry the latest one's sampling profile (and "
+              "nothing else)", row="R-6.6-LATER-ASSIGNMENTS", expected=str(REPLACING),
               actual=str([seen.assignment.sampling.to_obj() if seen.assignment and seen.assignment.sampling
                           else None for seen in later]))
 
