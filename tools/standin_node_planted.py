@@ -1273,16 +1273,14 @@ ROUTER: dict[str, Planted] = {
         "§6.1: 'Drafter selection is a local policy based on the drafters' status reports, for example preferring "
         "drafters with low load and queue': ignoring the queue is a local policy",
     ),
-    # the harness PASSES this one (2026-12-07): every played verifier serves the contract's target, so no case has
-    # one verifier refuse the session-open and another take it (a profile-level gap left for the next stop)
     "rt2-first-422-final": Planted(
         "router.js",
         "if (answer.status === 422) refusals += 1;",
         "if (answer.status === 422) throw new P.ProtocolError('badContract', `${candidate.uri} does not serve the contract`);",
         "NON-STRICT",
         "§6.1 only says 'The router selects a verifier'; P1-FRONT-1 alone gives 422 only when no verifier serves the "
-        "target, so refusing after one verifier's 422 while another serves it is profile-only (unobservable if all "
-        "the harness's verifiers share a target)",
+        "target, so refusing after one verifier's 422 while another serves it is profile-only",
+        "P1-FRONT-1/OPEN",
     ),
     "rt2-maxround-not-from-put": Planted(
         "router.js",

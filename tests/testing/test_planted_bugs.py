@@ -66,6 +66,7 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("router", "waiting-sessions-never-assigned", ("RTR-6.1-EXPIRED-004",), "FAILED"),
     ("router", "front-epoch-always-1", ("RTR-6.9-PARTITION-001",), "NON-STRICT"),
     ("router", "rt2-sampling-merged", ("RTR-6.6-POLICY-003",), "FAILED"),
+    ("router", "rt2-first-422-final", ("RTR-6.1-CANNOT-SERVE-004",), "NON-STRICT"),
     ("drafter", "status-instance-without-slash", ("DRF-6.2-OUTSTANDING-001",), "NON-STRICT"),
 ]
 

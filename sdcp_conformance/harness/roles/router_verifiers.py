@@ -134,6 +134,8 @@ class PlayedVerifier:
         """Requests met while :attr:`Fault.INTERMITTENT` (every third is served)."""
         self.error_status = 503
         self.zombie = False
+        self.serves_target = True
+        """False: it refuses every session-open as a verifier of another model would (422 sdcp-bad-contract)."""
         self.success_status: dict[str, int] = {}
         """Override the 2xx a resource answers with (``open``, ``put``, ``policy``, ``output``): P1-MSG-4."""
         self.extra_members: dict[str, Any] = {}
@@ -149,6 +151,7 @@ class PlayedVerifier:
 
     def reset(self) -> None:
         self.fault, self.error_status, self.zombie = Fault.NONE, 503, False
+        self.serves_target = True
         self.intermittent_count = self.burst_left = 0
         self.error_delay_s = 0.0
         self.output_wait_s = OUTPUT_WAIT_S
@@ -217,7 +220,7 @@ class PlayedVerifier:
         return response
 
     def _opened(self, opening: SessionOpen) -> Response:
-        if opening.contract.target != self.target:
+        if opening.contract.target != self.target or not self.serves_target:
             raise ProtocolError(ProblemType.BAD_CONTRACT, "this verifier does not serve the contract's target")
         prompt = self.mlc.tokens(opening.prompt) if isinstance(opening.prompt, str) else tuple(opening.prompt)
         if not prompt:

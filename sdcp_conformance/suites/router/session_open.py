@@ -165,3 +165,30 @@ async def invalid_contract_is_refused(ctx: RouterContext) -> None:
     _, answer = await ctx.open(contract)
     ctx.expect_refusal(answer, "R-4.1-UNKNOWN-KEY-ROUTER", "P1-FRONT-1/CANNOT-SERVE",
                        what="a contract with an unknown key")
+
+
+@router_case("RTR-6.1-CANNOT-SERVE-004", area="session-open", section="P1-FRONT-1, 6.1", quote=f"{FRONT_OPEN} ... "
+             f"{CANNOT_SERVE}", level=Level.PROFILE, profile=("P1-FRONT-1",), requires=("verifiers:2",),
+             rows=("P1-FRONT-1/OPEN",))
+async def another_verifier_serves_the_target(ctx: RouterContext) -> None:
+    """The least loaded verifier does not serve the contract's target (it answers the session-open 422), another
+    does: the router opens the session there and the front answers 201 (P1-FRONT-1: 422 only when no verifier
+    serves the target; found by a planted bug in an independent router)."""
+    refusing, *others = ctx.env.verifiers.values()
+    refusing.serves_target = False
+    for other in others:
+        other.status.load = 60
+        await other.status.report(recorded=False)
+    front, answer = await ctx.open()
+    tried = front is not None and any(seen.verifier == refusing.name for seen in ctx.history.of(OpenSeen, front.id))
+    if not tried:
+        ctx.note(f"the router did not try {refusing.name} (the least loaded) first: what it does with a 422 from one "
+                 "verifier was not seen")
+    ctx.check(answer.ok, f"the front answered {answer.describe()} although {', '.join(o.name for o in others)} "
+              "serve(s) the contract's target: P1-FRONT-1 refuses a contract only when no verifier serves it",
+              row="P1-FRONT-1/OPEN", expected="201, the session opened at another verifier", actual=answer.describe())
+    if answer.ok and front is not None:
+        opened = {seen.verifier for seen in ctx.accepted_opens(front)}
+        ctx.check(bool(opened - {refusing.name}), "the front answered 201 but no verifier serving the target "
+                  "accepted the session-open", row="P1-FRONT-1/OPEN", expected=", ".join(o.name for o in others),
+                  actual=", ".join(sorted(opened)) or "none")
