@@ -116,6 +116,8 @@ class SdcpItem(pytest.Item):
             raise SdcpCaseFailure(describe_result(result))
         if result.verdict is Verdict.SKIPPED:
             pytest.skip(result.message)
+        if result.verdict is Verdict.INCOMPLETE:  # P1-JUDGE-4: nothing judged, and the run cannot pass
+            raise SdcpCaseFailure(describe_result(result))
         if result.verdict is Verdict.XFAIL:
             pytest.xfail(f"{result.expected_failure}: {result.message}")
         if result.verdict in (Verdict.NON_STRICT, Verdict.INFORMATIONAL):

@@ -34,6 +34,15 @@ class CaseStopped(SdcpConformanceError):
         self.finding = finding
 
 
+class CaseIncomplete(SdcpConformanceError):
+    """Raised inside a case whose control step failed for a cause outside its subject (P1-JUDGE-4): the case is
+    INCOMPLETE, with ``cause`` named, and judges nothing about its subject."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
 class CaseSkipped(SdcpConformanceError):
     """Raised inside a case that cannot run against this target (the reason says why)."""
 
@@ -186,6 +195,7 @@ def _matches(case: Case, selector: str) -> bool:
 __all__ = [
     "Case",
     "CaseFunction",
+    "CaseIncomplete",
     "CaseSkipped",
     "CaseStopped",
     "Catalogue",

@@ -166,6 +166,9 @@ def _certificate(config: TargetConfig, ours: _Handshake) -> Check:
 
 
 def _client_certificate(ours: _Handshake, anonymous: _Handshake, party: str) -> Check:
+    """P1-JUDGE-4: the line names only what was seen. "Does it trust the CA?" only when the IUT refused the
+    harness's certificate with a TLS alert; a connection that stalled or closed after the handshake is said as
+    such (the HTTP/2 line judges it), not as a refused certificate."""
     if ours.der is None:
         return Check("client certificate", SKIP, "no handshake to judge")
     accepted = _is_settings(ours.reply)
@@ -176,12 +179,17 @@ def _client_certificate(ours: _Handshake, anonymous: _Handshake, party: str) -> 
     if not refused:
         return Check("client certificate", FAIL, "a client without a certificate was served: the IUT does not "
                      "require one (§5.1 mutual certificate authentication)")
-    if not accepted:
-        why = ours.refused or ("no answer before the deadline" if ours.stalled else f"reply {ours.reply[:16]!r}")
-        return Check("client certificate", FAIL, f"refuses clients without a certificate, but also the harness's "
-                     f"{party} certificate ({why}): does it trust the CA?")
     how = anonymous.refused or anonymous.error
-    return Check("client certificate", OK, f"refuses a client without one ({how}); accepts the harness's {party}")
+    if accepted:
+        return Check("client certificate", OK, f"refuses a client without one ({how}); accepts the harness's {party}")
+    if ours.refused.startswith("TLS alert"):
+        return Check("client certificate", FAIL, f"refuses clients without a certificate, but also the harness's "
+                     f"{party} certificate ({ours.refused}): does it trust the CA?")
+    seen = ("no TLS alert and no answer to the HTTP/2 preface before the deadline" if ours.stalled
+            else f"no TLS alert; then {ours.refused}" if ours.refused
+            else f"no TLS alert; its reply {ours.reply[:16]!r} is not HTTP/2 SETTINGS")
+    return Check("client certificate", SKIP, f"refuses a client without one ({how}); whether it accepts the "
+                 f"harness's {party} is not known: {seen} (see the HTTP/2 line)")
 
 
 def _http2(ours: _Handshake) -> Check:
@@ -196,14 +204,19 @@ def _http2(ours: _Handshake) -> Check:
         problems.append(f"answered the HTTP/2 preface with {ours.reply[:16]!r}, not a SETTINGS frame")
     if problems:
         return Check("HTTP/2 over TLS 1.3", FAIL, "; ".join(problems))
-    answered = "answered the preface with SETTINGS" if ours.reply else "sent nothing after the preface"
-    return Check("HTTP/2 over TLS 1.3", OK if ours.reply else FAIL, f"{ours.version}, ALPN h2, {answered}")
+    if ours.reply:
+        return Check("HTTP/2 over TLS 1.3", OK, f"{ours.version}, ALPN h2, answered the preface with SETTINGS")
+    seen = ("sent nothing after the preface before the deadline" if ours.stalled
+            else f"ended the connection after the preface ({ours.refused})" if ours.refused
+            else "sent nothing after the preface")
+    return Check("HTTP/2 over TLS 1.3", FAIL, f"{ours.version}, ALPN h2, but {seen}")
 
 
 async def _open_sessions(config: TargetConfig, party: str, models: Sequence[str]) -> list[tuple[str, str]]:
     """(model, problem or "") for a POST sessions per model, as the harness's router (§6.1)."""
     from sdcp_conformance.models.registry import mock_model
     from sdcp_conformance.protocol.messages import SessionState
+    from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
     from sdcp_conformance.transport.client import SdcpClient, Timeouts
     from sdcp_conformance.transport.pki import load_pki
 
@@ -225,6 +238,10 @@ async def _open_sessions(config: TargetConfig, party: str, models: Sequence[str]
                 outcomes.append((model, f"{type(exc).__name__}: {exc}"))
                 continue
             if answer.status in (200, 201):
+                if answer.media_type != SDCP_MEDIA_TYPE:
+                    outcomes.append((model, f"{answer.status} labelled {answer.content_type!r}, not "
+                                            f"{SDCP_MEDIA_TYPE} (§5.1)"))
+                    continue
                 try:
                     SessionState.from_cbor(answer.body)
                 except Exception as exc:  # a malformed session-state is the IUT's, reported in the line

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.harness.iut import Identity, IutLink
+from sdcp_conformance.harness.patience import Patience
 from sdcp_conformance.harness.roles.played_cache import CacheObserver
 from sdcp_conformance.harness.roles.played_router import StatusInbox
 from sdcp_conformance.harness.roles.played_verifier import Pace, PlayedVerifier, VerifierBoard
@@ -127,6 +128,11 @@ class DrafterEnvironment:
     @property
     def pace(self) -> Pace:
         return self.board.pace
+
+    @property
+    def patience(self) -> Patience:
+        """The deadlines of this certification's requests to the IUT (P1-JUDGE-5; the runner scales them)."""
+        return self.iut.patience
 
     def capabilities(self) -> set[str]:
         found = {f"model:{model}" for model in self.config.models}

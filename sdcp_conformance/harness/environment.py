@@ -22,6 +22,7 @@ from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.arrivals import wait_until
 from sdcp_conformance.harness.iut import Identity, IutLink
 from sdcp_conformance.harness.judging import run_nonce
+from sdcp_conformance.harness.patience import Patience
 from sdcp_conformance.harness.roles.played_router import StatusInbox
 from sdcp_conformance.harness.rule2_judging import JudgeHost, new_judge_host
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
@@ -150,6 +151,11 @@ class Environment:
         identities["expired"] = Identity("expired", pki.expired.cert, pki.expired.key)
         identities["other-party"] = Identity("other-party", pki.other_party.cert, pki.other_party.key)
         return identities
+
+    @property
+    def patience(self) -> Patience:
+        """The deadlines of this certification's requests to the IUT (P1-JUDGE-5; the runner scales them)."""
+        return self.iut.patience
 
     def capabilities(self) -> set[str]:
         """What the target offers beyond the protocol: its models, and how its load is known."""

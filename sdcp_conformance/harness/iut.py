@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sdcp_conformance.errors import MalformedMessage
-from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.harness.patience import Patience
+from sdcp_conformance.harness.transcript import CaseTranscript, DeadlineMiss
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.messages import Message
 from sdcp_conformance.protocol.problems import (
@@ -48,6 +49,17 @@ OUTPUT_TIMEOUT_S = 35.0
 DEFAULT_TIMEOUTS = Timeouts(connect=REQUEST_TIMEOUT_S, read=OUTPUT_TIMEOUT_S, write=10.0, total=OUTPUT_TIMEOUT_S)
 """Kept for callers that build clients like the harness's (the connect part bounds TCP, TLS and SETTINGS)."""
 PROBLEM_MEDIA_TYPES = (PROBLEM_MEDIA_TYPE, PROBLEM_CBOR_MEDIA_TYPE)
+LOST_STAGES = frozenset({Stage.GOAWAY, Stage.CONNECTION_LOST})
+"""Where a request the IUT admitted ends unanswered because its connection ended (a GOAWAY of any code, a close,
+a reset connection): P1-JUDGE-6 has it sent again."""
+BUSY_STATUSES = frozenset({429, 503})
+"""D-JUDGE-TIME-4: "too many requests" and "service unavailable" say the IUT is busy, not that it refuses: like a
+missed deadline, evidence of load (P1-DRF-5 has a drafter retry both), so a case that does not pass after one runs
+again alone."""
+MAX_LOST_RESENDS = 3
+"""D-JUDGE-LOST-1: a lost answer is asked for again at most this many times, each on a new connection; then the
+failure stands and is judged as before (a server that drops every connection under every request serves
+nothing)."""
 
 
 def is_output_poll(method: str, path: str) -> bool:
@@ -77,6 +89,17 @@ class Answer:
     @property
     def ok(self) -> bool:
         return self.status is not None and 200 <= self.status < 300
+
+    @property
+    def lost(self) -> bool:
+        """The IUT admitted the request and its connection ended before any of the answer came (P1-JUDGE-6)."""
+        return (self.status is None and self.failure is FailureKind.CONNECTION_LOST and self.stage in LOST_STAGES
+                and (self.evidence is None or self.evidence.status is None))
+
+    @property
+    def timed_out(self) -> bool:
+        """The harness's deadline expired on the request (P1-JUDGE-5: evidence of time, not of a deviation)."""
+        return self.status is None and self.failure is FailureKind.TIMEOUT
 
     @property
     def problem(self) -> Problem | None:
@@ -229,12 +252,19 @@ class Identity:
 
 
 class IutLink:
-    """One HTTP/2 client per identity towards the IUT's base URI; records into the current transcript."""
+    """One HTTP/2 client per identity towards the IUT's base URI; records into the current transcript.
+
+    Deadlines come from :class:`~.patience.Patience` (P1-JUDGE-5): they grow with the IUT's measured answer
+    times and are moved on while the harness itself could not run. A request whose connection ended before any
+    answer came (P1-JUDGE-6) is sent again on a new connection, as a conformant drafter, router or front would
+    (§6.9 "a drafter retries a proposal whose verdict it did not receive"; P1-MSG-5; PUT and GET by HTTP), and
+    the answer to the resend is what the case judges; the transcript keeps both exchanges.
+    """
 
     def __init__(self, base_uri: str, ca: Path, identities: dict[str, Identity],
                  transcript: Callable[[], CaseTranscript | None], *,
                  request_timeout_s: float = REQUEST_TIMEOUT_S, output_timeout_s: float = OUTPUT_TIMEOUT_S,
-                 max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, patience: Patience | None = None) -> None:
         self.base_uri = base_uri
         self._ca = ca
         self._identities = identities
@@ -243,21 +273,31 @@ class IutLink:
         """Requests under way per client (a dropped client is closed when its last one ends)."""
         self._draining: set[H2Client] = set()
         self._transcript = transcript
-        self.request_timeout_s = request_timeout_s
-        self.output_timeout_s = output_timeout_s
+        self.patience = patience or Patience(request_timeout_s, output_timeout_s)
         self.max_response_bytes = max_response_bytes
         self._timeouts = Timeouts(connect=request_timeout_s, read=output_timeout_s, write=request_timeout_s,
                                   total=max(request_timeout_s, output_timeout_s))
+
+    @property
+    def request_timeout_s(self) -> float:
+        return self.patience.request_timeout_s
+
+    @property
+    def output_timeout_s(self) -> float:
+        return self.patience.output_timeout_s
 
     def identity_names(self) -> list[str]:
         return sorted(self._identities)
 
     def deadline_for(self, method: str, path: str) -> float:
-        """The request's deadline by resource (P1-OUT-1: only the output long poll may take its 30 s).
+        """The request's deadline by resource (P1-OUT-1: only the output long poll may take its 30 s), as
+        :class:`~.patience.Patience` scales it.
 
         D-IUT-2: the deadline covers the whole exchange — connecting included — so a verifier that stalls its
-        handshake is reported within ``request_timeout_s`` like one that stalls its answer."""
-        return self.output_timeout_s if is_output_poll(method, path) else self.request_timeout_s
+        handshake is reported within its deadline like one that stalls its answer."""
+        if is_output_poll(method, path):
+            return self.patience.poll_deadline()
+        return self.patience.request_deadline()
 
     def _client(self, party: str) -> H2Client:
         client = self._clients.get(party)
@@ -294,16 +334,52 @@ class IutLink:
                    *, content_type: str = SDCP_MEDIA_TYPE, held_s: float = 0.0) -> Answer:
         """One exchange with the IUT. ``held_s``: how long the harness itself may keep the IUT from answering
         (a case holding the IUT's commit-log append while this request is in flight), added to the deadline so
-        that the IUT is given its whole ``request_timeout_s`` of its own."""
+        that the IUT is given its whole deadline of its own.
+
+        A lost answer (:attr:`Answer.lost`) is asked for again on a new connection, up to
+        :data:`MAX_LOST_RESENDS` times (P1-JUDGE-6); the transcript notes it for the case's INFORMATIONAL
+        transport finding."""
         raw = _raw(body)
         headers = {"content-type": content_type, "accept": SDCP_MEDIA_TYPE} if raw is not None else None
+        answer = await self._exchange(party, method, path, raw, headers, held_s, "")
+        lost: list[Answer] = []
+        while answer.lost and len(lost) < MAX_LOST_RESENDS:
+            lost.append(answer)
+            answer = await self._exchange(party, method, path, raw, headers, held_s,
+                                          f"sent again on a new connection (P1-JUDGE-6, resend {len(lost)}): "
+                                          f"its connection ended before an answer ({answer.failure_detail})")
+        transcript = self._transcript()
+        if transcript is not None:
+            if lost:
+                streams = ", ".join(str(one.evidence.stream_id) for one in lost
+                                    if one.evidence is not None and one.evidence.stream_id is not None)
+                transcript.lost_answer(f"{method} {path}: {lost[0].failure_detail}"
+                                       + (f" (stream {streams})" if streams else "")
+                                       + f"; sent again {len(lost)} time(s), then {answer.describe()}")
+            if answer.timed_out:
+                transcript.missed_deadline(DeadlineMiss(answer.failure_detail,
+                                                        answer.stage.label if answer.stage else "timeout",
+                                                        answer.deadline_s))
+            elif answer.status in BUSY_STATUSES:
+                shown = answer.describe()
+                transcript.missed_deadline(DeadlineMiss(shown if " " in shown else f"got {shown}",
+                                                        f"the IUT answered {answer.status}: busy, try later"))
+        return answer
+
+    async def _exchange(self, party: str, method: str, path: str, raw: bytes | None,
+                        headers: dict[str, str] | None, held_s: float, why: str) -> Answer:
+        """One request on the party's client, recorded; a failure leaves the party a fresh client."""
         deadline = self.deadline_for(method, path) + held_s
         client = self._client(party)
         opened = client.connections_opened
         self._in_flight[client] = self._in_flight.get(client, 0) + 1
+        self.patience.stall.start()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         failed = False
         try:
-            response = await client.request(method, path, raw, headers=headers, retry=False, timeout=deadline)
+            response = await client.request(method, path, raw, headers=headers, retry=False, timeout=deadline,
+                                            extension=self.patience.extension)
         except TransportFailure as failure:
             answer = Answer(None, b"", None, failure.kind, failure.detail, stage=failure.stage,
                             evidence=failure.evidence, connection=failure.connection, deadline_s=deadline)
@@ -316,12 +392,15 @@ class IutLink:
         else:
             answer = Answer(response.status, response.body, response.content_type, connection=response.connection,
                             headers=response.headers, deadline_s=deadline)
+            if not held_s and not is_output_poll(method, path):
+                self.patience.observe(loop.time() - started)
         finally:
             await self._ended(client)
         if failed and self._clients.get(party) is client:
             await self.reset(party)
         new_connection = client.connections_opened != opened
-        self._record(party, method, path, raw, answer, note=answer.note(new_connection=new_connection))
+        note = answer.note(new_connection=new_connection)
+        self._record(party, method, path, raw, answer, note=f"{why}; {note}" if why else note)
         return answer
 
     def _record(self, party: str, method: str, path: str, raw: bytes | None, answer: Answer | None, *,
@@ -336,6 +415,7 @@ class IutLink:
                           content_type=answer.content_type, note=note)
 
     async def aclose(self) -> None:
+        await self.patience.stall.stop()
         clients = [*self._clients.values(), *self._draining]
         self._clients.clear()
         self._draining.clear()
@@ -353,7 +433,10 @@ def _raw(body: bytes | Message | dict[str, Any] | None) -> bytes | None:
 
 
 __all__ = [
+    "BUSY_STATUSES",
     "DEFAULT_TIMEOUTS",
+    "LOST_STAGES",
+    "MAX_LOST_RESENDS",
     "OUTPUT_TIMEOUT_S",
     "PROBLEM_MEDIA_TYPES",
     "REQUEST_TIMEOUT_S",

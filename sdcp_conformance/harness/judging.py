@@ -20,10 +20,10 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.harness.case import Case, CaseSkipped, CaseStopped
+from sdcp_conformance.harness.case import Case, CaseIncomplete, CaseSkipped, CaseStopped
 from sdcp_conformance.harness.refused_clients import ROW as REFUSED_ROW
 from sdcp_conformance.harness.refused_clients import TRANSPORT_ROWS, describe_refused
-from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.harness.transcript import CaseTranscript, DeadlineMiss
 from sdcp_conformance.judge import TABLE, Answered, Finding, deviation, judge_refusal
 from sdcp_conformance.judge import Verdict as Severity
 from sdcp_conformance.transport.server import H2Server
@@ -56,6 +56,9 @@ class JudgedContext:
         self.attachments: dict[str, Any] = {}
         """Structured evidence by name (JSON-ready), copied into the result: the HTML report plots it."""
         self.started_at = time.monotonic()
+        self.timed: set[int] = set()
+        """Indices in :attr:`findings` of the findings a missed deadline caused (P1-JUDGE-5): the runner runs
+        such a case again alone, and judges them only if the deadline is missed again, as "too slow"."""
 
     def played_servers(self) -> Sequence[H2Server]:
         """The servers of the parties the harness plays for the IUT (its verifiers, cache, router, drafters)."""
@@ -71,8 +74,12 @@ class JudgedContext:
 
     # ------------------------------------------------------------------ judgements (P1-JUDGE-1..2)
 
-    def record(self, finding: Finding) -> Finding:
-        """Keep ``finding``; its row must be one the case declares, or an ambient row."""
+    def record(self, finding: Finding, *, late: bool = False) -> Finding:
+        """Keep ``finding``; its row must be one the case declares, or an ambient row.
+
+        ``late``: the finding is about something that did not happen in time. So is any finding whose words
+        quote a request of this case that missed its deadline (an answer's ``describe()`` carries them):
+        P1-JUDGE-5 judges those only after a second miss (:attr:`timed`)."""
         if finding.row:
             row = TABLE[finding.row]
             if not row.ambient and finding.row not in self.case.rows:
@@ -80,12 +87,20 @@ class JudgedContext:
                                       f"not declare (it declares {list(self.case.rows)})")
         evidence = tuple(entry.sequence for entry in self.transcript.entries()[-3:])
         kept = replace(finding, evidence=evidence)
+        if late or any(miss.what in finding.message for miss in self.transcript.deadline_misses):
+            self.timed.add(len(self.findings))
         self.findings.append(kept)
         return kept
 
-    def deviate(self, row: str, message: str, *, expected: Sequence[str] = (), actual: str = "") -> Finding:
+    def missed_deadline(self, what: str, waited_s: float, stage: str = "no message from the IUT") -> None:
+        """The IUT did not do ``what`` within ``waited_s``: evidence of time, not of a deviation (P1-JUDGE-5);
+        a finding the case then records about it is marked ``late``."""
+        self.transcript.missed_deadline(DeadlineMiss(what, stage, waited_s))
+
+    def deviate(self, row: str, message: str, *, expected: Sequence[str] = (), actual: str = "",
+                late: bool = False) -> Finding:
         """Record a deviation from ``row`` at the severity its level gives, and go on (P1-JUDGE-2)."""
-        return self.record(deviation(TABLE[row], message, expected=expected, actual=actual))
+        return self.record(deviation(TABLE[row], message, expected=expected, actual=actual), late=late)
 
     def check(self, condition: bool, message: str, *, row: str | None = None, expected: str = "",
               actual: str = "") -> bool:
@@ -110,6 +125,11 @@ class JudgedContext:
 
     def skip(self, reason: str) -> NoReturn:
         raise CaseSkipped(reason)
+
+    def incomplete(self, cause: str) -> NoReturn:
+        """A control step failed for ``cause``, outside what the case is about (P1-JUDGE-4): the case ends
+        INCOMPLETE, naming it, and says nothing about its subject."""
+        raise CaseIncomplete(cause)
 
     def informational(self, message: str, *, row: str = "") -> Finding:
         """Record an observation (INFORMATIONAL): a MAY, a RECOMMENDED behaviour, or what could not be exercised."""

@@ -24,6 +24,7 @@ from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.iut import Answer, Identity, IutLink
 from sdcp_conformance.harness.judging import run_nonce
+from sdcp_conformance.harness.patience import Patience
 from sdcp_conformance.harness.roles.router_drafters import PlayedDrafter
 from sdcp_conformance.harness.roles.router_front import CLIENT_IDENTITY, FrontClient
 from sdcp_conformance.harness.roles.router_history import History, PutSeen
@@ -93,8 +94,7 @@ class RouterEnvironment:
                            request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
                            max_response_bytes=config.max_response_bytes)
         self._quiet = IutLink(config.base_uri, config.ca, identities, lambda: None,
-                              request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
-                              max_response_bytes=config.max_response_bytes)
+                              max_response_bytes=config.max_response_bytes, patience=self.iut.patience)
         self.front = FrontClient(self.iut.send, self.history)
         self.verifiers: dict[str, PlayedVerifier] = {}
         self.drafters: dict[str, PlayedDrafter] = {}
@@ -149,6 +149,11 @@ class RouterEnvironment:
         return next((v for v in self.verifiers.values() if v.uri == uri), None)
 
     # ------------------------------------------------------------------ cases
+
+    @property
+    def patience(self) -> Patience:
+        """The deadlines of this certification's requests to the IUT (P1-JUDGE-5; the runner scales them)."""
+        return self.iut.patience
 
     def capabilities(self) -> set[str]:
         found = {f"verifiers:{count}" for count in range(1, len(self.verifiers) + 1)}

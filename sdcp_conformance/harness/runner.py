@@ -23,13 +23,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcp_conformance.harness.case import Case, CaseSkipped, CaseStopped, Catalogue, Verdict
+from sdcp_conformance.harness.case import Case, CaseIncomplete, CaseSkipped, CaseStopped, Catalogue, Verdict
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.judging import JudgedContext
+from sdcp_conformance.harness.patience import RERUN_SCALE
 from sdcp_conformance.harness.shards import recorded_durations
 from sdcp_conformance.harness.suites import HarnessEnvironment
-from sdcp_conformance.harness.transcript import Entry
-from sdcp_conformance.judge import Finding, worst
+from sdcp_conformance.harness.transcript import DeadlineMiss, Entry
+from sdcp_conformance.judge import TABLE, Finding, deviation, worst
 
 RUN_PASSED = "PASSED"
 RUN_FAILED = "FAILED"
@@ -58,6 +59,12 @@ class CaseResult:
     """Structured evidence the case attached (``ctx.attach``), JSON-ready; the HTML report plots it."""
     completed: bool = False
     """The case ran to its end: no finding stopped it, it did not time out, skip or break."""
+    deadline_misses: list[DeadlineMiss] = field(default_factory=list)
+    """Deadlines the IUT missed in this case (P1-JUDGE-5): time, not by itself a deviation."""
+    timed: set[int] = field(default_factory=set)
+    """Indices in :attr:`findings` of the findings those misses caused."""
+    rerun: bool = False
+    """This is the result of the case's second run, alone after the others (D-JUDGE-TIME-3)."""
 
     @property
     def sanity_passed(self) -> bool:
@@ -76,14 +83,15 @@ class CaseResult:
 
     @property
     def ran(self) -> bool:
-        return self.verdict is not Verdict.SKIPPED
+        """The case judged its subject (a SKIPPED or INCOMPLETE case did not)."""
+        return self.verdict not in (Verdict.SKIPPED, Verdict.INCOMPLETE)
 
     def to_json(self) -> dict[str, Any]:
         return {
             **self.case.describe(), "verdict": self.verdict.value, "message": self.message,
             "expected": self.expected, "actual": self.actual, "duration_s": round(self.duration_s, 4),
             "notes": self.notes, "expected_failure": self.expected_failure, "run": self.run,
-            "completed": self.completed,
+            "completed": self.completed, "rerun": self.rerun,
             "findings": [finding.to_json() for finding in self.findings],
             "evidence": [entry.to_json() for entry in self.transcript],
             **({"attachments": self.attachments} if self.attachments else {}),
@@ -122,6 +130,9 @@ class RunReport:
             if not result.sanity_passed:
                 reasons.append(f"the sanity case {result.case.id} ({result.run}) is {result.verdict.value}"
                                + (f": {result.message.splitlines()[0]}" if result.message else ""))
+        for result in self.results:
+            if result.verdict is Verdict.INCOMPLETE and not result.run.startswith("sanity"):
+                reasons.append(f"{result.case.id} could not judge its subject ({result.message})")
         ran = {result.case.area for result in self.results if result.ran and not result.run.startswith("sanity")}
         missing = [area for area in self.areas if area != "sanity" and area not in ran]
         if missing:
@@ -152,12 +163,14 @@ class RunReport:
 
 
 async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "main", *,
-                   shared: bool = False) -> CaseResult:
+                   shared: bool = False, scale: float = 1.0) -> CaseResult:
     """Run one case with its timeout; its verdict is the worst of its findings (P1-JUDGE-2).
 
     ``shared``: other cases run at the same time, so only this case's own
     faults are undone afterwards (the environment's ``release``), never the
-    shared state a case running alone may change (``reset``).
+    shared state a case running alone may change (``reset``). ``scale``: every
+    deadline of the case (its requests', its own) is that many times longer —
+    a case running again alone after a missed deadline (D-JUDGE-TIME-3).
     """
     missing = [need for need in case.requires if need not in env.capabilities()]
     if missing:
@@ -171,12 +184,14 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
                               f"{exc}", run=run)
     if not shared:
         env.reset()
-    context = env.new_context(case, seed, run)
+    # A case run again draws other sessions: a target IUT still holds the first run's (D-ID-1).
+    context = env.new_context(case, seed, run if scale == 1.0 else f"{run}/again")
     started = time.perf_counter()
-    result = CaseResult(case, Verdict.PASSED, run=run)
+    result = CaseResult(case, Verdict.PASSED, run=run, rerun=scale != 1.0)
+    env.patience.scale = scale
     try:
         try:
-            await _within_deadline(case, context)
+            await _within_deadline(case, context, scale)
             result.completed = True
         except ExceptionGroup as group:  # a case running sessions in a TaskGroup: judged by one of its leaves
             raise _leaf_to_judge(group) from group
@@ -184,27 +199,80 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
         pass  # its finding is recorded already
     except CaseSkipped as skipped:
         result.verdict, result.message = Verdict.SKIPPED, skipped.reason
+    except CaseIncomplete as incomplete:
+        result.verdict, result.message = Verdict.INCOMPLETE, f"incomplete: {incomplete.cause}"
     except TimeoutError:
-        row, message, refused = context.attributed("R-5.1-RESOURCES", _timed_out(case, context, started)
+        row, message, refused = context.attributed("R-5.1-RESOURCES", _timed_out(case, context, started, scale)
                                                    + _in_flight(context))
-        context.deviate(row, message, actual=refused)
+        context.missed_deadline("no conclusion of the case", case.timeout_s * scale, "the case's own timeout")
+        context.deviate(row, message, actual=refused, late=not refused)
     except Exception as exc:  # a bug in the harness or the case, never blamed on the IUT
         result.verdict = Verdict.ERROR
         result.message = f"harness error: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
     finally:
+        env.patience.scale = 1.0
         release = getattr(env, "release", None)
         if release is not None:
             release(context)
         if not shared:
             env.reset()
+    _note_lost_answers(context)
     result.duration_s = time.perf_counter() - started
     result.transcript = context.transcript.entries()
     result.notes = context.notes
     result.findings = list(context.findings)
+    result.timed = set(context.timed)
+    result.deadline_misses = list(context.transcript.deadline_misses)
     result.attachments = dict(getattr(context, "attachments", {}))
     if result.verdict is Verdict.PASSED:
         _conclude(result)
     return result
+
+
+LOST_ROW = "P1-JUDGE-6/LOST-ANSWER"
+
+
+def _note_lost_answers(context: JudgedContext) -> None:
+    """P1-JUDGE-6: each request the IUT admitted and never answered because its connection ended, and that the
+    harness sent again, is one INFORMATIONAL transport finding (RFC 9113 §6.8), never a deviation."""
+    for lost in context.transcript.lost_answers:
+        context.informational(f"RFC 9113 §6.8: the connection ended with a request admitted and unanswered; as a "
+                              f"conformant client the harness sent it again (P1-JUDGE-6): {lost}", row=LOST_ROW)
+
+
+def needs_rerun(result: CaseResult) -> bool:
+    """D-JUDGE-TIME-3 (P1-JUDGE-5): a case that did not pass and missed a deadline runs again, alone, after the
+    others, with longer deadlines; its first verdict is not reported."""
+    return (not result.rerun and bool(result.deadline_misses)
+            and result.verdict in (Verdict.FAILED, Verdict.NON_STRICT))
+
+
+def after_rerun(first: CaseResult, second: CaseResult) -> CaseResult:
+    """The verdict of a case run twice (D-JUDGE-TIME-3): the second run's, where a deadline missed again turns
+    the findings it caused into one, "too slow: no answer in N s, twice", with the stage; the findings that do
+    not come from time stay as they are."""
+    missed = "; ".join(f"{miss.what} [{miss.stage}]" for miss in first.deadline_misses[:3])
+    more = len(first.deadline_misses) - 3
+    second.notes.insert(0, f"P1-JUDGE-5: the first run missed {len(first.deadline_misses)} deadline(s) ({missed}"
+                        f"{f'; and {more} more' if more > 0 else ''}) and was {first.verdict.value}; this is the "
+                        f"case run again alone after the others, with deadlines {RERUN_SCALE:g} times longer")
+    if not second.deadline_misses or second.verdict not in (Verdict.FAILED, Verdict.NON_STRICT):
+        return second
+    kept = [finding for index, finding in enumerate(second.findings) if index not in second.timed]
+    miss = second.deadline_misses[0]
+    waited = f" in {miss.deadline_s:g} s" if miss.deadline_s is not None else ""
+    again = deviation(TABLE["R-5.1-RESOURCES"], f"too slow: no answer{waited}, twice ({miss.stage}): {miss.what}; "
+                      f"the first time: {first.deadline_misses[0].what}",
+                      expected=[f"an answer within {miss.deadline_s:g} s" if miss.deadline_s else "an answer"],
+                      actual=f"{len(second.deadline_misses)} missed deadline(s) running alone")
+    last = second.transcript[-1].sequence if second.transcript else None
+    second.transcript = [*first.transcript, *second.transcript]  # the evidence of both misses, in order
+    second.findings = [*kept, Finding(again.row, again.severity, again.message, again.expected, again.actual,
+                                      again.source, (last,) if last is not None else ())]
+    second.timed = set()
+    second.verdict = Verdict.PASSED
+    _conclude(second)
+    return second
 
 
 def _leaf_to_judge(group: BaseExceptionGroup[Exception]) -> Exception:
@@ -220,7 +288,7 @@ def _leaf_to_judge(group: BaseExceptionGroup[Exception]) -> Exception:
             leaves.append(exc)
 
     collect(group)
-    judged = (CaseStopped, CaseSkipped, TimeoutError)
+    judged = (CaseStopped, CaseSkipped, CaseIncomplete, TimeoutError)
     bugs = [leaf for leaf in leaves if not isinstance(leaf, judged)]
     return (bugs or leaves or [RuntimeError(str(group))])[0]
 
@@ -244,13 +312,15 @@ SLOW_IUT_FACTOR = 3.0
 """However steadily the IUT answers, a case ends at this many times its timeout."""
 
 
-async def _within_deadline(case: Case, context: JudgedContext) -> None:
-    """Run the case within its timeout, extended while the IUT keeps answering (:data:`SLOW_IUT_WINDOW_S`);
-    raises TimeoutError, the case cancelled, when the IUT stops answering or the extensions run out."""
+async def _within_deadline(case: Case, context: JudgedContext, scale: float = 1.0) -> None:
+    """Run the case within its timeout (times ``scale``), extended while the IUT keeps answering
+    (:data:`SLOW_IUT_WINDOW_S`); raises TimeoutError, the case cancelled, when the IUT stops answering or the
+    extensions run out."""
     task = asyncio.ensure_future(case.run(context))
     loop = asyncio.get_running_loop()
     started = loop.time()
-    limit = case.timeout_s
+    timeout_s = case.timeout_s * scale
+    limit = timeout_s
     try:
         while True:
             await asyncio.wait({task}, timeout=max(0.0, started + limit - loop.time()))
@@ -260,9 +330,9 @@ async def _within_deadline(case: Case, context: JudgedContext) -> None:
             answered = context.transcript.last_answer_at
             now = time.monotonic()
             if (answered is None or now - answered > SLOW_IUT_WINDOW_S
-                    or loop.time() - started >= SLOW_IUT_FACTOR * case.timeout_s):
+                    or loop.time() - started >= SLOW_IUT_FACTOR * timeout_s):
                 raise TimeoutError
-            limit = min(loop.time() - started + SLOW_IUT_WINDOW_S, SLOW_IUT_FACTOR * case.timeout_s)
+            limit = min(loop.time() - started + SLOW_IUT_WINDOW_S, SLOW_IUT_FACTOR * timeout_s)
     finally:
         if not task.done():
             task.cancel()
@@ -271,11 +341,12 @@ async def _within_deadline(case: Case, context: JudgedContext) -> None:
                 task.exception()  # retrieved: the case's own end while it was being cancelled is not reported
 
 
-def _timed_out(case: Case, context: JudgedContext, started: float) -> str:
+def _timed_out(case: Case, context: JudgedContext, started: float, scale: float) -> str:
     took = time.perf_counter() - started
     answered = context.transcript.last_answer_at
     if answered is not None and time.monotonic() - answered <= SLOW_IUT_WINDOW_S:
-        return (f"no conclusion within {took:.0f} s ({SLOW_IUT_FACTOR:g} times the case's {case.timeout_s:.0f} s): "
+        return (f"no conclusion within {took:.0f} s ({SLOW_IUT_FACTOR:g} times the case's "
+                f"{case.timeout_s * scale:.0f} s): "
                 f"the IUT was still answering (its last answer {time.monotonic() - answered:.1f} s before), too "
                 "slowly for the case to end")
     return f"no conclusion within {took:.0f} s: the IUT hung"
@@ -337,6 +408,9 @@ async def run_catalogue(env: HarnessEnvironment, catalogue: Catalogue, selected:
     slots = asyncio.Semaphore(max(1, jobs))
     try:
         for index, (case, run) in enumerate(plan):
+            if run == "sanity-last":
+                await _drain(running)
+                await state.rerun_pending()
             if state.dead and run == "main" and not case.standalone:
                 state.finish(index, CaseResult(case, Verdict.SKIPPED, f"not run: the sanity case failed first "
                                                                       f"({state.dead})", run=run))
@@ -351,6 +425,7 @@ async def run_catalogue(env: HarnessEnvironment, catalogue: Catalogue, selected:
             running.add(task)
             task.add_done_callback(running.discard)
         await _drain(running)
+        await state.rerun_pending()
     except BaseException:
         # Interrupted (Ctrl-C cancels the run while it waits for a slot) or failed: no case may outlive the run,
         # or it would go on against an environment stopped under it and be reported as a harness error.
@@ -369,12 +444,26 @@ class _Schedule:
                  progress: Progress | None, results: list[CaseResult | None]) -> None:
         self.env, self.seed, self.expected, self.progress, self.results = env, seed, expected, progress, results
         self.dead = ""
+        self.pending: list[tuple[int, Case, CaseResult]] = []
+        """Main cases that missed a deadline and did not pass: run again alone at the end (D-JUDGE-TIME-3)."""
 
     async def run(self, index: int, case: Case, run: str, *, shared: bool) -> None:
         result = await run_case(self.env, case, self.seed, run, shared=shared)
+        if needs_rerun(result):
+            if run == "main":
+                self.pending.append((index, case, result))
+                return
+            result = after_rerun(result, await run_case(self.env, case, self.seed, run, scale=RERUN_SCALE))
         if run == "sanity-first" and not result.sanity_passed:
             self.dead = (result.message or result.verdict.value).splitlines()[0]
         self.finish(index, result)
+
+    async def rerun_pending(self) -> None:
+        """Each case that missed a deadline and did not pass, again, alone, with longer deadlines."""
+        pending, self.pending = self.pending, []
+        for index, case, first in pending:
+            second = await run_case(self.env, case, self.seed, first.run, scale=RERUN_SCALE)
+            self.finish(index, after_rerun(first, second))
 
     def finish(self, index: int, result: CaseResult) -> None:
         if self.expected is not None:
@@ -407,6 +496,8 @@ __all__ = [
     "CaseResult",
     "Progress",
     "RunReport",
+    "after_rerun",
+    "needs_rerun",
     "order_cases",
     "run_case",
     "run_catalogue",

@@ -24,6 +24,7 @@ from sdcp_conformance.errors import InvalidArgument
 if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Case, Catalogue
     from sdcp_conformance.harness.judging import JudgedContext
+    from sdcp_conformance.harness.patience import Patience
     from sdcp_conformance.harness.target import TargetConfig
     from sdcp_conformance.harness.transcript import CaseTranscript
     from sdcp_conformance.transport.pki import Pki
@@ -34,6 +35,9 @@ class HarnessEnvironment(Protocol):
 
     config: TargetConfig
     current: CaseTranscript | None
+
+    @property
+    def patience(self) -> Patience: ...
 
     def capabilities(self) -> set[str]: ...
 

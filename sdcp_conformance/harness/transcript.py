@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from sdcp_conformance.cache.transcript import render_body
@@ -88,6 +89,17 @@ class Entry:
         return f"Entry(#{self.sequence} {self.party} {self.method} {self.target} -> {self.status})"
 
 
+@dataclass(frozen=True)
+class DeadlineMiss:
+    """A deadline the IUT did not meet: what was asked, where it stalled, how long it had (P1-JUDGE-5)."""
+
+    what: str
+    """The failure as the client words it ("POST proposals: no response headers within 5 s")."""
+    stage: str
+    """The stage's label ("no response headers", "TLS handshake stalled after TCP connect", "the case")."""
+    deadline_s: float | None = None
+
+
 class CaseTranscript:
     """Entries collected for one case (thread-safe: the cache may run on another thread)."""
 
@@ -97,6 +109,20 @@ class CaseTranscript:
         self.last_answer_at: float | None = None
         """When (``time.monotonic()``) the IUT last answered a request of the harness: how the runner tells a
         slow IUT from a hung one."""
+        self.deadline_misses: list[DeadlineMiss] = []
+        """Requests to the IUT (and waits for it) whose deadline expired: the case's evidence of time, not of a
+        deviation (P1-JUDGE-5)."""
+        self.lost_answers: list[str] = []
+        """Requests the IUT admitted and never answered because their connection ended, each with how its resend
+        was answered (P1-JUDGE-6)."""
+
+    def missed_deadline(self, miss: DeadlineMiss) -> None:
+        with self._lock:
+            self.deadline_misses.append(miss)
+
+    def lost_answer(self, what: str) -> None:
+        with self._lock:
+            self.lost_answers.append(what)
 
     def add(self, entry: Entry) -> None:
         with self._lock:
@@ -119,4 +145,4 @@ class CaseTranscript:
         return "\n".join(entry.render() for entry in self.entries())
 
 
-__all__ = ["CaseTranscript", "Entry", "next_sequence"]
+__all__ = ["CaseTranscript", "DeadlineMiss", "Entry", "next_sequence"]

@@ -44,6 +44,9 @@ class Verdict(enum.Enum):
     INFORMATIONAL = "INFORMATIONAL"
     """An observation on a MAY or RECOMMENDED behaviour; never fails a run."""
     SKIPPED = "SKIPPED"
+    INCOMPLETE = "INCOMPLETE"
+    """P1-JUDGE-4: a control step failed for a cause outside the case's subject (named in its message), so the
+    case could judge nothing about its subject: neither a pass nor a finding about it."""
     ERROR = "ERROR"
     """The harness itself broke: a bug in this package, never the IUT's fault."""
     XFAIL = "XFAIL"

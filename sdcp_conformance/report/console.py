@@ -31,10 +31,11 @@ from sdcp_conformance.judge import Verdict
 VERDICT_ORDER = tuple(Verdict)
 VERDICT_STYLES = {
     Verdict.PASSED: "green", Verdict.FAILED: "bold red", Verdict.NON_STRICT: "yellow",
-    Verdict.INFORMATIONAL: "cyan", Verdict.SKIPPED: "dim", Verdict.ERROR: "bold magenta",
+    Verdict.INFORMATIONAL: "cyan", Verdict.SKIPPED: "dim", Verdict.INCOMPLETE: "bold yellow",
+    Verdict.ERROR: "bold magenta",
     Verdict.XFAIL: "blue", Verdict.XPASS: "bold red",
 }
-ATTENTION = ("FAILED", "ERROR", "XPASS", "NON-STRICT", "XFAIL")
+ATTENTION = ("FAILED", "ERROR", "XPASS", "INCOMPLETE", "NON-STRICT", "XFAIL")
 """Verdicts explained case by case, in this order."""
 TRANSCRIPT_TAIL = 4
 """How many of a case's last exchanges the console shows; report.json and the HTML report hold all."""

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RANK = {"PASSED": 0, "INFORMATIONAL": 0, "XFAIL": 0, "NON-STRICT": 1, "FAILED": 2, "ERROR": 2, "XPASS": 2}
-"""Higher is worse; SKIPPED has no rank (the case was not judged)."""
+"""Higher is worse; SKIPPED and INCOMPLETE have no rank (the case did not judge its subject)."""
+UNJUDGED = frozenset({"SKIPPED", "INCOMPLETE"})
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,9 @@ def diff_documents(before: Mapping[str, Any], after: Mapping[str, Any]) -> RunDi
         assert old is not None and new is not None
         if old[0] == new[0]:
             result.unchanged += 1
-        elif new[0] == "SKIPPED":
+        elif new[0] in UNJUDGED:
             result.now_skipped.append(Change(case_id, old[0], new[0], new[1]))
-        elif old[0] == "SKIPPED":
+        elif old[0] in UNJUDGED:
             bucket = result.regressions if RANK[new[0]] > 0 else result.other
             bucket.append(Change(case_id, old[0], new[0], new[1]))
         elif RANK[new[0]] > RANK[old[0]]:

@@ -75,6 +75,9 @@ def _testcase(result: CaseResult, strict: bool) -> ET.Element:
     elif result.verdict is Verdict.ERROR:
         error = ET.SubElement(element, "error", message=first_line, type="harness-error")
         error.text = _details(result)
+    elif result.verdict is Verdict.INCOMPLETE:  # P1-JUDGE-4: it could not complete; the run is INCOMPLETE too
+        error = ET.SubElement(element, "error", message=first_line, type="incomplete")
+        error.text = _details(result)
     elif result.verdict is Verdict.SKIPPED:
         ET.SubElement(element, "skipped", message=first_line)
     ET.SubElement(element, "system-out").text = _notes(result)
@@ -99,7 +102,7 @@ def junit_tree(report: RunReport, *, name: str | None = None) -> ET.ElementTree:
         "tests": len(results),
         "failures": sum(r.verdict in (Verdict.FAILED, Verdict.XPASS)
                         or (report.strict and r.verdict is Verdict.NON_STRICT) for r in results),
-        "errors": sum(r.verdict is Verdict.ERROR for r in results),
+        "errors": sum(r.verdict in (Verdict.ERROR, Verdict.INCOMPLETE) for r in results),
         "skipped": sum(r.verdict is Verdict.SKIPPED for r in results),
     }.items()}
     duration = f"{report.finished - report.started:.3f}"

@@ -8,6 +8,7 @@ from collections.abc import Awaitable
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.probes import ProbeResult
+from sdcp_conformance.transport.failures import Stage
 from sdcp_conformance.transport.tls import names_party
 
 HTTP1_ACCEPTABLE = ("handshake refused", "HTTP/1.1 505", "connection closed without an HTTP/1.x answer")
@@ -32,18 +33,37 @@ def judge_http1(ctx: JudgedContext, result: ProbeResult, who: str) -> None:
                 expected=acceptable, actual=result.describe())
 
 
+HANDSHAKE_REFUSALS = frozenset({Stage.TLS_ALERT, Stage.TLS_ERROR, Stage.ALPN})
+"""D-JUDGE-CONTROL-1: how a valid client's control fails when the IUT refused the handshake itself (an alert, a
+handshake it broke off, no ALPN h2): then no client gets an answer, and that fails §5.1."""
+
+
 async def require_served(ctx: JudgedContext, control: Awaitable[Answer], what: str, who: str) -> Answer:
     """D-JUDGE-5, the control of a case that passes on a refusal (a handshake without a certificate, at TLS 1.2,
     over HTTP/1.1): ``control``, ``what`` a client with a valid certificate sends over the harness's HTTP/2 client,
-    must get an HTTP answer (any status) first. A server that refuses or drops every client passed those probes
-    without having shown anything; it fails §5.1's sentence itself, and the case says so with the control's stage
-    (R-5.1-MTLS, as a hang in place of a refusal already is: P1-JUDGE-3)."""
+    must get an HTTP answer (any status) first.
+
+    P1-JUDGE-4 (D-JUDGE-CONTROL-1): if the IUT refused that valid client's handshake (:data:`HANDSHAKE_REFUSALS`),
+    it refuses everyone and fails §5.1's sentence itself (R-5.1-MTLS). If the harness could not verify the IUT's
+    own certificate, that is what fails §5.1, said so. Any other failure of the control (no TCP, a stalled
+    handshake, a hang, a reset, a GOAWAY, a body that never ends) is outside what the case is about: the case is
+    INCOMPLETE, naming it, and says nothing about client certificates."""
     answer = await control
     if answer.status is None:
-        ctx.fail(f"{what} with a valid client certificate got no HTTP/2 answer from {who} either, "
-                 f"{answer.describe()}: HTTP/2 over TLS 1.3 with mutual certificate authentication is REQUIRED, and "
-                 "the refusals this case probes show nothing while every client is refused",
-                 row="R-5.1-MTLS", expected=["an HTTP/2 answer over TLS 1.3 (any status)"], actual=answer.describe())
+        if answer.stage is Stage.TLS_CERTIFICATE:
+            ctx.fail(f"the harness could not verify {who}'s own certificate against the CA ({answer.describe()}), "
+                     "so no party can authenticate it: mutual certificate authentication is REQUIRED",
+                     row="R-5.1-MTLS", expected=["a server certificate that chains to the CA"],
+                     actual=answer.describe())
+        if answer.stage in HANDSHAKE_REFUSALS:
+            ctx.fail(f"{what} with a valid client certificate was refused at the handshake by {who} too, "
+                     f"{answer.describe()}: HTTP/2 over TLS 1.3 with mutual certificate authentication is REQUIRED, "
+                     "and the refusals this case probes show nothing while every client is refused",
+                     row="R-5.1-MTLS", expected=["an HTTP/2 answer over TLS 1.3 (any status)"],
+                     actual=answer.describe())
+        ctx.incomplete(f"the control, {what} with a valid client certificate, got no HTTP/2 answer from {who}: "
+                       f"{answer.describe()}; the handshake was not refused, so this case cannot judge how {who} "
+                       "treats other clients (P1-JUDGE-4)")
     ctx.note(f"control: {what} with a valid client certificate got {answer.describe()} ({answer.tls_version}, "
              f"ALPN {answer.alpn})")
     return answer
@@ -71,4 +91,5 @@ async def judge_own_certificate(ctx: JudgedContext, control: Awaitable[Answer], 
                 expected=[base_uri], actual=", ".join(uris) or "no URI SAN")
 
 
-__all__ = ["HTTP1_ACCEPTABLE", "OWN_CERTIFICATE", "judge_http1", "judge_own_certificate", "require_served"]
+__all__ = ["HANDSHAKE_REFUSALS", "HTTP1_ACCEPTABLE", "OWN_CERTIFICATE", "judge_http1", "judge_own_certificate",
+           "require_served"]

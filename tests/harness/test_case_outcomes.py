@@ -7,12 +7,16 @@ from typing import Any
 
 from sdcp_conformance.harness.case import Catalogue, Level
 from sdcp_conformance.harness.judging import JudgedContext
+from sdcp_conformance.harness.patience import Patience
 from sdcp_conformance.harness.runner import run_case
 from sdcp_conformance.judge import Verdict
 
 
 class BareEnvironment:
     """Just enough environment for :func:`run_case`: every capability, a plain judged context."""
+
+    def __init__(self) -> None:
+        self.patience = Patience(5.0, 35.0)
 
     def capabilities(self) -> frozenset[str]:
         return frozenset()

@@ -145,8 +145,19 @@ def test_a_body_at_odds_with_its_content_length_is_reported_with_both_lengths(
 def test_a_server_doing_only_what_http2_allows_passes(mode: Mode, tmp_path: Path) -> None:
     """A 103 before the answer, trailers after it, a body in 7-octet padded frames: the same verdicts as direct."""
     report, elapsed, server = asyncio.run(_certify(mode, tmp_path))
-    assert [result.verdict for result in report.results] == [Verdict.PASSED, Verdict.PASSED], \
+    # P1-JUDGE-6: an answer the server abandoned (the keep-alive limit's GOAWAY) is resent and noted, INFORMATIONAL.
+    assert [result.verdict for result in report.results] in (
+        [Verdict.PASSED, Verdict.PASSED], [Verdict.PASSED, Verdict.INFORMATIONAL],
+        [Verdict.INFORMATIONAL, Verdict.PASSED], [Verdict.INFORMATIONAL, Verdict.INFORMATIONAL]), \
         [result.message for result in report.results]
+    findings = [finding for result in report.results for finding in result.findings]
+    assert all(finding.row == "P1-JUDGE-6/LOST-ANSWER" for finding in findings), findings
+    if mode is Mode.KEEPALIVE_LIMIT:  # the mode abandons a stream every few requests: some answer was resent
+        assert findings and all("RFC 9113 §6.8" in finding.message and "then 20" in finding.message
+                                for finding in findings), findings
+        assert server.stats.goaways >= 1
+    else:
+        assert not findings, findings
     assert server.stats.answered >= 4
     print(f"\nMATRIX {mode.value:24} {'(passes)':18} {elapsed:6.2f} s")
 

@@ -35,6 +35,14 @@ ROWS: tuple[Row, ...] = (
     # a case that stops while the harness's servers refused the IUT's TLS handshakes, HTTP/1.1 or HTTP/2 frames
     # is judged here, with the refusals as evidence, not on the sentence it was waiting to judge.
     Row("R-5.1-MTLS-CLIENT", "5.1", MTLS, Level.REQUIRED, "any", ambient=True),
+    # P1-JUDGE-6 (harness/iut.py sends the request again): a server that ends a connection with requests it admitted
+    # and never answers (hypercorn's keep-alive limit does) does what HTTP/2 allows — RFC 9113 §6.8: streams up to
+    # the last stream identifier "might still complete successfully" — and SDCP makes every request safe to resend.
+    # An observation, never a deviation (D-JUDGE-LOST-1).
+    Row("P1-JUDGE-6/LOST-ANSWER", "P1-JUDGE-6",
+        "The lost answer itself is an `INFORMATIONAL` transport finding (RFC 9113 §6.8), except in a case whose "
+        "subject is that exchange.",
+        Level.MAY, "any", ambient=True),
     # ------------------------------------------------------------------ transport
     Row("R-5.1-MTLS", "5.1", MTLS, Level.REQUIRED, "any"),
     Row("P1-TLS-1/HANDSHAKE", "P1-TLS-1",

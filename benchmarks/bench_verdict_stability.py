@@ -1,0 +1,190 @@
+"""Verdict stability: the reference roles, served as separate processes, certified again and again, idle and busy.
+
+P1-JUDGE-5 says time is not conformance: a verdict must not flip with the
+machine's load. This script certifies the reference verifier, drafter and
+router exactly as a vendor certifies its own (``pki init --iut ROLE``, the
+printed ``serve ROLE`` command as a child process, ``certify --target``), N
+times each, half of them under a CPU hog (busy processes this script starts
+and stops, enough to hold the load average at ``--hog-factor`` times the
+core count), and prints per role: runs, verdict flips (a case whose verdict
+differs between runs), the wall time of each run, and every case that was not
+PASSED with its findings. ``--goaway`` adds verifier runs behind the
+hypercorn-like keep-alive limit (``serve verifier --goaway-after N``:
+GOAWAY(NO_ERROR) naming a last stream, the admitted streams abandoned, later
+frames answered with GOAWAY(PROTOCOL_ERROR)).
+
+    python benchmarks/bench_verdict_stability.py [--runs 10] [--roles verifier,drafter,router] [--goaway 2]
+
+Exit status 0 when every run PASSED with no flips, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import queue
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+CLI = [sys.executable, "-m", "sdcp_conformance.cli"]
+READY_LINE = "serving "
+READY_TIMEOUT_S = 120.0
+CERTIFY_TIMEOUT_S = 1800.0
+BAD = ("FAILED", "ERROR", "XPASS", "INCOMPLETE")
+
+
+def _ready(process: subprocess.Popen[str]) -> str:
+    """The base URI from the child's ready line, within READY_TIMEOUT_S."""
+    assert process.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=1.0)
+        except queue.Empty:
+            if process.poll() is not None:
+                raise RuntimeError(f"the IUT exited with {process.returncode} before its ready line") from None
+            continue
+        if line.startswith(READY_LINE):
+            return line[len(READY_LINE):].strip()
+    raise RuntimeError(f"no ready line within {READY_TIMEOUT_S:g} s")
+
+
+@contextlib.contextmanager
+def served(role: str, folder: Path, extra: list[str]) -> Iterator[Path]:
+    """``pki init FOLDER --iut ROLE`` and its printed ``serve`` command as a child; yields the target file."""
+    made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", role], capture_output=True, text=True,
+                          timeout=120, check=True)
+    printed = next(line.strip() for line in made.stdout.splitlines()
+                   if line.strip().startswith(f"sdcp-conformance serve {role}"))
+    command = [*CLI, *shlex.split(printed)[1:], *extra]
+    with (folder / "serve.log").open("w") as log:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
+        try:
+            _ready(process)
+            yield folder / "target.toml"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=20)
+
+
+class Hog:
+    """Busy processes holding the load average near ``factor`` times the core count."""
+
+    def __init__(self, factor: float) -> None:
+        self.count = max(1, round(factor * (os.cpu_count() or 1)))
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> Hog:
+        spin = "import time\nwhile True:\n    sum(range(10000))\n"
+        self.processes = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(self.count)]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for process in self.processes:
+            process.kill()
+        for process in self.processes:
+            process.wait(timeout=20)
+
+
+def certify(target: Path, reports: Path, seed: int) -> tuple[int, dict[str, Any], float, float]:
+    """One ``certify --target`` run; (exit status, report.json, wall seconds, 1-minute load average at its end)."""
+    started = time.perf_counter()
+    done = subprocess.run([*CLI, "certify", "--target", str(target), "--seed", str(seed), "--report-dir",
+                           str(reports)], capture_output=True, text=True, timeout=CERTIFY_TIMEOUT_S)
+    took = time.perf_counter() - started
+    found = reports / "report.json"
+    report = json.loads(found.read_text(encoding="utf-8")) if found.exists() else {}
+    if not report:
+        print(f"    no report (exit {done.returncode}): {done.stderr.strip()[-400:]}")
+    return done.returncode, report, took, os.getloadavg()[0]
+
+
+def _bad_cases(report: dict[str, Any]) -> list[str]:
+    lines = []
+    for case in report.get("results", []):
+        if case.get("verdict") in ("PASSED", "SKIPPED", "XFAIL"):
+            continue
+        lines.append(f"{case['verdict']} {case['id']} ({case.get('run', 'main')})")
+        lines.extend(f"        [{f['severity']}] {f['row']}: {f['message'][:300]}" for f in case.get("findings", []))
+    return lines
+
+
+def run_role(role: str, runs: int, hog_factor: float, seed: int, extra: list[str], label: str) -> bool:
+    verdicts: dict[str, set[str]] = defaultdict(set)
+    walls: dict[bool, list[float]] = {False: [], True: []}
+    statuses: list[str] = []
+    clean = True
+    with tempfile.TemporaryDirectory(prefix=f"stability-{role}-") as tmp:
+        folder = Path(tmp) / "pki"
+        with served(role, folder, extra) as target:
+            for index in range(runs):
+                busy = index % 2 == 1
+                with Hog(hog_factor) if busy else contextlib.nullcontext():
+                    code, report, took, load = certify(target, Path(tmp) / f"run-{index}", seed + index)
+                status = report.get("run", {}).get("status", f"no report (exit {code})")
+                statuses.append(status)
+                walls[busy].append(took)
+                for case in report.get("results", []):
+                    verdicts[f"{case['id']} ({case.get('run', 'main')})"].add(case["verdict"])
+                bad = _bad_cases(report)
+                clean &= status == "PASSED" and not bad
+                print(f"  {label} run {index + 1}/{runs} {'busy' if busy else 'idle'}: {status} in {took:.0f} s "
+                      f"(load average {load:.1f}), exit {code}", flush=True)
+                for line in bad:
+                    print(f"    {line}", flush=True)
+    flips = sorted(case for case, seen in verdicts.items() if len(seen) > 1)
+    print(f"{label}: {runs} runs, {statuses.count('PASSED')} PASSED, {len(flips)} verdict flips"
+          + (f" ({', '.join(flips[:10])})" if flips else ""))
+    for busy, times in walls.items():
+        if times:
+            print(f"  {'busy' if busy else 'idle'} wall time: median {statistics.median(times):.0f} s, "
+                  f"min {min(times):.0f} s, max {max(times):.0f} s over {len(times)} runs")
+    return clean and not flips
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="certifications per role (half under the hog)")
+    parser.add_argument("--roles", default="verifier,drafter,router")
+    parser.add_argument("--hog-factor", type=float, default=3.5, help="busy processes per core while busy")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--goaway", type=int, default=0, metavar="N",
+                        help="also N verifier runs behind the hypercorn-like keep-alive limit")
+    parser.add_argument("--goaway-after", type=int, default=40, help="requests per connection in that mode")
+    args = parser.parse_args()
+    ok = True
+    for role in [name.strip() for name in args.roles.split(",") if name.strip()]:
+        ok &= run_role(role, args.runs, args.hog_factor, args.seed, [], role)
+    if args.goaway:
+        ok &= run_role("verifier", args.goaway, args.hog_factor, args.seed,
+                       ["--goaway-after", str(args.goaway_after)], f"verifier behind GOAWAY every "
+                       f"{args.goaway_after} requests")
+    print("stable" if ok else "NOT stable")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
