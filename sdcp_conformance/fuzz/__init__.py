@@ -7,7 +7,9 @@
 * :mod:`~sdcp_conformance.fuzz.messages` — generated CBOR for every request
   type (valid, boundary, malformed) with a canary session checked after each;
 * :mod:`~sdcp_conformance.fuzz.replay` — failures saved as the generated
-  choices themselves (rule names and arguments), replayed exactly.
+  choices themselves (rule names and arguments), replayed exactly;
+* :mod:`~sdcp_conformance.fuzz.identity` — the IUT a failure was found
+  against, recorded in its replay file; a replay runs against that IUT only.
 
 Hypothesis is imported only by the modules that need it, so the rest of the
 package works without it.

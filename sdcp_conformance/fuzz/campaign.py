@@ -10,13 +10,14 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis.database import ExampleDatabase
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.fuzz import replay
+from sdcp_conformance.fuzz.identity import CLEAN, FuzzedIut, replay_subject
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.messages import MessageFuzzer, MessageStats, Recipe, run_messages
 from sdcp_conformance.fuzz.stateful import FuzzFailure, FuzzStats, StatefulRunner, replay_steps
@@ -27,9 +28,6 @@ from sdcp_conformance.harness.target import TargetConfig
 CHUNK = 25
 """Examples per Hypothesis run within a time budget (the budget is checked between runs)."""
 QUIET_LOGGERS = ("sdcp_conformance.transport.server", "sdcp_conformance.reference.verifier.app")
-
-CLEAN = ("none", "reference")
-"""``--mutant none`` replays a mutant's failure against the clean reference (to see it reported fixed)."""
 
 Stats = FuzzStats | MessageStats
 
@@ -54,13 +52,31 @@ class CampaignResult:
     stats: Stats
     failure: FuzzFailure | None
     saved: Path | None
+    iut: FuzzedIut = field(default_factory=FuzzedIut)
+    """The IUT fuzzed (what the replay file records)."""
 
 
 @dataclass(frozen=True)
 class ReplayResult:
-    fixed: bool
     failure: FuzzFailure | None
     recorded: replay.ReplayFile
+    against: FuzzedIut
+    """The IUT the replay ran against."""
+    other: bool = False
+    """``against`` is not the recorded IUT (replayed there by explicit request)."""
+
+    @property
+    def fixed(self) -> bool:
+        """The recorded IUT no longer fails (never said of another IUT)."""
+        return self.failure is None and not self.other
+
+    @property
+    def replayed(self) -> int:
+        return len(self.recorded.steps)
+
+    @property
+    def recorded_iut(self) -> FuzzedIut:
+        return self.recorded.iut
 
 
 def parse_budget(text: str) -> float:
@@ -86,6 +102,7 @@ def run_campaign(config: CampaignConfig, progress: Callable[[Stats], None] | Non
         raise InvalidArgument("--mutant runs the embedded reference with a planted bug; it cannot go with --target")
     for name in QUIET_LOGGERS:  # a crashing IUT is judged from its answers, not from its log lines
         logging.getLogger(name).setLevel(logging.CRITICAL)
+    iut = FuzzedIut.of("verifier", config.target, config.mutant)
     with LoopThread() as loop:
         loop.start(config.target, app_factory=app_factory(config.mutant))
         if config.messages:
@@ -96,8 +113,8 @@ def run_campaign(config: CampaignConfig, progress: Callable[[Stats], None] | Non
     if failure is not None:
         kind = "messages" if config.messages else "stateful"
         saved = replay.save(config.out, kind, [step.to_json() for step in failure.steps], failure.message,
-                            failure.level, mutant=config.mutant, seed=config.seed)
-    return CampaignResult(stats, failure, saved)
+                            failure.level, iut=iut, seed=config.seed)
+    return CampaignResult(stats, failure, saved, iut)
 
 
 def _chunks(config: CampaignConfig, started: float) -> list[int] | None:
@@ -137,15 +154,21 @@ def _messages(loop: LoopThread, config: CampaignConfig,
     return fuzzer.stats, None
 
 
-def replay_file(path: Path, *, target: TargetConfig | None = None, mutant: str | None = None) -> ReplayResult:
-    """Run a saved failure again; ``fixed`` when it no longer fails. The file's mutant applies unless overridden."""
+def replay_file(path: Path, *, target: TargetConfig | None = None, mutant: str | None = None,
+                other_iut: bool = False) -> ReplayResult:
+    """Run a saved failure again against the IUT it failed against; ``fixed`` when it no longer fails.
+
+    ``target`` and ``mutant`` name the IUT (the file's mutant applies when neither is given); another IUT than the
+    recorded one is refused with :class:`InvalidArgument` unless ``other_iut``.
+    """
     recorded = replay.load(path)
-    chosen = mutant if mutant is not None else (recorded.mutant if target is None else None)
+    against, other = replay_subject(recorded.iut, path, role="verifier", target=target, mutant=mutant,
+                                    other_iut=other_iut)
     with LoopThread() as loop:
-        loop.start(target, app_factory=app_factory(chosen))
+        loop.start(target, app_factory=app_factory(against.mutant))
         steps = recorded.stateful_steps()
         failure = _replay_messages(loop, steps) if recorded.kind == "messages" else replay_steps(loop, steps)
-    return ReplayResult(failure is None, failure, recorded)
+    return ReplayResult(failure, recorded, against, other)
 
 
 def _replay_messages(loop: LoopThread, steps: list[Step]) -> FuzzFailure | None:

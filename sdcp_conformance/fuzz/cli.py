@@ -4,8 +4,16 @@ Hypothesis is imported when the command runs, not when the command line
 loads, so the other commands work without it. The live table and the
 closing summary read the same final counts; failures show values in CBOR
 diagnostic notation (``h'…'`` for bytes, as transcripts do); the replay
-command is printed on a line of its own, never folded; Ctrl-C prints what ran
-and exits 130.
+command is printed on a line of its own, never folded, and names the IUT
+that failed (``--target``, ``--role``, ``--mutant``), so it runs as printed;
+Ctrl-C prints what ran and exits 130.
+
+``--replay FILE`` runs a saved failure against the IUT its command line
+names and refuses (exit 2, one line) one that is not the IUT the file
+recorded: another target (base URI or certificate fingerprint), the embedded
+reference for a target's failure, or another planted bug. With
+``--against-other-iut`` it runs there anyway, and its result says "does not
+fail against" that IUT, never "fixed".
 """
 
 from __future__ import annotations
@@ -19,9 +27,11 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.fuzz.identity import OVERRIDE
 
 DEFAULT_OUT = Path(".sdcp-fuzz") / "failures"
 DEFAULT_DATABASE = str(Path(".sdcp-fuzz") / "examples")
@@ -50,7 +60,13 @@ def cbor_text(text: str) -> str:
 @click.option("--database", default=DEFAULT_DATABASE, show_default=True,
               help="Example database: a directory, a redis:// URL, or '' for none.")
 @click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Replay a saved failure; reports 'fixed' if it no longer fails.")
+              help="Replay a saved failure against the IUT it failed against (name it as the printed replay command "
+              "does: --target, --role, --mutant); reports 'fixed' if it no longer fails there, 'still fails' (exit "
+              "1) if it does. Another IUT than the recorded one (another target's base URI or certificate, the "
+              "embedded reference for a target's failure, another --mutant) is refused with exit 2.")
+@click.option(OVERRIDE, "other_iut", is_flag=True,
+              help="With --replay: replay the failure against the IUT this command line names even though it is not "
+              "the one the file recorded; the result then says 'does not fail against' it, never 'fixed'.")
 @click.option("--messages", is_flag=True, help="Fuzz single hostile messages instead of protocol sequences.")
 @click.option("--api", "api", is_flag=True, help="Fuzz every verifier resource with schemathesis (OpenAPI 3.1).")
 @click.option("--mutant", help="Run the embedded reference with this planted bug (see the mutant catalogue).")
@@ -63,7 +79,7 @@ def cbor_text(text: str) -> str:
               help="Whom to fuzz (default: the target file's role, else verifier); drafter: the harness plays "
               "the drafter's verifier and router and answers with generated sequences.")
 def fuzz(target_file: Path | None, budget: str | None, examples: int | None, seed: int, database: str,
-         replay_path: Path | None, messages: bool, api: bool, mutant: str | None, step_count: int,
+         replay_path: Path | None, other_iut: bool, messages: bool, api: bool, mutant: str | None, step_count: int,
          out: Path, strict: bool, role: str | None) -> None:
     """Fuzz a verifier IUT: Hypothesis-generated sessions (or --messages), shrunk failures saved for replay."""
     from sdcp_conformance.report.console import log_console
@@ -74,20 +90,23 @@ def fuzz(target_file: Path | None, budget: str | None, examples: int | None, see
         from sdcp_conformance.harness.target import load_target
 
         target = load_target(target_file) if target_file is not None else None
+        if other_iut and replay_path is None:
+            raise InvalidArgument(f"{OVERRIDE} goes with --replay")
         if (role or (target.role if target is not None else "verifier")) == "drafter":
             from sdcp_conformance.fuzz.drafter_cli import fuzz_drafter
 
-            sys.exit(fuzz_drafter(console, target=target, replay_path=replay_path, budget=budget, examples=examples,
-                                  seed=seed, database=_database(database), mutant=mutant, out=out, strict=strict,
-                                  step_count=step_count, single_messages=messages or api))
+            sys.exit(fuzz_drafter(console, target=target, replay_path=replay_path, other_iut=other_iut, budget=budget,
+                                  examples=examples, seed=seed, database=_database(database), mutant=mutant, out=out,
+                                  strict=strict, step_count=step_count, single_messages=messages or api))
         if (role or (target.role if target is not None else "verifier")) == "router":
             from sdcp_conformance.fuzz.failover_cli import fuzz_router  # the failover campaign
 
-            sys.exit(fuzz_router(console, target=target, replay_path=replay_path, budget=budget, examples=examples,
-                                 seed=seed, database=_database(database), mutant=mutant, out=out, strict=strict,
-                                 step_count=step_count))
+            sys.exit(fuzz_router(console, target=target, replay_path=replay_path, other_iut=other_iut, budget=budget,
+                                 examples=examples, seed=seed, database=_database(database), mutant=mutant, out=out,
+                                 strict=strict, step_count=step_count))
         if replay_path is not None:
-            _replay(console, campaign.replay_file(replay_path, target=target, mutant=mutant), replay_path)
+            _replay(console, campaign.replay_file(replay_path, target=target, mutant=mutant, other_iut=other_iut),
+                    replay_path)
             return
         if budget is not None and examples is not None:
             raise InvalidArgument("give --budget or --examples, not both")
@@ -208,10 +227,8 @@ def _summary(console: Console, result: Any, *, requested: int | None = None) -> 
     for step in failure.steps:
         console.print(f"  {cbor_text(step.describe())}", markup=False, soft_wrap=True)
     if result.saved is not None:
-        from sdcp_conformance.fuzz.replay import replay_command
-
         console.print(f"saved: {result.saved}", markup=False, soft_wrap=True)
-        console.print(f"replay: {replay_command(result.saved)}", markup=False, soft_wrap=True)
+        console.print(f"replay: {result.iut.replay_command(result.saved)}", markup=False, soft_wrap=True)
 
 
 def _deviations(console: Console, judge: Any) -> None:
@@ -225,16 +242,28 @@ def _deviations(console: Console, judge: Any) -> None:
                       soft_wrap=True)
 
 
+def replay_line(result: Any, path: Path) -> str:
+    """The result line of a replay (console markup): ``fixed`` only when the recorded IUT no longer fails."""
+    where = escape(result.against.describe())
+    if result.failure is not None:
+        against = f" against {where}" if result.other else ""
+        return f"[red]still fails[/red]{against} ({result.failure.level}) after {len(result.failure.steps)} steps:"
+    if result.other:
+        return (f"{escape(str(path))} does not fail against {where} ({result.replayed} steps replayed); it failed "
+                f"against another IUT, {escape(result.recorded_iut.describe())}, so this says nothing of a fix")
+    return (f"[green]fixed[/green]: {escape(str(path))} no longer fails against {where} ({result.replayed} steps "
+            "replayed)")
+
+
 def _replay(console: Console, result: Any, path: Path) -> None:
-    if result.fixed:
-        console.print(f"[green]fixed[/green]: {path} no longer fails ({len(result.recorded.steps)} steps replayed)")
-        return
+    console.print(replay_line(result, path), highlight=False, soft_wrap=True)
     failure = result.failure
-    console.print(f"[red]still fails[/red] ({failure.level}) after {len(failure.steps)} steps:", )
+    if failure is None:
+        return
     console.print(cbor_text(failure.message), markup=False, soft_wrap=True)
     if failure.transcript:
         console.print(failure.transcript, markup=False, soft_wrap=True)
     sys.exit(1)
 
 
-__all__ = ["cbor_text", "fuzz"]
+__all__ = ["cbor_text", "fuzz", "replay_line"]

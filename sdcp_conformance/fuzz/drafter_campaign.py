@@ -4,17 +4,17 @@ The environment is :class:`~sdcp_conformance.harness.drafter_environment.Drafter
 (the embedded reference drafter, a mutant of it, or a target file's drafter)
 on a :class:`~sdcp_conformance.fuzz.loop.LoopThread`. Failures are saved as
 the verifier fuzzer's replay files are (:mod:`sdcp_conformance.fuzz.replay`),
-with ``"role": "drafter"`` added so that ``fuzz --role drafter --replay FILE``
-knows whom to replay them against.
+recording the drafter they failed against (``"role": "drafter"``, the
+target or the mutant) so that ``fuzz --role drafter --replay FILE`` replays
+them against that drafter only.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,13 @@ from hypothesis.database import ExampleDatabase
 
 from sdcp_conformance.fuzz import replay
 from sdcp_conformance.fuzz.drafter_stateful import DrafterFuzzStats, DrafterStatefulRunner, replay_drafter_steps
+from sdcp_conformance.fuzz.identity import CLEAN, FuzzedIut, replay_subject
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.stateful import FuzzFailure
 from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
 from sdcp_conformance.harness.target import TargetConfig
 
 CHUNK = 10
-CLEAN = ("none", "reference")
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,31 @@ class DrafterCampaignResult:
     stats: DrafterFuzzStats
     failure: FuzzFailure | None
     saved: Path | None
+    iut: FuzzedIut = field(default_factory=lambda: FuzzedIut("drafter"))
+    """The drafter fuzzed (what the replay file records)."""
 
 
 @dataclass(frozen=True)
 class DrafterReplayResult:
-    fixed: bool
     failure: FuzzFailure | None
     recorded: replay.ReplayFile
+    against: FuzzedIut
+    """The drafter the replay ran against."""
+    other: bool = False
+    """``against`` is not the recorded drafter (replayed there by explicit request)."""
+
+    @property
+    def fixed(self) -> bool:
+        """The recorded drafter no longer fails (never said of another one)."""
+        return self.failure is None and not self.other
+
+    @property
+    def replayed(self) -> int:
+        return len(self.recorded.steps)
+
+    @property
+    def recorded_iut(self) -> FuzzedIut:
+        return self.recorded.iut
 
 
 def app_factory(mutant: str | None) -> Callable[..., Any] | None:
@@ -73,6 +91,7 @@ def _start(loop: LoopThread, target: TargetConfig | None, mutant: str | None) ->
 def run_drafter_campaign(config: DrafterCampaignConfig,
                          progress: Callable[[DrafterFuzzStats], None] | None = None) -> DrafterCampaignResult:
     logging.getLogger("sdcp_conformance.reference.drafter").setLevel(logging.CRITICAL)
+    iut = FuzzedIut.of("drafter", config.target, config.mutant)
     with LoopThread() as loop:
         env = _start(loop, config.target, config.mutant)
         try:
@@ -80,8 +99,8 @@ def run_drafter_campaign(config: DrafterCampaignConfig,
             failure = _fuzz(runner, config)
         finally:
             loop.run(env.stop(), 60.0)
-    saved = None if failure is None else save(config.out, failure, mutant=config.mutant, seed=config.seed)
-    return DrafterCampaignResult(runner.stats, failure, saved)
+    saved = None if failure is None else save(config.out, failure, iut=iut, seed=config.seed)
+    return DrafterCampaignResult(runner.stats, failure, saved, iut)
 
 
 def _fuzz(runner: DrafterStatefulRunner, config: DrafterCampaignConfig) -> FuzzFailure | None:
@@ -98,29 +117,28 @@ def _fuzz(runner: DrafterStatefulRunner, config: DrafterCampaignConfig) -> FuzzF
     return None
 
 
-def save(folder: Path, failure: FuzzFailure, *, mutant: str | None, seed: int | None) -> Path:
-    """A replay file of the shrunk steps, marked as the drafter's."""
-    path = replay.save(folder, "stateful", [step.to_json() for step in failure.steps], failure.message,
-                       failure.level, mutant=mutant, seed=seed)
-    record = json.loads(path.read_text(encoding="utf-8"))
-    record["role"] = "drafter"
-    record["replay"] = record["replay"].replace("fuzz --replay", "fuzz --role drafter --replay")
-    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    return path
+def save(folder: Path, failure: FuzzFailure, *, iut: FuzzedIut, seed: int | None) -> Path:
+    """A replay file of the shrunk steps, recording the drafter they failed against."""
+    return replay.save(folder, "stateful", [step.to_json() for step in failure.steps], failure.message,
+                       failure.level, iut=iut, seed=seed)
 
 
-def replay_drafter_file(path: Path, *, target: TargetConfig | None = None,
-                        mutant: str | None = None) -> DrafterReplayResult:
-    """Run a saved drafter failure again; ``fixed`` when it no longer fails."""
+def replay_drafter_file(path: Path, *, target: TargetConfig | None = None, mutant: str | None = None,
+                        other_iut: bool = False) -> DrafterReplayResult:
+    """Run a saved drafter failure again against the drafter it failed against; ``fixed`` when it no longer fails.
+
+    Another drafter than the recorded one is refused with :class:`InvalidArgument` unless ``other_iut``.
+    """
     recorded = replay.load(path)
-    chosen = mutant if mutant is not None else (recorded.mutant if target is None else None)
+    against, other = replay_subject(recorded.iut, path, role="drafter", target=target, mutant=mutant,
+                                    other_iut=other_iut)
     with LoopThread() as loop:
-        env = _start(loop, target, chosen)
+        env = _start(loop, target, against.mutant)
         try:
             failure = replay_drafter_steps(loop, env, recorded.stateful_steps())
         finally:
             loop.run(env.stop(), 60.0)
-    return DrafterReplayResult(failure is None, failure, recorded)
+    return DrafterReplayResult(failure, recorded, against, other)
 
 
 __all__ = ["DrafterCampaignConfig", "DrafterCampaignResult", "DrafterReplayResult", "app_factory",

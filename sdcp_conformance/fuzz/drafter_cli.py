@@ -13,7 +13,7 @@ from sdcp_conformance.harness.target import TargetConfig
 
 def fuzz_drafter(console: Console, *, target: TargetConfig | None, replay_path: Path | None, budget: str | None,
                  examples: int | None, seed: int, database: Any, mutant: str | None, out: Path, strict: bool,
-                 step_count: int, single_messages: bool) -> int:
+                 step_count: int, single_messages: bool, other_iut: bool = False) -> int:
     """Run (or replay) a drafter campaign; the exit status: 0 when nothing failed."""
     from sdcp_conformance.fuzz import cli
     from sdcp_conformance.fuzz import drafter_campaign as campaign
@@ -24,7 +24,7 @@ def fuzz_drafter(console: Console, *, target: TargetConfig | None, replay_path: 
     if target is not None and mutant is not None:
         raise InvalidArgument("--mutant runs the embedded reference with a planted bug; it cannot go with --target")
     if replay_path is not None:
-        result = campaign.replay_drafter_file(replay_path, target=target, mutant=mutant)
+        result = campaign.replay_drafter_file(replay_path, target=target, mutant=mutant, other_iut=other_iut)
         cli._replay(console, result, replay_path)
         return 0
     if budget is not None and examples is not None:
@@ -54,8 +54,8 @@ def fuzz_drafter(console: Console, *, target: TargetConfig | None, replay_path: 
     for step in failure.steps:
         console.print(f"  {step.describe()}", markup=False)
     if found.saved is not None:
-        console.print(f"saved: {found.saved}\nreplay: sdcp-conformance fuzz --role drafter --replay {found.saved}",
-                      markup=False)
+        console.print(f"saved: {found.saved}", markup=False, soft_wrap=True)
+        console.print(f"replay: {found.iut.replay_command(found.saved)}", markup=False, soft_wrap=True)
     return 1
 
 

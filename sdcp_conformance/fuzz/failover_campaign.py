@@ -6,8 +6,10 @@ mutant, or a ``--target``). Each example starts from every instance up
 (``setup``), opens sessions at the router's front and lets Hypothesis choose
 what happens next; a violation makes Hypothesis shrink the schedule, and the
 steps of the shortest violating history are saved as a replay file
-(``sdcp-failover-replay/1``) that ``fuzz --role router --replay FILE`` runs
-again, reporting ``fixed`` once it no longer fails.
+(``sdcp-failover-replay/1``, naming the router it failed against, as
+:mod:`sdcp_conformance.fuzz.identity` records it) that ``fuzz --role router
+--replay FILE`` runs again against that router, reporting ``fixed`` once it
+no longer fails.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.fuzz.database import run_machine
 from sdcp_conformance.fuzz.failover_executor import FailoverExecutor
+from sdcp_conformance.fuzz.identity import CLEAN, FuzzedIut, replay_subject
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.steps import Step, Violation
 from sdcp_conformance.harness.router_environment import RouterEnvironment
@@ -189,27 +192,49 @@ def replay_steps(loop: LoopThread, env: RouterEnvironment, steps: Sequence[Step]
 # --------------------------------------------------------------------------- replay files
 
 
-def save_failure(folder: Path, failure: FailoverFailure, *, mutant: str | None, seed: int | None) -> Path:
+def save_failure(folder: Path, failure: FailoverFailure, *, iut: FuzzedIut, seed: int | None) -> Path:
+    """A replay file of the shrunk schedule, recording the router it failed against."""
     folder.mkdir(parents=True, exist_ok=True)
-    label = mutant or "iut"
+    label = iut.mutant or "iut"
     path = folder / f"failover-{label}-{time.strftime('%Y%m%d-%H%M%S')}-{len(list(folder.glob('*.json')))}.json"
-    record = {"format": FORMAT, "failure": failure.message, "level": failure.level, "mutant": mutant, "seed": seed,
-              "replay": f"sdcp-conformance fuzz --role router --replay {path}" + (f" --mutant {mutant}" if mutant
-                                                                                 else ""),
-              "steps": [step.to_json() for step in failure.steps]}
+    record = {"format": FORMAT, "failure": failure.message, "level": failure.level, **iut.to_json(), "seed": seed,
+              "replay": iut.replay_command(path), "steps": [step.to_json() for step in failure.steps]}
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return path
 
 
 def load_failure(path: Path) -> tuple[list[Step], str | None]:
     """(steps, mutant) of a replay file."""
+    steps, iut = _load(path)
+    return steps, iut.mutant
+
+
+def _load(path: Path) -> tuple[list[Step], FuzzedIut]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise InvalidArgument(f"{path}: cannot read the replay file: {exc}") from exc
     if not isinstance(raw, dict) or raw.get("format") != FORMAT or not isinstance(raw.get("steps"), list):
         raise InvalidArgument(f"{path}: not an {FORMAT} file")
-    return [Step.from_json(step) for step in raw["steps"]], raw.get("mutant")
+    return [Step.from_json(step) for step in raw["steps"]], FuzzedIut.from_json(raw, path, role="router")
+
+
+@dataclass(frozen=True)
+class FailoverReplay:
+    failure: FailoverFailure | None
+    replayed: int
+    """Steps replayed."""
+    recorded_iut: FuzzedIut
+    """The router the failure was found against."""
+    against: FuzzedIut
+    """The router the replay ran against."""
+    other: bool = False
+    """``against`` is not the recorded router (replayed there by explicit request)."""
+
+    @property
+    def fixed(self) -> bool:
+        """The recorded router no longer fails (never said of another one)."""
+        return self.failure is None and not self.other
 
 
 # --------------------------------------------------------------------------- running a campaign
@@ -231,10 +256,12 @@ class FailoverResult:
     stats: FailoverStats
     failure: FailoverFailure | None
     saved: Path | None
+    iut: FuzzedIut = field(default_factory=lambda: FuzzedIut("router"))
+    """The router fuzzed (what the replay file records)."""
 
 
 def router_factory(mutant: str | None) -> Any:
-    if mutant is None or mutant in ("none", "reference"):
+    if mutant is None or mutant in CLEAN:
         return None
     from sdcp_conformance.mutants.router_catalogue import ROUTER_MUTANTS_BY_NAME
 
@@ -256,6 +283,7 @@ def run_failover_campaign(config: FailoverConfig,
     if config.target is not None and config.mutant is not None:
         raise InvalidArgument("--mutant runs the embedded reference router with a planted bug; not with --target")
     _quiet_logs()
+    iut = FuzzedIut.of("router", config.target, config.mutant)
     with LoopThread() as loop:
         env = loop.run(RouterEnvironment.start(config.target, app_factory=router_factory(config.mutant)), 120.0)
         try:
@@ -266,29 +294,31 @@ def run_failover_campaign(config: FailoverConfig,
             loop.run(env.stop(), 60.0)
     saved = None
     if failure is not None and config.out is not None:
-        saved = save_failure(config.out, failure, mutant=config.mutant, seed=config.seed)
-    return FailoverResult(runner.stats, failure, saved)
+        saved = save_failure(config.out, failure, iut=iut, seed=config.seed)
+    return FailoverResult(runner.stats, failure, saved, iut)
 
 
-def replay_failover(path: Path, *, target: TargetConfig | None = None,
-                    mutant: str | None = None) -> tuple[bool, FailoverFailure | None, int]:
-    """(fixed, failure, steps replayed) of a saved failure; the file's mutant applies unless overridden."""
-    steps, recorded = load_failure(path)
-    chosen = mutant if mutant is not None else (recorded if target is None else None)
+def replay_failover(path: Path, *, target: TargetConfig | None = None, mutant: str | None = None,
+                    other_iut: bool = False) -> FailoverReplay:
+    """Run a saved failure again against the router it failed against (the file's mutant applies unless another
+    is named); another router than the recorded one is refused with :class:`InvalidArgument` unless ``other_iut``."""
+    steps, recorded = _load(path)
+    against, other = replay_subject(recorded, path, role="router", target=target, mutant=mutant, other_iut=other_iut)
     _quiet_logs()
     with LoopThread() as loop:
-        env = loop.run(RouterEnvironment.start(target, app_factory=router_factory(chosen)), 120.0)
+        env = loop.run(RouterEnvironment.start(target, app_factory=router_factory(against.mutant)), 120.0)
         try:
             failure = replay_steps(loop, env, steps)
         finally:
             loop.run(env.stop(), 60.0)
-    return failure is None, failure, len(steps)
+    return FailoverReplay(failure, len(steps), recorded, against, other)
 
 
 __all__ = [
     "FORMAT",
     "FailoverConfig",
     "FailoverFailure",
+    "FailoverReplay",
     "FailoverResult",
     "FailoverRunner",
     "FailoverStats",

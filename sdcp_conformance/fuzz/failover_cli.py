@@ -3,8 +3,9 @@
 A campaign runs a number of examples (``--examples``) or for a time
 (``--budget``, in chunks of :data:`CHUNK` examples); the first violation is
 shrunk by Hypothesis and saved as a replay file, whose command is printed.
-``--replay FILE`` runs a saved schedule once and says ``fixed`` when it no
-longer fails. Exit status: 0 clean, 1 a violation (a PROFILE-level one only
+``--replay FILE`` runs a saved schedule once against the router it failed
+against and says ``fixed`` when it no longer fails (another router only with
+``--against-other-iut``, and then never ``fixed``). Exit status: 0 clean, 1 a violation (a PROFILE-level one only
 under ``--strict``), 130 interrupted.
 """
 
@@ -31,17 +32,17 @@ DEFAULT_EXAMPLES = 40
 
 def fuzz_router(console: Console, *, target: TargetConfig | None, replay_path: Path | None, budget: str | None,
                 examples: int | None, seed: int, database: Any, mutant: str | None, out: Path, strict: bool,
-                step_count: int) -> int:
+                step_count: int, other_iut: bool = False) -> int:
     """Run (or replay) the failover campaign; returns the exit status."""
     from sdcp_conformance.fuzz.campaign import parse_budget
+    from sdcp_conformance.fuzz.cli import replay_line
 
     if replay_path is not None:
-        fixed, failure, count = replay_failover(replay_path, target=target, mutant=mutant)
-        if fixed or failure is None:
-            console.print(f"[green]fixed[/green]: {replay_path} no longer fails ({count} steps replayed)")
+        replayed = replay_failover(replay_path, target=target, mutant=mutant, other_iut=other_iut)
+        console.print(replay_line(replayed, replay_path), highlight=False, soft_wrap=True)
+        if replayed.failure is None:
             return 0
-        console.print(f"[red]still fails[/red] ({failure.level}) after {len(failure.steps)} steps:")
-        _failure(console, failure)
+        _failure(console, replayed.failure)
         return 1
     steps = min(step_count, 10)
     try:
@@ -64,8 +65,7 @@ def fuzz_router(console: Console, *, target: TargetConfig | None, replay_path: P
     _failure(console, result.failure)
     if result.saved is not None:
         console.print(f"saved: {result.saved}", markup=False)
-        console.print(f"replay: sdcp-conformance fuzz --role router --replay {result.saved}", markup=False,
-                      soft_wrap=True)
+        console.print(f"replay: {result.iut.replay_command(result.saved)}", markup=False, soft_wrap=True)
     return 1 if strict or result.failure.level != "PROFILE" else 0
 
 

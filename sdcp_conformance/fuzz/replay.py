@@ -4,7 +4,9 @@ A stateful failure is its shrunk list of steps (rule names and arguments); a
 message failure is its recipe (resource, mutation and parameters). Neither
 depends on a seed or a Hypothesis version reproducing the same run: replaying
 runs the same steps against a fresh environment (the embedded reference, the
-recorded mutant, or ``--target``) and says whether it still fails.
+recorded mutant, or ``--target``) and says whether it still fails. The file
+names the IUT it failed against (:mod:`sdcp_conformance.fuzz.identity`) and
+the command that replays it there.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.fuzz.identity import FuzzedIut
 from sdcp_conformance.fuzz.steps import Step
 
 FORMAT = "sdcp-fuzz-replay/1"
@@ -29,31 +32,31 @@ class ReplayFile:
     steps: list[dict[str, Any]]
     message: str
     level: str
-    mutant: str | None = None
+    iut: FuzzedIut
+    """The IUT it failed against."""
     seed: int | None = None
+
+    @property
+    def mutant(self) -> str | None:
+        return self.iut.mutant
 
     def stateful_steps(self) -> list[Step]:
         return [Step.from_json(step) for step in self.steps]
 
     def to_json(self, path: Path) -> dict[str, Any]:
         return {"format": FORMAT, "kind": self.kind, "failure": self.message, "level": self.level,
-                "mutant": self.mutant, "seed": self.seed, "replay": replay_command(path, self.mutant),
+                **self.iut.to_json(), "seed": self.seed, "replay": self.iut.replay_command(path),
                 "steps": self.steps}
 
 
-def replay_command(path: Path, mutant: str | None = None) -> str:
-    extra = f" --mutant {mutant}" if mutant else ""
-    return f"sdcp-conformance fuzz --replay {path}{extra}"
-
-
 def save(folder: Path, kind: str, steps: Sequence[Mapping[str, Any]], message: str, level: str, *,
-         mutant: str | None = None, seed: int | None = None) -> Path:
-    """Write a replay file into ``folder``; returns its path."""
+         iut: FuzzedIut, seed: int | None = None) -> Path:
+    """Write a replay file of a failure against ``iut`` into ``folder``; returns its path."""
     folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    label = mutant or "iut"
+    label = iut.mutant or "iut"
     path = folder / f"{kind}-{label}-{stamp}-{len(list(folder.glob('*.json')))}.json"
-    record = ReplayFile(kind, [dict(step) for step in steps], message, level, mutant, seed)
+    record = ReplayFile(kind, [dict(step) for step in steps], message, level, iut, seed)
     path.write_text(json.dumps(record.to_json(path), indent=2, default=_jsonable) + "\n", encoding="utf-8")
     return path
 
@@ -69,7 +72,7 @@ def load(path: Path) -> ReplayFile:
     if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
         raise InvalidArgument(f"{path}: `steps` must be a list of objects")
     return ReplayFile(raw["kind"], steps, str(raw.get("failure", "")), str(raw.get("level", "")),
-                      raw.get("mutant"), raw.get("seed"))
+                      FuzzedIut.from_json(raw, path), raw.get("seed"))
 
 
 def _jsonable(value: Any) -> Any:
@@ -78,4 +81,4 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__} in a replay file")
 
 
-__all__ = ["FORMAT", "ReplayFile", "load", "replay_command", "save"]
+__all__ = ["FORMAT", "ReplayFile", "load", "save"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.fuzz.drafter_campaign import DrafterCampaignConfig, replay_drafter_file, run_drafter_campaign
 
 FINDS = {
@@ -43,4 +44,7 @@ def test_a_planted_bug_is_found_shrunk_and_replayed(mutant: str, tmp_path: Path)
     assert result.saved is not None
     again = replay_drafter_file(result.saved)
     assert not again.fixed and again.failure is not None and again.failure.row in rows
-    assert replay_drafter_file(result.saved, mutant="none").fixed
+    with pytest.raises(InvalidArgument, match="--against-other-iut"):
+        replay_drafter_file(result.saved, mutant="none")  # the clean reference is another drafter
+    elsewhere = replay_drafter_file(result.saved, mutant="none", other_iut=True)
+    assert elsewhere.failure is None and elsewhere.other and not elsewhere.fixed

@@ -17,13 +17,18 @@ def test_fuzz_command_runs_keeps_its_database_and_replays(tmp_path: Path) -> Non
     found = runner.invoke(main, ["fuzz", "--mutant", "skip-round-check", "--examples", "300", "--seed", "1",
                                  "--database", str(database), "--out", str(out)])
     assert found.exit_code == 1, found.output
-    assert "FAILURE" in found.output and "replay: sdcp-conformance fuzz --replay" in found.output
+    saved = next(out.glob("*.json")).resolve()
+    assert "FAILURE" in found.output
+    assert f"replay: sdcp-conformance fuzz --replay {saved} --mutant skip-round-check\n" in found.output
     assert database.is_dir()
-    saved = next(out.glob("*.json"))
     still = runner.invoke(main, ["fuzz", "--replay", str(saved)])
     assert still.exit_code == 1 and "still fails" in still.output
-    fixed = runner.invoke(main, ["fuzz", "--replay", str(saved), "--mutant", "none"])
-    assert fixed.exit_code == 0 and "fixed" in fixed.output
+    refused = runner.invoke(main, ["fuzz", "--replay", str(saved), "--mutant", "none"])
+    assert refused.exit_code == 2 and "--against-other-iut" in refused.output and "fixed" not in refused.output
+    elsewhere = runner.invoke(main, ["fuzz", "--replay", str(saved), "--mutant", "none", "--against-other-iut"])
+    assert elsewhere.exit_code == 0, elsewhere.output
+    assert "does not fail against the embedded reference verifier" in elsewhere.output
+    assert "fixed" not in elsewhere.output
 
 
 def test_a_flaky_drafter_campaign_fails_and_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

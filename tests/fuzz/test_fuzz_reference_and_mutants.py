@@ -6,10 +6,12 @@ Short, fixed-seed runs: the CI fuzz job. A vendor's long campaign is
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.fuzz.campaign import CampaignConfig, replay_file, run_campaign
 from sdcp_conformance.fuzz.messages import MessageStats
 from sdcp_conformance.fuzz.stateful import FuzzStats
@@ -74,9 +76,27 @@ def test_the_fuzzer_fails_a_refusal_that_commits_and_a_load_blind_escalation(mut
 
 
 def test_a_failure_that_no_longer_fails_is_reported_fixed(tmp_path: Path) -> None:
+    """``fixed`` is said of the IUT that failed: the steps of a failure recorded against the embedded reference
+    (here the mutant's, as if the reference had had its bug) no longer fail it."""
     result = run_campaign(CampaignConfig(mutant="skip-round-check", examples=300, seed=1, out=tmp_path))
     assert result.saved is not None
-    assert replay_file(result.saved, mutant="none").fixed
+    recorded = json.loads(result.saved.read_text(encoding="utf-8"))
+    assert recorded["mutant"] == "skip-round-check" and recorded["embedded"] is True
+    recorded["mutant"] = None
+    as_reference = tmp_path / "as-reference.json"
+    as_reference.write_text(json.dumps(recorded), encoding="utf-8")
+    replayed = replay_file(as_reference)
+    assert replayed.failure is None and replayed.fixed and not replayed.other
+
+
+def test_a_mutant_failure_against_the_clean_reference_is_refused_or_not_called_fixed(tmp_path: Path) -> None:
+    result = run_campaign(CampaignConfig(mutant="skip-round-check", examples=300, seed=1, out=tmp_path))
+    assert result.saved is not None
+    with pytest.raises(InvalidArgument, match=r"skip-round-check.*--against-other-iut"):
+        replay_file(result.saved, mutant="none")
+    elsewhere = replay_file(result.saved, mutant="none", other_iut=True)
+    assert elsewhere.failure is None and elsewhere.other and not elsewhere.fixed
+    assert elsewhere.against.mutant is None and elsewhere.recorded_iut.mutant == "skip-round-check"
 
 
 def test_the_message_fuzzer_finds_no_5xx_in_the_reference(tmp_path: Path) -> None:

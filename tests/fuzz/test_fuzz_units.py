@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from sdcp_conformance.errors import InvalidArgument, MalformedMessage
 from sdcp_conformance.fuzz import hostile, replay
 from sdcp_conformance.fuzz.campaign import parse_budget
+from sdcp_conformance.fuzz.identity import FuzzedIut
 from sdcp_conformance.fuzz.model import truncate
 from sdcp_conformance.fuzz.steps import Step
 from sdcp_conformance.protocol.codec import decode, encode
@@ -56,11 +58,48 @@ def test_a_bad_budget_is_refused() -> None:
 
 def test_replay_files_keep_the_steps_and_the_command(tmp_path: Path) -> None:
     steps = [Step("open", {"rule": 1, "stop_at": None}), Step("propose", {"s": 0, "kind": "valid"})]
-    path = replay.save(tmp_path, "stateful", [step.to_json() for step in steps], "boom", "FAILED", mutant="x")
+    path = replay.save(tmp_path, "stateful", [step.to_json() for step in steps], "boom", "FAILED",
+                       iut=FuzzedIut(mutant="x"))
     loaded = replay.load(path)
     assert loaded.stateful_steps() == steps
-    assert loaded.mutant == "x" and loaded.message == "boom"
-    assert f"--replay {path}" in path.read_text()
+    assert loaded.mutant == "x" and loaded.message == "boom" and loaded.iut == FuzzedIut("verifier", "x")
+    assert json.loads(path.read_text())["replay"] == f"sdcp-conformance fuzz --replay {path.resolve()} --mutant x"
+
+
+def test_a_replay_file_from_before_the_iut_was_recorded_is_the_embedded_reference_s(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"format": replay.FORMAT, "kind": "stateful", "failure": "boom", "level": "FAILED",
+                                "mutant": "x", "seed": 1, "replay": "sdcp-conformance fuzz --replay old.json",
+                                "steps": [Step("open", {"rule": 1}).to_json()]}))
+    loaded = replay.load(path)
+    assert loaded.iut.embedded and loaded.iut.role == "verifier" and loaded.mutant == "x"
+
+
+def test_the_replay_command_names_the_role_and_the_target() -> None:
+    drafter = FuzzedIut("drafter", target="/t/my target.toml", base_uri="https://d/", certificate="sha256:00")
+    assert drafter.replay_command(Path("/f/x.json")) == \
+        "sdcp-conformance fuzz --role drafter --replay /f/x.json --target '/t/my target.toml'"
+
+
+@pytest.mark.parametrize(("other", "reason"), [
+    (FuzzedIut(), "without --target it would run the embedded reference verifier"),
+    (FuzzedIut(target="/u.toml", base_uri="https://v2/", certificate="sha256:aa"), "names another IUT, https://v2/"),
+    (FuzzedIut(target="/u.toml", base_uri="https://v/", certificate="sha256:bb"), "another certificate, sha256:bb"),
+    (FuzzedIut(target="/u.toml", base_uri="https://v/", certificate=None), "presented no certificate"),
+])
+def test_another_iut_than_the_recorded_target_is_told_apart(other: FuzzedIut, reason: str) -> None:
+    recorded = FuzzedIut(target="/t.toml", base_uri="https://v/", certificate="sha256:aa")
+    found = recorded.difference(other)
+    assert found is not None and reason in found
+    assert recorded.difference(FuzzedIut(target="/elsewhere/copy.toml", base_uri="https://v/",
+                                         certificate="sha256:aa")) is None  # the same IUT, named by another file
+
+
+def test_the_embedded_reference_is_told_apart_by_its_planted_bug() -> None:
+    assert FuzzedIut(mutant="x").difference(FuzzedIut(mutant="x")) is None
+    assert FuzzedIut(mutant="x").difference(FuzzedIut()) is not None
+    assert FuzzedIut(mutant="x").difference(FuzzedIut(mutant="y")) is not None
+    assert FuzzedIut().difference(FuzzedIut(target="/t.toml", base_uri="https://v/")) is not None
 
 
 def test_a_file_of_another_format_is_refused(tmp_path: Path) -> None:

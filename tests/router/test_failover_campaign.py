@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.fuzz.failover_campaign import (
     FailoverConfig,
     load_failure,
@@ -30,10 +33,13 @@ def test_fence_order_mutant_is_found_with_a_short_history_that_replays(tmp_path:
     assert result.saved is not None
     steps, mutant = load_failure(result.saved)
     assert mutant == "resume-before-fence" and steps == failure.steps
-    fixed, again, _ = replay_failover(result.saved)
-    assert not fixed and again is not None and again.message.startswith("R-6.9-FENCE-FIRST")
-    fixed, _, count = replay_failover(result.saved, mutant="none")
-    assert fixed and count == len(steps)
+    again = replay_failover(result.saved)
+    assert not again.fixed and again.failure is not None and again.failure.message.startswith("R-6.9-FENCE-FIRST")
+    with pytest.raises(InvalidArgument, match="--against-other-iut"):
+        replay_failover(result.saved, mutant="none")  # the clean reference router is another router
+    elsewhere = replay_failover(result.saved, mutant="none", other_iut=True)
+    assert elsewhere.failure is None and elsewhere.other and not elsewhere.fixed
+    assert elsewhere.replayed == len(steps)
 
 
 def test_resume_record_mutant_is_found_with_a_short_history() -> None:
