@@ -160,6 +160,17 @@ class IgnoreMInit(MutantSession):
         return state
 
 
+class AcceptMInitZero(MutantSession):
+    def assign(self, assignment: Assignment) -> SessionState:
+        """Bug: m_init 0 is taken like any other value (no P1-DRF-2 check): the limit becomes min(m_max, 0) = 0,
+        so every proposal gets 422 sdcp-limit until a valid assignment replaces it."""
+        if assignment.m_init >= 1:
+            return super().assign(assignment)
+        state = super().assign(assignment.replace(m_init=1))
+        self.control.m_cap = self.control.m_ceiling = 0
+        return state
+
+
 # ---------------------------------------------------------------------- q preconditions
 
 
@@ -476,6 +487,7 @@ __all__ = [
     "AcceptAfterFinish",
     "AcceptAnyDrafter",
     "AcceptExtraPosition",
+    "AcceptMInitZero",
     "AcceptZeroQ",
     "AcceptedAfterTruncation",
     "BonusFromPA",
