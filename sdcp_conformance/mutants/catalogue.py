@@ -118,6 +118,9 @@ MUTANTS_LIST: tuple[Mutant, ...] = (
            session=sessions.LimitOffByOne, profile_only=True),
     Mutant("ignore-m-init", "limits", "before the first verdict the limit is m_max, not m_init",
            "6.2, P1-CTL-1", _LIMIT, session=sessions.IgnoreMInit, profile_only=True),
+    Mutant("limit-keeps-m-init", "limits", "after a reduce the limit enforced stays min(m_max, m_init); the "
+           "verdict's lower m_cap is reported, not enforced", "6.2, 6.5.2", _LIMIT,
+           session=sessions.LimitKeepsMInit),
     Mutant("accept-m-init-zero", "limits", "an assignment with m_init 0 is accepted (limit 0: every proposal gets "
            "422 sdcp-limit until a valid assignment)", "P1-DRF-2", _M_INIT_ZERO, session=sessions.AcceptMInitZero,
            profile_only=True),

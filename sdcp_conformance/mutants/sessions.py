@@ -171,6 +171,18 @@ class AcceptMInitZero(MutantSession):
         return state
 
 
+class LimitKeepsMInit(MutantSession):
+    def _check_limits(self, proposal: Proposal) -> None:
+        """Bug: the limit enforced stays min(m_max, m_init) of the assignment; the lower m_cap a reduce set (and
+        each restore step after it) is reported in the verdicts but never enforced."""
+        reported = self.control.m_cap
+        self.control.m_cap = self.control.m_ceiling
+        try:
+            super()._check_limits(proposal)
+        finally:
+            self.control.m_cap = reported
+
+
 # ---------------------------------------------------------------------- q preconditions
 
 
@@ -499,6 +511,7 @@ __all__ = [
     "IgnoreMInit",
     "IgnoreReassignment",
     "JNotReset",
+    "LimitKeepsMInit",
     "LimitOffByOne",
     "MaxNewOffByOne",
     "NeverEscalate",

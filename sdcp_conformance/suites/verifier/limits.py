@@ -7,7 +7,9 @@ the limit fails (the contract's m_max and the verdict's m_cap bound M, and
 Table 2 names the refusal); refusing it with another 4xx is NON-STRICT. A
 refused proposal must change nothing: a proposal of exactly the limit for
 the same round is then verified. An accepted assignment with m_init 0 is one
-finding, P1-DRF-2 (LIMITS-006, P1-JUDGE-4).
+finding, P1-DRF-2 (LIMITS-006, P1-JUDGE-4). The states where the verdict's
+m_cap and the assignment's m_init part (after a reduce, a restore, a new
+assignment) are driven in ``limit_readings.py``.
 """
 
 from __future__ import annotations
