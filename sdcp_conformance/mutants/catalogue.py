@@ -71,6 +71,8 @@ _UNKNOWN_KEY = ('A contract that contains a key not defined by this document MUS
 _STATUS = "Each instance reports status at intervals shorter than its ttl_ms."
 _STATUS_ROLE = "instance: tstr, role: 1 / 2, ; 1 drafter, 2 verifier"
 _LIMIT_CHANGES_NOTHING = "A proposal over the limit gets 422 `sdcp-limit` and changes nothing."
+_M_INIT_ZERO = ("a drafter answers an assignment with `m_init` 0 with 400 `sdcp-bad-message`, and so does a verifier "
+                "receiving one in `PUT sessions/{id}/drafter`.")
 
 MUTANTS_LIST: tuple[Mutant, ...] = (
     # authorization
@@ -116,6 +118,12 @@ MUTANTS_LIST: tuple[Mutant, ...] = (
            session=sessions.LimitOffByOne, profile_only=True),
     Mutant("ignore-m-init", "limits", "before the first verdict the limit is m_max, not m_init",
            "6.2, P1-CTL-1", _LIMIT, session=sessions.IgnoreMInit, profile_only=True),
+    Mutant("limit-keeps-m-init", "limits", "after a reduce the limit enforced stays min(m_max, m_init); the "
+           "verdict's lower m_cap is reported, not enforced", "6.2, 6.5.2", _LIMIT,
+           session=sessions.LimitKeepsMInit),
+    Mutant("accept-m-init-zero", "limits", "an assignment with m_init 0 is accepted (limit 0: every proposal gets "
+           "422 sdcp-limit until a valid assignment)", "P1-DRF-2", _M_INIT_ZERO, session=sessions.AcceptMInitZero,
+           profile_only=True),
     # q preconditions
     Mutant("draw-before-q-check", "q-preconditions",
            "checks q[i](x[i]) = 0 lazily, after drawing r for position i (positions after a rejection never)",

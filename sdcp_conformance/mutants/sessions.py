@@ -160,6 +160,29 @@ class IgnoreMInit(MutantSession):
         return state
 
 
+class AcceptMInitZero(MutantSession):
+    def assign(self, assignment: Assignment) -> SessionState:
+        """Bug: m_init 0 is taken like any other value (no P1-DRF-2 check): the limit becomes min(m_max, 0) = 0,
+        so every proposal gets 422 sdcp-limit until a valid assignment replaces it."""
+        if assignment.m_init >= 1:
+            return super().assign(assignment)
+        state = super().assign(assignment.replace(m_init=1))
+        self.control.m_cap = self.control.m_ceiling = 0
+        return state
+
+
+class LimitKeepsMInit(MutantSession):
+    def _check_limits(self, proposal: Proposal) -> None:
+        """Bug: the limit enforced stays min(m_max, m_init) of the assignment; the lower m_cap a reduce set (and
+        each restore step after it) is reported in the verdicts but never enforced."""
+        reported = self.control.m_cap
+        self.control.m_cap = self.control.m_ceiling
+        try:
+            super()._check_limits(proposal)
+        finally:
+            self.control.m_cap = reported
+
+
 # ---------------------------------------------------------------------- q preconditions
 
 
@@ -476,6 +499,7 @@ __all__ = [
     "AcceptAfterFinish",
     "AcceptAnyDrafter",
     "AcceptExtraPosition",
+    "AcceptMInitZero",
     "AcceptZeroQ",
     "AcceptedAfterTruncation",
     "BonusFromPA",
@@ -487,6 +511,7 @@ __all__ = [
     "IgnoreMInit",
     "IgnoreReassignment",
     "JNotReset",
+    "LimitKeepsMInit",
     "LimitOffByOne",
     "MaxNewOffByOne",
     "NeverEscalate",

@@ -1,7 +1,7 @@
 """The harness's side of ordinary verifier conversations, shared by the cases; declares no case.
 
-Opening and assigning sessions, the valid round that shows a refused request
-changed nothing, the 409 state check, the commit log as the harness's cache
+Opening and assigning sessions, the valid round that shows an earlier request
+(refused, or accepted) left the session able to go on, the 409 state check, the commit log as the harness's cache
 holds it, events at the harness's router, finished and failed sessions, and
 output checks. Each helper computes what it expects from the harness's own
 tracked session (digests recomputed from tokens, greedy tokens from the
@@ -22,6 +22,7 @@ from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation, next_logits
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.messages import Event, Output, SessionState, Verdict
+from sdcp_conformance.protocol.problems import ProblemType
 
 # ---------------------------------------------------------------------- sessions
 
@@ -34,22 +35,39 @@ async def started(ctx: CaseContext, model: str = "bigram", *, prompt: Sequence[i
     return session
 
 
-async def still_works(ctx: CaseContext, session: TrackedSession, what: str, count: int = 1) -> Verdict:
-    """After a refused request nothing changed: the next valid round at the tracked state is verified (§6.3).
+async def still_works(ctx: CaseContext, session: TrackedSession, what: str, count: int = 1, *,
+                      earlier: str = "the requests before it", limit_row: str | None = None) -> Verdict:
+    """The session still goes on: the next valid round at the tracked state is verified (§6.3).
 
-    P1-JUDGE-2: a refusal that committed anyway, or left the session unable to
-    go on, is FAILED here whatever the refusal looked like.
+    ``earlier`` names the request this round follows and what became of it, as the case saw it ("the refused
+    proposal of M = 4", "the accepted PUT …/drafter with m_init 0"): a finding quotes it, and P1-JUDGE-4 has
+    findings never call an accepted request refused (the default names no outcome, for callers that do not
+    say). P1-JUDGE-2: a refusal that committed anyway, or left the session unable to go on, is FAILED here
+    whatever the refusal looked like; so is a session that an accepted request left unable to go on.
+    ``limit_row``: the case computed that ``count`` is within the limit, so a 422 ``sdcp-limit`` for this round is
+    a wrong limit, judged there, not a changed session.
     """
     tokens = ctx.greedy(session, count + 1)
     answer = await ctx.propose(session, tokens[:count])
+    if not answer.ok and limit_row is not None and answer.problem_type is ProblemType.LIMIT:
+        ctx.fail(f"{what}: a valid proposal of M = {count} for round {session.round + 1} {answer.refused()}, "
+                 "though M is within the limit", row=limit_row, expected=[f"a verdict for M = {count}"],
+                 actual=answer.describe())
     if not answer.ok:
         ctx.fail(f"{what}: afterwards a valid proposal for round {session.round + 1} at base "
-                 f"{len(session.output)} {answer.refused()}, so the refused request changed the session",
+                 f"{len(session.output)} {answer.refused()}, so {earlier} left the session unable to go on from "
+                 "the state the IUT's own answers gave it",
                  row="R-6.3-STEPS", actual=answer.describe())
     verdict = session.verdicts[session.round]
     ctx.check(list(verdict.emitted) == tokens, f"{what}: the follow-up round did not commit the greedy tokens",
               row="R-6.3-STEPS", expected=str(tokens), actual=str(list(verdict.emitted)))
     return verdict
+
+
+def outcome(answer: Answer) -> str:
+    """What became of a request, for ``still_works(earlier=…)``: ``was accepted (200)``, ``was refused (…)`` or
+    ``was not answered (…)`` (P1-JUDGE-3, P1-JUDGE-4: neither a timeout nor an acceptance is called a refusal)."""
+    return f"was accepted ({answer.status})" if answer.ok else answer.refused()
 
 
 def state_of(ctx: CaseContext, answer: Answer, what: str) -> SessionState:
@@ -296,6 +314,7 @@ __all__ = [
     "events_of",
     "failed_session",
     "finished_session",
+    "outcome",
     "rejecting_token",
     "require_nothing_committed",
     "started",

@@ -6,7 +6,10 @@ m_cap the IUT itself reported in its last verdict. Accepting a proposal over
 the limit fails (the contract's m_max and the verdict's m_cap bound M, and
 Table 2 names the refusal); refusing it with another 4xx is NON-STRICT. A
 refused proposal must change nothing: a proposal of exactly the limit for
-the same round is then verified.
+the same round is then verified. An accepted assignment with m_init 0 is one
+finding, P1-DRF-2 (LIMITS-006, P1-JUDGE-4). The states where the verdict's
+m_cap and the assignment's m_init part (after a reduce, a restore, a new
+assignment) are driven in ``limit_readings.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.suites.verifier.conversation import still_works
+from sdcp_conformance.suites.verifier.conversation import outcome, still_works
 
 DRAFT_M = ("generates M tokens, with 1 <= M <= min(m_max, m_cap), where m_cap is the limit from the last verdict "
            "(m_init before the first).")
@@ -32,7 +35,8 @@ async def _over_then_at(ctx: CaseContext, session: TrackedSession, limit: int, w
     """M = limit + 1 is refused with 422 sdcp-limit; then M = limit for the same round is verified."""
     answer = await ctx.propose(session, ctx.greedy(session, limit + 1))
     ctx.expect_refusal(answer, ctx.case.primary_row, what=f"{what}: M = {limit + 1} over the limit {limit}")
-    await still_works(ctx, session, f"{what}: M = {limit}, exactly the limit, for the same round", count=limit)
+    await still_works(ctx, session, f"{what}: M = {limit}, exactly the limit, for the same round", count=limit,
+                      earlier=f"the proposal of M = {limit + 1}, which {outcome(answer)},")
 
 
 @CATALOGUE.case("VER-6.2-LIMITS-001", area="limits", section="6.2", quote=f"{DRAFT_M} ... {TABLE2} ... {CTL1}",
@@ -103,14 +107,43 @@ async def new_assignment_resets_limit(ctx: CaseContext) -> None:
                 quote="`m_init` and `m_cap` are at least 1; the router sends max(1, min(m_max, m_init)); a drafter "
                       "answers an assignment with `m_init` 0 with 400 `sdcp-bad-message`, and so does a verifier "
                       "receiving one in `PUT sessions/{id}/drafter`.",
-                level=Level.PROFILE, profile=("P1-DRF-2",), rows=("P1-DRF-2/M-INIT-ZERO",))
+                level=Level.PROFILE, profile=("P1-DRF-2", "P1-CTL-1", "P1-JUDGE-4"),
+                rows=("P1-DRF-2/M-INIT-ZERO", LIMIT_ROW))
 async def m_init_zero(ctx: CaseContext) -> None:
-    """A PUT drafter with m_init 0 is 400 sdcp-bad-message, and the earlier assignment stays in force."""
+    """A PUT drafter with m_init 0 is 400 sdcp-bad-message, and the earlier assignment stays in force.
+
+    D-JUDGE-M-INIT-ZERO (P1-JUDGE-4, one cause, one finding): a verifier that accepts the assignment deviates
+    once, from P1-DRF-2 (NON-STRICT). What it then does consistently with the assignment it accepted is not
+    judged again: its limit is min(m_max, 0) = 0 (P1-CTL-1), so the next proposal (M = 1) is over it and 422
+    sdcp-limit is what §6.2 and Table 2 say for it; a verifier that took m_init 0 as 1 (P1-DRF-2's max(1, …))
+    verifies it. Any other answer to that proposal is judged as the refusal of an over-limit proposal
+    (R-6.2-LIMIT). A valid assignment then replaces the accepted one, and the session must go on.
+    """
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
-    ctx.expect_refusal(await ctx.assign(session, m_init=0), "P1-DRF-2/M-INIT-ZERO",
-                       what="PUT sessions/{id}/drafter with m_init 0")
-    await still_works(ctx, session, "the round after the refused assignment")
+    answer = await ctx.assign(session, m_init=0)
+    ctx.expect_refusal(answer, "P1-DRF-2/M-INIT-ZERO", what="PUT sessions/{id}/drafter with m_init 0")
+    if not answer.ok:
+        await still_works(ctx, session, "the round after the assignment with m_init 0",
+                          earlier=f"the PUT …/drafter with m_init 0, which {outcome(answer)},")
+        return
+    await _after_accepted_m_init_zero(ctx, session)
+
+
+async def _after_accepted_m_init_zero(ctx: CaseContext, session: TrackedSession) -> None:
+    """The IUT accepted m_init 0: M = 1 is over the limit it accepted, or verified by a clamp to 1; then a valid
+    assignment (m_init 4) replaces it and the session goes on."""
+    accepted = "the accepted PUT …/drafter with m_init 0"
+    what = f"the first proposal (M = 1) after {accepted}"
+    answer = await ctx.propose(session, ctx.greedy(session, 1))
+    if answer.ok:
+        ctx.note(f"{what} was verified: the IUT took m_init 0 as 1, consistent with the assignment it accepted")
+    elif ctx.expect_refusal(answer, LIMIT_ROW, what=f"{what}, over the limit min(m_max, 0) = 0 it accepted"):
+        ctx.note(f"{what} got 422 sdcp-limit: consistent with the limit 0 the IUT accepted (P1-JUDGE-4: not judged "
+                 "again)")
+    await ctx.assign_ok(session, m_init=4)
+    await still_works(ctx, session, "the round after a valid assignment (m_init 4) replaced the accepted m_init 0",
+                      earlier=f"{accepted}, and the valid one that replaced it,")
 
 
 @CATALOGUE.case("VER-6.2-LIMITS-007", area="limits", section="6.2, 5.2",
@@ -120,5 +153,7 @@ async def empty_proposal(ctx: CaseContext) -> None:
     """A proposal of M = 0 tokens is refused (400 sdcp-bad-message or 422 sdcp-limit) and commits nothing."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
-    ctx.expect_refusal(await ctx.propose(session, []), "R-6.2-EMPTY", what="a proposal with no tokens")
-    await still_works(ctx, session, "the round after the empty proposal")
+    answer = await ctx.propose(session, [])
+    ctx.expect_refusal(answer, "R-6.2-EMPTY", what="a proposal with no tokens")
+    await still_works(ctx, session, "the round after the empty proposal",
+                      earlier=f"the empty proposal, which {outcome(answer)},")
