@@ -9,9 +9,9 @@ and stops, enough to hold the load average at ``--hog-factor`` times the
 core count), and prints per role: runs, verdict flips (a case whose verdict
 differs between runs), the wall time of each run, and every case that was not
 PASSED with its findings. ``--goaway`` adds verifier runs behind the
-hypercorn-like keep-alive limit (``serve verifier --goaway-after N``:
-GOAWAY(NO_ERROR) naming a last stream, the admitted streams abandoned, later
-frames answered with GOAWAY(PROTOCOL_ERROR)).
+hypercorn-like keep-alive limit (``keepalive_verifier.py``: GOAWAY(NO_ERROR)
+naming a last stream, the admitted streams abandoned, later frames answered
+with GOAWAY(PROTOCOL_ERROR)); every other run of it is busy too.
 
     python benchmarks/bench_verdict_stability.py [--runs 10] [--roles verifier,drafter,router] [--goaway 2]
 
@@ -69,13 +69,18 @@ def _ready(process: subprocess.Popen[str]) -> str:
 
 
 @contextlib.contextmanager
-def served(role: str, folder: Path, extra: list[str]) -> Iterator[Path]:
-    """``pki init FOLDER --iut ROLE`` and its printed ``serve`` command as a child; yields the target file."""
+def served(role: str, folder: Path, keepalive: int | None) -> Iterator[Path]:
+    """``pki init FOLDER --iut ROLE`` and its printed ``serve`` command as a child (or, with ``keepalive``, the
+    reference verifier behind the hypercorn-like keep-alive limit, ``keepalive_verifier.py``); yields the target
+    file."""
     made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", role], capture_output=True, text=True,
                           timeout=120, check=True)
     printed = next(line.strip() for line in made.stdout.splitlines()
                    if line.strip().startswith(f"sdcp-conformance serve {role}"))
-    command = [*CLI, *shlex.split(printed)[1:], *extra]
+    command = [*CLI, *shlex.split(printed)[1:]]
+    if keepalive is not None:
+        command = [sys.executable, str(Path(__file__).with_name("keepalive_verifier.py")), "--target",
+                   str(folder / "target.toml"), "--goaway-after", str(keepalive)]
     with (folder / "serve.log").open("w") as log:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
         try:
@@ -119,6 +124,10 @@ def certify(target: Path, reports: Path, seed: int) -> tuple[int, dict[str, Any]
     report = json.loads(found.read_text(encoding="utf-8")) if found.exists() else {}
     if not report:
         print(f"    no report (exit {done.returncode}): {done.stderr.strip()[-400:]}")
+    lost = sum(1 for case in report.get("results", []) for finding in case.get("findings", [])
+               if finding.get("row") == "P1-JUDGE-6/LOST-ANSWER")
+    if lost:
+        print(f"    {lost} lost answer(s) resent (P1-JUDGE-6, INFORMATIONAL)")
     return done.returncode, report, took, os.getloadavg()[0]
 
 
@@ -132,14 +141,14 @@ def _bad_cases(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def run_role(role: str, runs: int, hog_factor: float, seed: int, extra: list[str], label: str) -> bool:
+def run_role(role: str, runs: int, hog_factor: float, seed: int, keepalive: int | None, label: str) -> bool:
     verdicts: dict[str, set[str]] = defaultdict(set)
     walls: dict[bool, list[float]] = {False: [], True: []}
     statuses: list[str] = []
     clean = True
     with tempfile.TemporaryDirectory(prefix=f"stability-{role}-") as tmp:
         folder = Path(tmp) / "pki"
-        with served(role, folder, extra) as target:
+        with served(role, folder, keepalive) as target:
             for index in range(runs):
                 busy = index % 2 == 1
                 with Hog(hog_factor) if busy else contextlib.nullcontext():
@@ -177,11 +186,10 @@ def main() -> int:
     args = parser.parse_args()
     ok = True
     for role in [name.strip() for name in args.roles.split(",") if name.strip()]:
-        ok &= run_role(role, args.runs, args.hog_factor, args.seed, [], role)
+        ok &= run_role(role, args.runs, args.hog_factor, args.seed, None, role)
     if args.goaway:
-        ok &= run_role("verifier", args.goaway, args.hog_factor, args.seed,
-                       ["--goaway-after", str(args.goaway_after)], f"verifier behind GOAWAY every "
-                       f"{args.goaway_after} requests")
+        ok &= run_role("verifier", args.goaway, args.hog_factor, args.seed, args.goaway_after,
+                       f"verifier behind a keep-alive limit of {args.goaway_after} requests")
     print("stable" if ok else "NOT stable")
     return 0 if ok else 1
 

@@ -83,6 +83,12 @@ class ProbeResult:
         return self.outcome is ProbeOutcome.STALLED
 
     @property
+    def server_certificate_rejected(self) -> bool:
+        """The handshake failed because the probing client (the harness) could not verify the IUT's certificate
+        against the CA: the harness refused the IUT, not the other way round."""
+        return self.refused and self.detail.startswith(ssl.SSLCertVerificationError.__name__)
+
+    @property
     def http1_status(self) -> int | None:
         """The status code if the reply starts like an HTTP/1.x status line."""
         head = self.data.split(b"\r\n", 1)[0].split()

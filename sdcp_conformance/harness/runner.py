@@ -232,12 +232,22 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
 LOST_ROW = "P1-JUDGE-6/LOST-ANSWER"
 
 
+LOST_SHOWN = 3
+"""How many lost answers the finding quotes (the transcript holds every one)."""
+
+
 def _note_lost_answers(context: JudgedContext) -> None:
-    """P1-JUDGE-6: each request the IUT admitted and never answered because its connection ended, and that the
-    harness sent again, is one INFORMATIONAL transport finding (RFC 9113 §6.8), never a deviation."""
-    for lost in context.transcript.lost_answers:
-        context.informational(f"RFC 9113 §6.8: the connection ended with a request admitted and unanswered; as a "
-                              f"conformant client the harness sent it again (P1-JUDGE-6): {lost}", row=LOST_ROW)
+    """P1-JUDGE-6: the requests the IUT admitted and never answered because their connection ended, each sent
+    again by the harness, are one INFORMATIONAL transport finding (RFC 9113 §6.8) for the case — one cause, one
+    finding (P1-JUDGE-4) — quoting the first few; never a deviation."""
+    lost = list(context.transcript.lost_answers)
+    if not lost:
+        return
+    more = len(lost) - LOST_SHOWN
+    context.informational(f"RFC 9113 §6.8: {len(lost)} request(s) the IUT admitted were left unanswered when their "
+                          "connection ended; as a conformant client the harness sent each again on a new connection "
+                          f"(P1-JUDGE-6): {'; '.join(lost[:LOST_SHOWN])}{f'; and {more} more' if more > 0 else ''}",
+                          row=LOST_ROW)
 
 
 def needs_rerun(result: CaseResult) -> bool:

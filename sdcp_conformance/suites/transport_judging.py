@@ -7,7 +7,7 @@ from collections.abc import Awaitable
 
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import JudgedContext
-from sdcp_conformance.harness.probes import ProbeResult
+from sdcp_conformance.harness.probes import ProbeOutcome, ProbeResult
 from sdcp_conformance.transport.failures import Stage
 from sdcp_conformance.transport.tls import names_party
 
@@ -69,6 +69,33 @@ async def require_served(ctx: JudgedContext, control: Awaitable[Answer], what: s
     return answer
 
 
+def judge_alpn_probe(ctx: JudgedContext, result: ProbeResult, who: str) -> None:
+    """A valid client offering h2 and http/1.1 must get a TLS 1.3 handshake that selects h2 (§5.1, P1-TLS-1).
+
+    P1-JUDGE-4: a probe that got no handshake at all (nothing accepted TCP, or the handshake stalled) is outside
+    this case's subject: INCOMPLETE, naming it. A handshake the harness broke off because it could not verify
+    ``who``'s certificate is said as such, not as a valid client refused."""
+    ctx.note(f"ALPN probe: {result.describe()}")
+    if result.stalled or result.outcome is ProbeOutcome.UNREACHABLE:
+        ctx.incomplete(f"a valid client offering h2 and http/1.1 got no handshake to judge: {result.describe()}")
+    if result.server_certificate_rejected:
+        ctx.fail(f"the harness could not verify {who}'s own certificate against the CA ({result.describe()}), so no "
+                 "party can authenticate it: mutual certificate authentication is REQUIRED", row="R-5.1-MTLS",
+                 expected=["a server certificate that chains to the CA"], actual=result.describe())
+    ctx.require(result.handshake_ok, f"{who} refused a valid client offering h2 and http/1.1: {result.describe()}",
+                row="R-5.1-MTLS", expected="handshake with ALPN h2", actual=result.describe())
+    ctx.require(result.tls_version == "TLSv1.3", f"the handshake negotiated {result.tls_version}, not TLS 1.3",
+                row="R-5.1-MTLS", expected="TLSv1.3", actual=str(result.tls_version))
+    if result.alpn == "h2":
+        return
+    if result.alpn is None:
+        ctx.deviate("P1-TLS-1/H2", f"{who} selected no ALPN protocol; P1-TLS-1 speaks HTTP/2 over TLS, which ALPN h2 "
+                    "names (RFC 9113 §3.2)", expected=["ALPN h2"], actual="no ALPN")
+        return
+    ctx.fail(f"{who} selected ALPN {result.alpn!r}; HTTP/2 or HTTP/3 is REQUIRED", row="R-5.1-MTLS",
+             expected=["ALPN h2"], actual=str(result.alpn))
+
+
 OWN_CERTIFICATE = ("Every party is identified by the URI SAN of its TLS certificate, which equals its base URI "
                    "(scheme, host, port, path, trailing `/`).")
 
@@ -91,5 +118,6 @@ async def judge_own_certificate(ctx: JudgedContext, control: Awaitable[Answer], 
                 expected=[base_uri], actual=", ".join(uris) or "no URI SAN")
 
 
-__all__ = ["HANDSHAKE_REFUSALS", "HTTP1_ACCEPTABLE", "OWN_CERTIFICATE", "judge_http1", "judge_own_certificate",
+__all__ = ["HANDSHAKE_REFUSALS", "HTTP1_ACCEPTABLE", "OWN_CERTIFICATE", "judge_alpn_probe", "judge_http1",
+           "judge_own_certificate",
            "require_served"]

@@ -104,6 +104,9 @@ class Mode(enum.Enum):
     """Presents a server certificate from a CA the harness does not trust."""
     GRACEFUL_GOAWAY = "graceful-goaway"
     """Conformant: GOAWAY(NO_ERROR) every ``goaway_every`` streams, then answers every stream it named."""
+    LATE_END_STREAM = "late-end-stream"
+    """Conformant: each answer's HEADERS and whole body (its declared content-length) at once, and the END_STREAM
+    ``late_s`` later in an empty DATA frame — a loaded server flushing its last frame late."""
     KEEPALIVE_LIMIT = "keepalive-limit"
     """Conformant, as hypercorn 0.18 on its default settings ends a connection after ``keep_alive_max_requests``:
     when a request beyond ``goaway_every`` arrives, h2's own ``close_connection()`` (GOAWAY(NO_ERROR) naming the
@@ -174,10 +177,11 @@ _INNER_MODES = frozenset({Mode.WRONG_MEDIA_TYPE, Mode.NO_CLIENT_CERT_REQUEST, Mo
                           Mode.SHUTDOWN_NOTICE, Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW,
                           Mode.CLOSE_WHEN_IDLE, Mode.PUSH_PROMISE, Mode.RESET_AFTER_ANSWER, Mode.LONG_HEADERS,
                           Mode.BODY_OVER_DECLARED, Mode.BODY_UNDER_DECLARED, Mode.CONNECTION_HEADER,
-                          Mode.KEEPALIVE_LIMIT})
+                          Mode.KEEPALIVE_LIMIT, Mode.LATE_END_STREAM})
 CONFORMANT = frozenset({Mode.GRACEFUL_GOAWAY, Mode.INFORMATIONAL_FIRST, Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES,
                         Mode.SHUTDOWN_NOTICE, Mode.ONE_STREAM, Mode.FRAME_NOISE, Mode.SMALL_WINDOW,
-                        Mode.CLOSE_WHEN_IDLE, Mode.RESET_AFTER_ANSWER, Mode.LONG_HEADERS, Mode.KEEPALIVE_LIMIT})
+                        Mode.CLOSE_WHEN_IDLE, Mode.RESET_AFTER_ANSWER, Mode.LONG_HEADERS, Mode.KEEPALIVE_LIMIT,
+                        Mode.LATE_END_STREAM})
 """Modes in which the server only does what HTTP/2 allows: a harness must judge the inner handler as if direct."""
 _SETTINGS = {Mode.ZERO_WINDOW: {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0},
              Mode.NO_STREAMS: {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 0},
@@ -546,7 +550,8 @@ class _Connection(asyncio.Protocol):
             self.flush()
             await self._send(stream_id, await self._inner(request))
         elif mode in (Mode.TRAILERS, Mode.SMALL_PADDED_FRAMES, Mode.ONE_STREAM, Mode.SMALL_WINDOW,
-                      Mode.CLOSE_WHEN_IDLE, Mode.VALID_THEN_CLOSE, Mode.LONG_HEADERS, Mode.KEEPALIVE_LIMIT):
+                      Mode.CLOSE_WHEN_IDLE, Mode.VALID_THEN_CLOSE, Mode.LONG_HEADERS, Mode.KEEPALIVE_LIMIT,
+                      Mode.LATE_END_STREAM):
             await self._send(stream_id, await self._inner(request))
         elif mode is Mode.RESET_AFTER_ANSWER:
             await self._send(stream_id, await self._inner(request))
@@ -670,7 +675,7 @@ class _Connection(asyncio.Protocol):
 
     async def _send(self, stream_id: int, response: Response) -> None:
         body = response.body
-        trailers = self.mode is Mode.TRAILERS
+        trailers = self.mode in (Mode.TRAILERS, Mode.LATE_END_STREAM)
         small = self.mode is Mode.SMALL_PADDED_FRAMES
         headers = [(":status", str(response.status)), ("content-length", str(len(body))),
                    *((k.lower(), v) for k, v in response.headers if k.lower() != "content-length")]
@@ -689,7 +694,11 @@ class _Connection(asyncio.Protocol):
                               pad_length=200 if small else None)
             if small:
                 self.flush()
-        if trailers:
+        if self.mode is Mode.LATE_END_STREAM:
+            self.flush()
+            await asyncio.sleep(self.server.config.late_s)  # the server's own pace: the misbehaviour under test
+            self.h2.send_data(stream_id, b"", end_stream=True)
+        elif trailers:
             self.h2.send_headers(stream_id, [("sdcp-conformance-trailer", "1")], end_stream=True)
         self.flush()
         self.server.stats.answered += 1

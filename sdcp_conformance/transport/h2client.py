@@ -129,13 +129,16 @@ class _Dial:
         self.phase = Stage.TCP_TIMEOUT
 
 
-class _Attempt:
-    """What one attempt is waiting on: the dial it waits for (its own or another request's), then its stream."""
+_DIAL_ORDER = (Stage.TCP_TIMEOUT, Stage.TLS_STALLED, Stage.H2_PREFACE)
 
-    __slots__ = ("connection", "dial", "stream", "stream_id")
+
+class _Attempt:
+    """What one attempt is waiting on: the dials it waited for (another request's, then its own), then its stream."""
+
+    __slots__ = ("connection", "dials", "stream", "stream_id")
 
     def __init__(self) -> None:
-        self.dial: _Dial | None = None
+        self.dials: list[_Dial] = []
         self.connection: ClientConnection | None = None
         self.stream: ClientStream | None = None
         self.stream_id = 0
@@ -325,7 +328,9 @@ class H2Client:
         what = f"{method} {path}: no"
         connection, stream = attempt.connection, attempt.stream
         if connection is None:
-            phase = attempt.dial.phase if attempt.dial is not None else Stage.TCP_TIMEOUT
+            # The furthest step any dial it waited on reached: a request that waited on another's stalled TLS
+            # handshake and had just begun its own TCP connect when its deadline came was stalled by that handshake.
+            phase = max((dial.phase for dial in attempt.dials), key=_DIAL_ORDER.index, default=Stage.TCP_TIMEOUT)
             words = {Stage.TCP_TIMEOUT: "TCP connection", Stage.TLS_STALLED: "TLS handshake (TCP connected)",
                      Stage.H2_PREFACE: "HTTP/2 SETTINGS from the server (TLS done)"}[phase]
             return TransportFailure.at(phase, f"{what} {words} within {deadline_s:g} s", kind=FailureKind.TIMEOUT,
@@ -350,7 +355,8 @@ class H2Client:
         connection = self._connection
         if connection is not None and connection.usable:
             return connection  # the hot path: no lock
-        attempt.dial = self._dialing  # waiting for the lock is waiting on that connection's handshake
+        if self._dialing is not None:  # waiting for the lock is waiting on that connection's handshake
+            attempt.dials.append(self._dialing)
         async with self._connecting:
             connection = self._connection
             if connection is None or not connection.usable:
@@ -361,7 +367,8 @@ class H2Client:
                         self._retired.add(connection)
                 self._retired = {old for old in self._retired if old.streams}
                 self._connection = None
-                dial = attempt.dial = self._dialing = _Dial()
+                dial = self._dialing = _Dial()
+                attempt.dials.append(dial)
                 try:
                     connection = self._connection = await self._open(dial)
                 finally:

@@ -27,6 +27,9 @@ class BareEnvironment:
     def new_context(self, case: Any, seed: int, run: str) -> JudgedContext:
         return JudgedContext(case, seed, run)
 
+    def describe(self) -> dict[str, Any]:
+        return {"iut": "none", "role": "verifier"}
+
 
 CATALOGUE = Catalogue(role="verifier")
 QUOTE = "The output is identical to greedy decoding of the target model"

@@ -17,7 +17,10 @@ import pytest
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.harness.environment import Recorder
+from sdcp_conformance.harness.runner import RunReport
 from sdcp_conformance.reference.verifier.app import VerifierApp
+from sdcp_conformance.testing.misbehaving import MisbehavingServer, Mode
+from sdcp_conformance.testing.targets import local_target, misbehaving_config, reference_app
 from tests.harness.graceful_goaway import goaway_after
 
 EVERY = 100
@@ -40,3 +43,37 @@ def test_certification_behind_a_graceful_goaway_every_100_requests_has_no_failur
     assert iut[0].stats.graceful_goaways >= 5 and cache[0].stats.graceful_goaways >= 1
     print(f"\nGOAWAY certification: {report.counts()}, GOAWAYs by the IUT's server "
           f"{iut[0].stats.graceful_goaways}, by the harness's cache {cache[0].stats.graceful_goaways}")
+
+
+KEEPALIVE_EVERY = 40
+
+
+@pytest.mark.slow
+def test_certification_behind_a_keepalive_limit_that_abandons_streams_passes(tmp_path: Path) -> None:
+    """hypercorn's keep-alive limit every 40 requests (misbehaving mode ``keepalive-limit``): GOAWAY(NO_ERROR)
+    naming a last stream, the streams in flight never answered, later frames answered with GOAWAY(PROTOCOL_ERROR).
+    RFC 9113 §6.8 allows it; the harness resends what was lost (P1-JUDGE-6) and the run PASSES, each lost answer
+    one INFORMATIONAL finding that says what was resent and how the resend was answered."""
+
+    async def scenario() -> tuple[RunReport, int]:
+        target = local_target(tmp_path, models=("bigram", "ctx"))
+        async with reference_app(target) as app:
+            config = misbehaving_config(target, Mode.KEEPALIVE_LIMIT, app, goaway_every=KEEPALIVE_EVERY)
+            async with MisbehavingServer(config) as server:
+                status = asyncio.create_task(app.report_status_forever())
+                try:
+                    report = await certify(target, seed=40)
+                finally:
+                    status.cancel()
+                return report, server.stats.goaways
+
+    report, goaways = asyncio.run(scenario())
+    bad = [(r.case.id, r.run, r.verdict.value, r.message) for r in report.results
+           if r.verdict not in (Verdict.PASSED, Verdict.SKIPPED, Verdict.INFORMATIONAL)]
+    assert not bad
+    assert report.status == "PASSED", report.incomplete_reasons()
+    assert goaways >= 5
+    lost = [finding for result in report.results for finding in result.findings
+            if finding.row == "P1-JUDGE-6/LOST-ANSWER"]
+    assert lost and all(finding.severity is Verdict.INFORMATIONAL for finding in lost)
+    print(f"\nKEEPALIVE certification: {report.counts()}, {goaways} GOAWAYs, {len(lost)} lost answers resent")

@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from sdcp_conformance.errors import MalformedMessage, ProtocolError
@@ -59,6 +59,7 @@ from sdcp_conformance.transport.problem import (
 )
 from sdcp_conformance.transport.types import Request, Response
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
@@ -180,7 +181,7 @@ class VerifierApp:
         self.batchers: dict[bytes, Scorer] = {
             digest: ScoreBatcher(candidate, config.max_batch) for digest, candidate in self.models.items()}
         self.sessions: dict[bytes, _SessionSlot] = {}
-        self._background: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Future[Any]] = set()
         self._base_path = urlsplit(config.base_uri).path.rstrip("/")
 
     # ------------------------------------------------------------------ plumbing
@@ -221,10 +222,11 @@ class VerifierApp:
     def queued(self) -> int:
         return sum(batcher.queued for batcher in self.batchers.values())
 
-    def _spawn(self, coroutine: Awaitable[None]) -> None:
+    def _spawn(self, coroutine: Awaitable[T]) -> asyncio.Future[T]:
         task = asyncio.ensure_future(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     async def close(self) -> None:
         for slot in self.sessions.values():
@@ -351,7 +353,13 @@ class VerifierApp:
             if isinstance(admission, StoredVerdict):
                 return _ok(admission.verdict, 200)
             if isinstance(admission, Ticket):
-                return await self._verify(slot, admission)
+                # D-VER-10: the round is verified to its end even when the request that started it goes away (its
+                # connection closed: hypercorn cancels the handler of every stream it abandons at its keep-alive
+                # limit). Cancelled half-way through the commit-log append, the round stayed "being verified" for
+                # good, and the drafter's identical retry (§6.9) waited for a verdict that never came.
+                verifying = self._spawn(self._verify(slot, admission))
+                verifying.add_done_callback(_retrieved)
+                return await asyncio.shield(verifying)
             await self._wait_for_change(slot, admission, deadline)
 
     async def _wait_for_change(self, slot: _SessionSlot, waiting: WaitForRound, deadline: float) -> None:
@@ -496,6 +504,12 @@ class _HttpError(Exception):
         super().__init__(detail)
         self.status = status
         self.detail = detail
+
+
+def _retrieved(task: asyncio.Future[Response]) -> None:
+    """The outcome of a verification whose requester went away is in the session; its exception is not news."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _uniforms(machine: VerifierSession, sampling: Sampling | None, round_number: int) -> UniformSource:

@@ -20,6 +20,7 @@ from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.transport_judging import (
     OWN_CERTIFICATE,
+    judge_alpn_probe,
     judge_http1,
     judge_own_certificate,
     require_served,
@@ -110,17 +111,7 @@ async def alpn_selects_h2(ctx: DrafterContext) -> None:
     """Offered both h2 and http/1.1, the drafter selects h2 over TLS 1.3."""
     result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, _offer(ctx, alpn=("h2", "http/1.1")),
                              read=False)
-    ctx.note(f"ALPN probe: {result.describe()}")
-    ctx.require(result.handshake_ok and result.tls_version == "TLSv1.3", f"a valid client was not served over TLS "
-                f"1.3: {result.describe()}", expected="TLSv1.3 handshake", actual=result.describe())
-    if result.alpn == "h2":
-        return
-    if result.alpn is None:
-        ctx.deviate("P1-TLS-1/H2", "the drafter selected no ALPN protocol (RFC 9113 §3.2 names h2)",
-                    expected=["ALPN h2"], actual="no ALPN")
-        return
-    ctx.fail(f"the drafter selected ALPN {result.alpn!r}; HTTP/2 or HTTP/3 is REQUIRED", expected=["ALPN h2"],
-             actual=str(result.alpn))
+    judge_alpn_probe(ctx, result, "the drafter")
 
 
 @CATALOGUE.case("DRF-5.1-TRANSPORT-006", area="transport", section="5.1", quote=f"{MTLS} ... {OWN_CERTIFICATE}",

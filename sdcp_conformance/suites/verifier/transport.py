@@ -25,6 +25,7 @@ from sdcp_conformance.protocol.problems import (
 )
 from sdcp_conformance.suites.transport_judging import (
     OWN_CERTIFICATE,
+    judge_alpn_probe,
     judge_http1,
     judge_own_certificate,
     require_served,
@@ -155,20 +156,7 @@ async def http11_without_alpn(ctx: CaseContext) -> None:
 async def alpn_selects_h2(ctx: CaseContext) -> None:
     """Offered both h2 and http/1.1, the IUT selects h2 (it never negotiates HTTP/1.1 over TLS)."""
     offer = _offer(ctx, "drafter-1", alpn=("h2", "http/1.1"))
-    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False)
-    ctx.note(f"ALPN probe: {result.describe()}")
-    ctx.require(result.handshake_ok, f"a valid client offering h2 and http/1.1 was refused: {result.describe()}",
-                expected="handshake with ALPN h2", actual=result.describe())
-    ctx.require(result.tls_version == "TLSv1.3", f"the handshake negotiated {result.tls_version}, not TLS 1.3",
-                expected="TLSv1.3", actual=str(result.tls_version))
-    if result.alpn == "h2":
-        return
-    if result.alpn is None:
-        ctx.deviate("P1-TLS-1/H2", "the IUT selected no ALPN protocol; P1-TLS-1 speaks HTTP/2 over TLS, which ALPN "
-                    "h2 names (RFC 9113 §3.2)", expected=["ALPN h2"], actual="no ALPN")
-        return
-    ctx.fail(f"the IUT selected ALPN {result.alpn!r}; HTTP/2 or HTTP/3 is REQUIRED", expected=["ALPN h2"],
-             actual=str(result.alpn))
+    judge_alpn_probe(ctx, await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False), "the IUT")
 
 
 def _media(answer: Answer) -> str:
