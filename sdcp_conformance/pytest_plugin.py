@@ -257,7 +257,8 @@ class SdcpSuite:
 
     def run(self, item: SdcpItem) -> CaseResult:
         from sdcp_conformance.harness.case import Verdict
-        from sdcp_conformance.harness.runner import CaseResult, run_case
+        from sdcp_conformance.harness.patience import RERUN_SCALE
+        from sdcp_conformance.harness.runner import CaseResult, after_rerun, needs_rerun, run_case
 
         env = self._environment()
         if env is None or self.loop is None:
@@ -268,6 +269,9 @@ class SdcpSuite:
         else:
             with self._turn(item.case):
                 result = self.loop.run_until_complete(run_case(env, item.case, self.seed, item.run))
+                if needs_rerun(result):  # P1-JUDGE-5: again at once, alone (pytest runs one item at a time)
+                    again = run_case(env, item.case, self.seed, item.run, scale=RERUN_SCALE)
+                    result = after_rerun(result, self.loop.run_until_complete(again))
             if item.run == "sanity-first" and not result.sanity_passed:
                 self.dead = (result.message or result.verdict.value).splitlines()[0]
         if self.expected is not None:
