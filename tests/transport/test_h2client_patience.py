@@ -64,7 +64,8 @@ def test_a_body_whose_declared_length_arrived_is_complete_when_the_deadline_come
 
 
 def test_requests_waiting_on_another_requests_stalled_handshake_name_the_tls_stage(server_pki: Pki) -> None:
-    """Ten requests at once, one connection being dialled, whose own connect deadline equals theirs: TCP is accepted at once and TLS never answers, so
+    """Ten requests at once, one connection being dialled, whose own connect deadline equals theirs: TCP is
+    accepted at once and TLS never answers, so
     every request names the stalled handshake — none a TCP connect timeout, however the deadlines fall."""
 
     async def scenario() -> list[TransportFailure | BaseException]:
