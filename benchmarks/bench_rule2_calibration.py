@@ -43,7 +43,7 @@ KILLING_DESIGN = {
     "rule2-uniform-reused": "plus-minus", "rule2-q-one-hot": "plus-minus", "rule2-exact-match": "plus-minus",
     "rule2-ratio-inverted": "plus-minus", "rule2-draw-untempered": "profile-and-policy",
     "rule2-top-p-before-top-k": "profile-and-policy", "rule2-tempered-in-place": "profile-and-policy",
-    "rule2-rows-off-by-one": "plus-minus",
+    "rule2-rows-off-by-one": "plus-minus", "rule2-temperature-after-top-p": "step-order",
 }
 FAMILY = {
     "rule2-residual-softmax": "residual-softmax", "rule2-bonus-from-q": "bonus-from-q",
@@ -52,6 +52,7 @@ FAMILY = {
     "rule2-ratio-inverted": "ratio-inverted", "rule2-draw-untempered": "profile:untempered:draw-only",
     "rule2-top-p-before-top-k": "profile:top-p-before-top-k",
     "rule2-tempered-in-place": "profile:tempered-per-position", "rule2-rows-off-by-one": "rows-shifted",
+    "rule2-temperature-after-top-p": "profile:temperature-after-top-p",
 }
 """The exact law of each mutant, as the oracle's alternative families state it."""
 

@@ -140,6 +140,18 @@ def top_p_before_top_k(logits: F, profile: Profile, q: F, tokens: Sequence[int],
     return speculative(p, q, tokens, u)
 
 
+def temperature_after_top_p(logits: F, profile: Profile, q: F, tokens: Sequence[int], u: UniformSource
+                            ) -> RuleOutcome:
+    """Top-k, then top-p on the untempered distribution, then temperature (§4.1: temperature, top-k, top-p)."""
+    settings = dict(profile or {})
+    if settings.get("temperature_milli", 1000) in (0, 1000) or settings.get("top_p_milli", 1000) >= 1000:
+        return speculative(rows(logits, profile), q, tokens, u)
+    kept = rows(logits, {**settings, "temperature_milli": 1000}) > 0.0  # the cut, made before the temperature
+    tempered = rows(logits, {"temperature_milli": settings["temperature_milli"]})
+    p = np.where(kept, tempered, 0.0)
+    return speculative(p / p.sum(axis=1, keepdims=True), q, tokens, u)
+
+
 def tempered_in_place(logits: F, profile: Profile, q: F, tokens: Sequence[int], u: UniformSource) -> RuleOutcome:
     """The logits buffer is divided by the temperature in place once per position: row i sees T^i."""
     settings = dict(profile or {})
@@ -259,6 +271,7 @@ ENGINES: dict[str, Engine] = {
     "rule2-top-p-before-top-k": top_p_before_top_k,
     "rule2-tempered-in-place": tempered_in_place,
     "rule2-rows-off-by-one": rows_off_by_one,
+    "rule2-temperature-after-top-p": temperature_after_top_p,
 }
 """The engine of each engine-level mutant (the benchmark simulates these directly)."""
 
@@ -266,7 +279,7 @@ _VIOLATES = {
     "rule2-residual-softmax": _RESIDUAL, "rule2-bonus-from-q": _BONUS, "rule2-bonus-from-p-m": _BONUS,
     "rule2-uniform-reused": _PURPOSE, "rule2-q-one-hot": _Q_ROW, "rule2-exact-match": _RULE2,
     "rule2-ratio-inverted": _RULE2, "rule2-draw-untempered": _P, "rule2-top-p-before-top-k": _P,
-    "rule2-tempered-in-place": _P, "rule2-rows-off-by-one": _TARGET,
+    "rule2-tempered-in-place": _P, "rule2-rows-off-by-one": _TARGET, "rule2-temperature-after-top-p": _P,
 }
 
 RULE2_STAT_MUTANTS: tuple[Mutant, ...] = (
@@ -300,6 +313,7 @@ __all__ = [
     "rows_off_by_one",
     "speculative",
     "swapped_batch",
+    "temperature_after_top_p",
     "tempered_in_place",
     "top_p_before_top_k",
     "uniform_reused",

@@ -80,6 +80,22 @@ def _signs(context: Sequence[int]) -> F:
     return np.asarray([1.0 if (t + context[-1]) % 2 else -1.0 for t in range(VOCAB_SIZE)])
 
 
+EXCLUDED_SPREAD = 4
+"""How many of the tokens p's truncation excludes first the ``beyond-support`` drafter puts mass on."""
+
+
+def _excluded_first(p: F, context: Sequence[int], sampling: Mapping[str, int]) -> F:
+    """Equal mass on the :data:`EXCLUDED_SPREAD` tokens that p excludes but that are the most probable without
+    top-k and top-p: the tokens a wrong order of §4.1's steps keeps first (p itself if p excludes none)."""
+    untruncated = target_row(MODEL, context, {"temperature_milli": sampling.get("temperature_milli", 1000)})
+    excluded = [int(t) for t in np.argsort(-untruncated, kind="stable") if p[t] == 0.0][:EXCLUDED_SPREAD]
+    if not excluded:
+        return p
+    row = np.zeros(VOCAB_SIZE)
+    row[excluded] = 1.0 / len(excluded)
+    return row
+
+
 def draft_row(kind: str, context: Sequence[int], sampling: Mapping[str, int]) -> F:
     """The design's q after ``context`` (float64; it is published as binary32)."""
     p = target_row(MODEL, context, sampling)
@@ -95,6 +111,8 @@ def draft_row(kind: str, context: Sequence[int], sampling: Mapping[str, int]) ->
         row = target_row("bigram-draft-near", context, sampling)
     elif kind == "stop-boost":
         row = 0.6 * p + 0.4 * _one_hot(EOS_TOKEN)
+    elif kind == "beyond-support":
+        row = 0.5 * p + 0.5 * _excluded_first(p, context, sampling)
     else:
         raise ValueError(f"unknown q kind {kind!r}")
     normalised: F = row / row.sum()
@@ -277,6 +295,9 @@ def drafter_uniforms(rng: random.Random, m: int) -> list[float]:
 T1 = {"temperature_milli": 1000}
 TRUNCATED = {"temperature_milli": 1000, "top_k": 4, "top_p_milli": 600}
 AFTER_POLICY = {"temperature_milli": 500, "top_k": 20}
+STEP_ORDER = {"temperature_milli": 500, "top_k": 16, "top_p_milli": 750}
+"""Temperature 1/2 (an exact scaling) with top-k and top-p: after many contexts every wrong order of §4.1's steps
+keeps more tokens than §4.1's p, each its own number (the seeded case VER-6.4-RULE2-012 uses ten of them)."""
 
 DESIGNS: tuple[Design, ...] = (
     Design("q-equals-p", "bonus draws (bonus from q or from p[M], rows off by one) and the acceptance law "
@@ -299,6 +320,9 @@ DESIGNS: tuple[Design, ...] = (
     Design("identical-sessions", "twelve sessions with one prompt and shared drafter randomness: unseeded "
            "sessions sharing one random stream repeat each other's outcomes", "plus-minus", 3, T1, 12, 240,
            identical=True),
+    Design("step-order", "temperature 1/2 with top-k 16 and top-p 0.75, q half on the tokens p excludes first: "
+           "temperature applied after top-p, top-p before top-k or before everything keep some of them",
+           "beyond-support", 2, STEP_ORDER, 6, 240),
 )
 
 
@@ -309,7 +333,9 @@ def design(name: str) -> Design:
 __all__ = [
     "AFTER_POLICY",
     "DESIGNS",
+    "EXCLUDED_SPREAD",
     "MODEL",
+    "STEP_ORDER",
     "T1",
     "TRUNCATED",
     "Design",

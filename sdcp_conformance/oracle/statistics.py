@@ -62,6 +62,7 @@ from sdcp_conformance.models.bigram import VOCAB_SIZE, bigram_logits, bigram_tab
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.oracle import rule2 as plain
 from sdcp_conformance.oracle.greedy import next_logits
+from sdcp_conformance.oracle.sampling_orders import WRONG_ORDERS, ordered_distribution
 
 F = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -129,6 +130,12 @@ def profile_variants(model: str, contexts: Sequence[Sequence[int]], sampling: Ma
         variants["untruncated"] = _rows(model, contexts, {"temperature_milli": milli})
     if profile.get("top_k") and profile.get("top_p_milli", 1000) < 1000 and milli != 0:
         variants["top-p-before-top-k"] = np.stack([top_p_first(model, context, profile) for context in contexts])
+    if profile.get("top_p_milli", 1000) < 1000 and milli not in (0, 1000):
+        # Temperature after top-p (the cut made on the untempered distribution); without top-k the two orders
+        # below are one.
+        names = ("temperature-after-top-p", "top-p-first") if profile.get("top_k") else ("temperature-after-top-p",)
+        for name in names:
+            variants[name] = np.stack([in_order(model, context, profile, name) for context in contexts])
     return variants
 
 
@@ -184,6 +191,19 @@ def top_p_first(model: str, context: Sequence[int], sampling: Mapping[str, int])
 @cache
 def _top_p_first_cached(model: str, last: int, profile: tuple[tuple[str, int], ...]) -> tuple[float, ...]:
     return tuple(_top_p_first(model, [last], dict(profile)).tolist())
+
+
+def in_order(model: str, context: Sequence[int], sampling: Mapping[str, int], name: str) -> F:
+    """p with §4.1's steps in the wrong order ``name`` (a key of
+    :data:`~sdcp_conformance.oracle.sampling_orders.WRONG_ORDERS`)."""
+    if _closed_form(model) and 0 <= context[-1] < VOCAB_SIZE:  # a row of the table: the same for every context
+        return np.asarray(_in_order_cached(model, context[-1], _key(sampling), name))
+    return np.asarray(ordered_distribution(_logits(model, context).tolist(), sampling, WRONG_ORDERS[name]))
+
+
+@cache
+def _in_order_cached(model: str, last: int, profile: tuple[tuple[str, int], ...], name: str) -> tuple[float, ...]:
+    return tuple(ordered_distribution(_logits(model, [last]).tolist(), dict(profile), WRONG_ORDERS[name]))
 
 
 def _top_p_first(model: str, context: Sequence[int], sampling: Mapping[str, int]) -> F:
@@ -856,6 +876,7 @@ __all__ = [
     "alternatives",
     "case_alpha",
     "emission",
+    "in_order",
     "laws_with_alternatives",
     "outcome_law",
     "outcome_laws",

@@ -86,3 +86,20 @@ def test_an_impossible_outcome_records_the_families_that_give_it_a_chance() -> N
     assert test.explained_by == tuple(name for name, chance in zip(names, matrix[:, cell], strict=True) if chance > 0)
     assert test.explained_by and set(test.explained_by) < set(names)
     assert "possible under the alternatives" in test.decisive
+
+
+def test_an_impossible_outcome_only_profile_families_explain_names_the_profile_whatever_they_gained() -> None:
+    """Gains of the explaining families do not matter when they all point at one sentence."""
+    test = _test(("profile:temperature-after-top-p@0.25", 0.4), ("memory", 2.0), decisive="round 3: impossible",
+                 explained_by=("profile:temperature-after-top-p", "profile:untruncated"))
+    assert evidence_row(test, EVIDENCE["step-order"])[0] == "R-4.1-SAMPLING"
+
+
+def test_after_an_impossible_outcome_the_exact_law_is_no_rival() -> None:
+    """The outcome ruled the exact law out: a profile family far ahead of the rule-2 family that explains the
+    outcome too names the profile though neither gained against the exact law; close behind, rule 2."""
+    test = _test(("profile:top-p-first@0.25", -0.5), ("ratio-inverted@0.25", -0.5 - 2 * EVIDENCE_MARGIN),
+                 decisive="round 9: impossible", explained_by=("profile:top-p-first", "ratio-inverted"))
+    assert evidence_row(test, EVIDENCE["step-order"])[0] == "R-4.1-SAMPLING"
+    test.components["ratio-inverted@0.25"].log_wealth = -0.5 - EVIDENCE_MARGIN / 2
+    assert evidence_row(test, EVIDENCE["step-order"]) == (RULE2_ROW, "")

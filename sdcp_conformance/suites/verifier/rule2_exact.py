@@ -19,6 +19,8 @@ from sdcp_conformance.protocol.messages import Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import started
 from sdcp_conformance.suites.verifier.seeded_rule2 import (
+    ORDER_ROW,
+    ORDERS_NOTE,
     RULE2_ROWS,
     DraftedProposal,
     QSource,
@@ -54,12 +56,19 @@ async def _seeded_session(ctx: CaseContext, sampling: Mapping[str, int], **contr
 
 async def _seeded_rounds(ctx: CaseContext, sources: list[QSource], m: int, **profile: int) -> list[Verdict]:
     """Open a seeded rule-2 session and run one judged round per q source."""
+    return await _judged_rounds(ctx, sources, m, profile)
+
+
+async def _judged_rounds(ctx: CaseContext, sources: list[QSource], m: int, profile: Mapping[str, int], *,
+                         orders: bool = False) -> list[Verdict]:
+    """:func:`_seeded_rounds` (``orders``: see :func:`rule2_round`)."""
     sampling = _sampling(ctx, **profile)
     session = await _seeded_session(ctx, sampling)
     judge = Rule2Judge(ctx)
     verdicts = []
     for source in sources:
-        verdicts.append(await rule2_round(ctx, session, judge, source, min(m, _limit(session)), sampling))
+        verdicts.append(await rule2_round(ctx, session, judge, source, min(m, _limit(session)), sampling,
+                                          orders=orders))
     judge.finish()
     return verdicts
 
@@ -117,13 +126,14 @@ async def temperature_top_k(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.4-RULE2-005", area="rule-2", section="4.1",
     quote="p is the target model's next-token distribution after applying temperature, top-k, and top-p in that "
-          "order", level=Level.MUST, profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
+          "order", level=Level.MUST, profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE + " " + ORDERS_NOTE,
+    rows=(*RULE2_ROWS, ORDER_ROW),
 )
 async def top_p(ctx: CaseContext) -> None:
     """Top-p 0.8 at temperature 1.2: p built per P1-SAMP-1, outcomes exact."""
     sampling = {"temperature_milli": 1200, "top_p_milli": 800}
-    await _seeded_rounds(ctx, [draft_q("bigram-draft-near", sampling), draft_q("bigram-draft-far", sampling)], 4,
-                         **sampling)
+    await _judged_rounds(ctx, [draft_q("bigram-draft-near", sampling), draft_q("bigram-draft-far", sampling)], 4,
+                         sampling, orders=True)
 
 
 @CATALOGUE.case(

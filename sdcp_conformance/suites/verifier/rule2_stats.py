@@ -191,6 +191,10 @@ EVIDENCE: dict[str, dict[str, tuple[str, str]]] = {
         "profile": ("R-4.1-SAMPLING", "p computed with the sampling profile applied wrongly (or a policy's profile "
                     "not applied from its from_round, §6.6)"),
     },
+    "step-order": {
+        "profile": ("R-4.1-SAMPLING", "p computed with the sampling profile applied wrongly: the steps in another "
+                    "order than temperature, top-k, top-p (temperature after top-p, say)"),
+    },
     "identical-sessions": {
         "memory": ("R-6.4-INDEPENDENT", "sessions in identical states repeat one another's outcomes more often than "
                    "independent random values would"),
@@ -204,7 +208,7 @@ headline sentence. A design's own sentence is named only when the evidence for i
 by :data:`EVIDENCE_MARGIN`: the component that gained most is the one aimed at that sentence (a profile family in
 the profile design, §4.1; the memory bet, which gains when outcomes repeat across sessions in one state, in the
 design of identical sessions, §6.4 independence). After an impossible outcome only the families under which it
-is possible are explanations; before any of them gained, the sentence is named when they all point at it. With
+is possible are explanations, and the sentence is named when they all point at it, whatever they gained. With
 the IUT's values unseeded, the evidence (and so the row) may differ from run to run; the verdict does not."""
 
 
@@ -216,24 +220,26 @@ explanation before the finding names that sentence instead of rule 2 (10: "stron
 def evidence_row(test: Rule2EProcess, evidence: Mapping[str, tuple[str, str]]) -> tuple[str, str]:
     """The row a rejected test's finding is on (D-JUDGE-STAT-ROW), and the words that say why, if not rule 2's.
 
-    The evidence is the components' wealth; after an impossible outcome, only the families under which that
-    outcome is possible count (and, before any of them gained, those families themselves)."""
+    The evidence is the components' wealth, against the exact law and against each other; after an impossible
+    outcome, which rules the exact law out, only the families under which that outcome is possible count, each
+    against the others (and when they are all evidence for one sentence, that sentence is named)."""
     ranked = [component for component in test.strongest(len(test.components)) if component.log_wealth > 0]
+    floor = 0.0
     if test.decisive and test.explained_by:
-        ranked = [component for component in ranked if component.name.split("@")[0] in test.explained_by]
-        if not ranked:
-            found = {_evidence_of(family, evidence) for family in test.explained_by}
-            only = found.pop() if len(found) == 1 else None
-            if only is None:
-                return RULE2_ROW, ""
+        found = {_evidence_of(family, evidence) for family in test.explained_by}
+        only = found.pop() if len(found) == 1 else None
+        if only is not None:  # every family that explains the outcome is evidence for one sentence
             row, words = only
             return row, f" (the outcome is possible only under {', '.join(test.explained_by)}: {words})"
+        ranked = [component for component in test.strongest(len(test.components))
+                  if component.name.split("@")[0] in test.explained_by]
+        floor = -math.inf
     if not ranked:
         return RULE2_ROW, ""
     best = ranked[0]
     known = _evidence_of(best.name.split("@")[0], evidence)
     rival = next((component.log_wealth for component in ranked[1:]
-                  if _evidence_of(component.name.split("@")[0], evidence) != known), 0.0)
+                  if _evidence_of(component.name.split("@")[0], evidence) != known), floor)
     if known is None or best.log_wealth - rival < EVIDENCE_MARGIN:
         return RULE2_ROW, ""
     row, words = known
@@ -286,6 +292,12 @@ _declare(9, "identical-sessions",
          "verifier uses a cryptographically secure random number generator.",
          "twelve concurrent sessions in identical states: outcomes independent across sessions",
          rows=("R-6.4-INDEPENDENT", "R-6.4-RULE2"))
+
+_declare(10, "step-order",
+         "p is the target model's next-token distribution after applying temperature, top-k, and top-p in that "
+         "order",
+         "temperature 1/2 with top-k and top-p, q on the tokens p excludes first: the steps in §4.1's order",
+         rows=("R-4.1-SAMPLING", "R-6.4-RULE2"))
 
 __all__ = ["EVIDENCE", "EVIDENCE_MARGIN", "RULE2_ROW", "configured_alpha", "configured_tolerance", "evidence_row",
            "run_design"]

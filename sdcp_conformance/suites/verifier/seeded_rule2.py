@@ -17,6 +17,7 @@ import numpy as np
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import next_logits
+from sdcp_conformance.oracle.sampling_orders import ORDER_WORDS, order_variants
 from sdcp_conformance.protocol.messages import Verdict
 
 Row = list[float]
@@ -93,12 +94,39 @@ def expected_rule2(session: TrackedSession, proposal: DraftedProposal, sampling:
     return oracle.rule2(p_rows, proposal.q, tokens, int(sampling["seed"]), session.id, number, purposes=purposes)
 
 
+Orders = Mapping[str, oracle.Rule2Expectation]
+"""§6.4's seeded outcome of a round under each wrong order of §4.1's steps that changes a row of the round."""
+
+
+def order_expectations(session: TrackedSession, proposal: DraftedProposal, sampling: Mapping[str, int],
+                       round_number: int | None = None) -> dict[str, oracle.Rule2Expectation]:
+    """The outcome p would give with §4.1's steps applied in another order, per order whose p differs on a row
+    of the round (:mod:`sdcp_conformance.oracle.sampling_orders`): what explains a verifier's outcome that is not
+    §4.1's."""
+    tokens = proposal.tokens
+    rows = [p_row(session.model, [*session.context, *tokens[:i]], sampling) for i in range(len(tokens) + 1)]
+    variants = [order_variants(next_logits(session.model, [*session.context, *tokens[:i]]).tolist(), sampling)
+                for i in range(len(tokens) + 1)]
+    number = session.round + 1 if round_number is None else round_number
+    names = [name for name in ORDER_WORDS if any(name in position for position in variants)]
+    return {name: oracle.rule2([position.get(name, row) for position, row in zip(variants, rows, strict=True)],
+                               proposal.q, tokens, int(sampling["seed"]), session.id, number)
+            for name in names}
+
+
 def publish(ctx: CaseContext, session: TrackedSession, proposal: DraftedProposal, label: str = "") -> str:
     return ctx.publish_q(f"q-{session.id.hex()[:8]}-{session.round + 1}{label}", np.asarray(proposal.q))
 
 
 RULE2_ROWS = ("R-6.4-HMAC", "R-6.4-RULE2", "P1-SAMP-2/DRAW")
 """What a seeded rule-2 round is judged on: the decisions (strict), the draw's support (strict), the draw (profile)."""
+
+ORDER_ROW = "R-4.1-SAMPLING"
+"""Where an outcome that p with §4.1's steps in another order explains is judged (a case passing ``orders`` to
+:meth:`Rule2Judge.judge` declares it)."""
+ORDERS_NOTE = ("An outcome that p with the profile's steps in another order gives exactly (temperature after "
+               "top-p, say) is judged on §4.1's sentence (MUST); drawn tokens alone only when at least two rounds, "
+               "or a round whose decisions it explained, agree with one such order.")
 
 
 @dataclass
@@ -112,33 +140,77 @@ class Rule2Judge:
     ctx: CaseContext
     accept_row: str = "R-6.4-HMAC"
     drawn_mismatches: list[str] = field(default_factory=list)
+    drawn_orders: list[frozenset[str]] = field(default_factory=list)
+    """Per drawn mismatch, the wrong orders of §4.1's steps whose p gives exactly the drawn token."""
+    decided_orders: set[str] = field(default_factory=set)
+    """The wrong orders that explained a round's acceptance decisions exactly (judged on §4.1's row)."""
 
     def judge(self, verdict: Verdict, proposal: DraftedProposal, expected: oracle.Rule2Expectation,
-              support: Row) -> None:
+              support: Row, orders: Orders | None = None) -> None:
+        """``orders``: the round's outcome under wrong orders of §4.1's steps (:func:`order_expectations`); an
+        outcome one of them gives exactly, and §4.1's p does not, is judged on :data:`ORDER_ROW`."""
         ctx, tokens = self.ctx, proposal.tokens
         a = expected.accepted
+        emitted = list(verdict.emitted)
+        explaining = sorted(name for name, other in (orders or {}).items()
+                            if other.accepted == verdict.accepted and other.emitted == emitted)
+        if verdict.accepted != a and explaining:
+            ctx.deviate(ORDER_ROW, f"round {verdict.round}: rule 2 accepted {verdict.accepted} tokens and emitted "
+                        f"{emitted}; §4.1's p (temperature, then top-k, then top-p) accepts {a}. The outcome is "
+                        f"exactly the one p gives with the steps in another order: {_orders(explaining)}",
+                        expected=[f"accepted {a}, emitted {expected.emitted}"],
+                        actual=f"accepted {verdict.accepted}, emitted {emitted}")
+            self.decided_orders.update(explaining)
+            return
         if not ctx.check(verdict.accepted == a,
                          f"round {verdict.round}: rule 2 accepted {verdict.accepted} tokens; the seeded HMAC "
                          f"values (§6.4, P1-SAMP-3) accept {a}", row=self.accept_row, expected=str(a),
                          actual=str(verdict.accepted)):
             return
-        emitted = list(verdict.emitted)
         if not ctx.check(len(emitted) == a + 1 and emitted[:a] == tokens[:a],
                          f"round {verdict.round}: emitted {emitted} is not the {a} accepted tokens plus one",
                          row="R-6.4-RULE2", expected=f"{tokens[:a]} + [one drawn token]", actual=str(emitted)):
             return
         drawn = emitted[a]
+        if support[drawn] <= 0.0 and explaining:
+            ctx.deviate(ORDER_ROW, f"round {verdict.round}: the additional token {drawn} lies outside the support "
+                        "of the distribution §4.1's p makes it be drawn from, and is exactly the token p gives "
+                        f"with the steps in another order: {_orders(explaining)}", actual=str(emitted))
+            return
         ctx.check(support[drawn] > 0.0,
                   f"round {verdict.round}: the additional token {drawn} lies outside the support of the "
                   "distribution it must be drawn from (residual max(0, p - q), or p[M+1])", row="R-6.4-RULE2")
         if drawn != expected.emitted[a]:
             self.drawn_mismatches.append(f"round {verdict.round}: drew {drawn}, P1-SAMP-2 gives "
                                          f"{expected.emitted[a]}")
+            self.drawn_orders.append(frozenset(explaining))
 
     def finish(self) -> None:
-        if self.drawn_mismatches:
-            self.ctx.deviate("P1-SAMP-2/DRAW", "the acceptance decisions match; the drawn token does not follow "
-                             "P1-SAMP-2's inverse CDF: " + "; ".join(self.drawn_mismatches))
+        """File the drawn-token mismatches: on §4.1's row when one wrong order of its steps gives every one of
+        them exactly and either there are at least :data:`ORDER_DRAWS` (one could be another inverse CDF's chance
+        agreement) or that order already explained a round's acceptance decisions; on P1-SAMP-2 otherwise."""
+        if not self.drawn_mismatches:
+            return
+        common = frozenset.intersection(*self.drawn_orders)
+        if common and (len(self.drawn_mismatches) >= ORDER_DRAWS or common & self.decided_orders):
+            self.ctx.deviate(ORDER_ROW, "the acceptance decisions match; every drawn token is the one P1-SAMP-2 "
+                             "draws from p with §4.1's steps in another order, "
+                             f"{_orders(sorted(common))}, not from §4.1's p: " + "; ".join(self.drawn_mismatches))
+            return
+        hint = ""
+        if common:
+            hint = (f" (p with §4.1's steps in another order, {_orders(sorted(common))}, gives these tokens too: too "
+                    "few to tell it from another inverse CDF)")
+        self.ctx.deviate("P1-SAMP-2/DRAW", "the acceptance decisions match; the drawn token does not follow "
+                         "P1-SAMP-2's inverse CDF: " + "; ".join(self.drawn_mismatches) + hint)
+
+
+ORDER_DRAWS = 2
+"""How many drawn-token mismatches, all explained by one wrong order of §4.1's steps, put them on §4.1's row."""
+
+
+def _orders(names: Sequence[str]) -> str:
+    return " or ".join(f"{ORDER_WORDS[name]} ({name})" for name in names)
 
 
 def draw_support(session: TrackedSession, proposal: DraftedProposal, accepted: int,
@@ -153,19 +225,25 @@ def draw_support(session: TrackedSession, proposal: DraftedProposal, accepted: i
 
 
 async def rule2_round(ctx: CaseContext, session: TrackedSession, judge: Rule2Judge, source: QSource, m: int,
-                      sampling: Mapping[str, int]) -> Verdict:
-    """One seeded rule-2 round: draft, publish, propose, and judge against the oracle."""
+                      sampling: Mapping[str, int], *, orders: bool = False) -> Verdict:
+    """One seeded rule-2 round: draft, publish, propose, and judge against the oracle (``orders``: an outcome
+    that §4.1's steps in another order explain is judged on :data:`ORDER_ROW`)."""
     proposal = sample_proposal(ctx, session, source, m)
     expected = expected_rule2(session, proposal, sampling)
     support = draw_support(session, proposal, expected.accepted, sampling)
+    others = order_expectations(session, proposal, sampling) if orders else None
     verdict = await ctx.propose_ok(session, proposal.tokens, q_rows=publish(ctx, session, proposal))
-    judge.judge(verdict, proposal, expected, support)
+    judge.judge(verdict, proposal, expected, support, others)
     return verdict
 
 
 __all__ = [
+    "ORDERS_NOTE",
+    "ORDER_DRAWS",
+    "ORDER_ROW",
     "RULE2_ROWS",
     "DraftedProposal",
+    "Orders",
     "QSource",
     "Row",
     "Rule2Judge",
@@ -175,6 +253,7 @@ __all__ = [
     "draw_support",
     "expected_rule2",
     "flat_q",
+    "order_expectations",
     "p_row",
     "publish",
     "rule2_round",
