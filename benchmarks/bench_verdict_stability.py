@@ -8,7 +8,8 @@ times each, half of them under a CPU hog (busy processes this script starts
 and stops, enough to hold the load average at ``--hog-factor`` times the
 core count), and prints per role: runs, verdict flips (a case whose verdict
 differs between runs), the wall time of each run, and every case that was not
-PASSED with its findings. ``--goaway`` adds verifier runs behind the
+PASSED with its findings (an INFORMATIONAL case — a lost answer resent, P1-JUDGE-6 — counts as passed, and
+its coming and going between runs is no flip). ``--goaway`` adds verifier runs behind the
 hypercorn-like keep-alive limit (``keepalive_verifier.py``: GOAWAY(NO_ERROR)
 naming a last stream, the admitted streams abandoned, later frames answered
 with GOAWAY(PROTOCOL_ERROR)); every other run of it is busy too.
@@ -134,7 +135,7 @@ def certify(target: Path, reports: Path, seed: int) -> tuple[int, dict[str, Any]
 def _bad_cases(report: dict[str, Any]) -> list[str]:
     lines = []
     for case in report.get("results", []):
-        if case.get("verdict") in ("PASSED", "SKIPPED", "XFAIL"):
+        if case.get("verdict") in ("PASSED", "SKIPPED", "XFAIL", "INFORMATIONAL"):
             continue
         lines.append(f"{case['verdict']} {case['id']} ({case.get('run', 'main')})")
         lines.extend(f"        [{f['severity']}] {f['row']}: {f['message'][:300]}" for f in case.get("findings", []))
@@ -157,7 +158,9 @@ def run_role(role: str, runs: int, hog_factor: float, seed: int, keepalive: int 
                 statuses.append(status)
                 walls[busy].append(took)
                 for case in report.get("results", []):
-                    verdicts[f"{case['id']} ({case.get('run', 'main')})"].add(case["verdict"])
+                    # An INFORMATIONAL lost answer (P1-JUDGE-6) comes and goes with the server's timing: a pass.
+                    seen = "PASSED" if case["verdict"] == "INFORMATIONAL" else case["verdict"]
+                    verdicts[f"{case['id']} ({case.get('run', 'main')})"].add(seen)
                 bad = _bad_cases(report)
                 clean &= status == "PASSED" and not bad
                 print(f"  {label} run {index + 1}/{runs} {'busy' if busy else 'idle'}: {status} in {took:.0f} s "

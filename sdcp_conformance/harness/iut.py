@@ -366,9 +366,11 @@ class IutLink:
             if lost:
                 streams = ", ".join(str(one.evidence.stream_id) for one in lost
                                     if one.evidence is not None and one.evidence.stream_id is not None)
+                refused = answer.status is not None and 400 <= answer.status < 500
                 transcript.lost_answer(f"{method} {path}: {lost[0].failure_detail}"
                                        + (f" (stream {streams})" if streams else "")
-                                       + f"; sent again {len(lost)} time(s), then {answer.describe()}")
+                                       + f"; sent again {len(lost)} time(s), then {answer.describe()}",
+                                       refused=refused)
             if answer.timed_out:
                 transcript.missed_deadline(DeadlineMiss(answer.failure_detail,
                                                         answer.stage.label if answer.stage else "timeout",

@@ -61,6 +61,8 @@ class CaseResult:
     """The case ran to its end: no finding stopped it, it did not time out, skip or break."""
     deadline_misses: list[DeadlineMiss] = field(default_factory=list)
     """Deadlines the IUT missed in this case (P1-JUDGE-5): time, not by itself a deviation."""
+    disturbed: list[str] = field(default_factory=list)
+    """Lost answers whose resend was refused as the draft allows (D-JUDGE-LOST-2): what they said is unknown."""
     timed: set[int] = field(default_factory=set)
     """Indices in :attr:`findings` of the findings those misses caused."""
     rerun: bool = False
@@ -223,6 +225,7 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     result.findings = list(context.findings)
     result.timed = set(context.timed)
     result.deadline_misses = list(context.transcript.deadline_misses)
+    result.disturbed = list(context.transcript.disturbed)
     result.attachments = dict(getattr(context, "attachments", {}))
     if result.verdict is Verdict.PASSED:
         _conclude(result)
@@ -252,8 +255,9 @@ def _note_lost_answers(context: JudgedContext) -> None:
 
 def needs_rerun(result: CaseResult) -> bool:
     """D-JUDGE-TIME-3 (P1-JUDGE-5): a case that did not pass and missed a deadline runs again, alone, after the
-    others, with longer deadlines; its first verdict is not reported."""
-    return (not result.rerun and bool(result.deadline_misses)
+    others, with longer deadlines; its first verdict is not reported. So does one whose conversation lost an answer
+    it could not get back (D-JUDGE-LOST-2, P1-JUDGE-6)."""
+    return (not result.rerun and bool(result.deadline_misses or result.disturbed)
             and result.verdict in (Verdict.FAILED, Verdict.NON_STRICT))
 
 
@@ -263,10 +267,27 @@ def after_rerun(first: CaseResult, second: CaseResult) -> CaseResult:
     not come from time stay as they are."""
     missed = "; ".join(f"{miss.what} [{miss.stage}]" for miss in first.deadline_misses[:3])
     more = len(first.deadline_misses) - 3
-    second.notes.insert(0, f"P1-JUDGE-5: the first run missed {len(first.deadline_misses)} deadline(s) ({missed}"
-                        f"{f'; and {more} more' if more > 0 else ''}) and was {first.verdict.value}; this is the "
-                        f"case run again alone after the others, with deadlines {RERUN_SCALE:g} times longer")
-    if not second.deadline_misses or second.verdict not in (Verdict.FAILED, Verdict.NON_STRICT):
+    why = []
+    if first.deadline_misses:
+        why.append(f"P1-JUDGE-5: the first run missed {len(first.deadline_misses)} deadline(s) ({missed}"
+                   f"{f'; and {more} more' if more > 0 else ''})")
+    if first.disturbed:
+        why.append(f"P1-JUDGE-6: the first run lost an answer whose resend was refused ({first.disturbed[0]})")
+    second.notes.insert(0, f"{'; '.join(why)}; it was {first.verdict.value}; this is the case run again alone "
+                        f"after the others, with deadlines {RERUN_SCALE:g} times longer")
+    if second.verdict not in (Verdict.FAILED, Verdict.NON_STRICT):
+        return second
+    if second.disturbed:
+        # D-JUDGE-LOST-2: twice an answer was lost and its resend refused as the draft allows once the request had
+        # been processed: what the lost answer said is unknown, so nothing that followed can be judged (P1-JUDGE-4).
+        second.verdict = Verdict.INCOMPLETE
+        second.message = (f"incomplete: twice the IUT's connection ended before an answer came and the resend was "
+                          f"refused, as the draft allows once the lost request had been processed, so what the lost "
+                          f"answer said is unknown (P1-JUDGE-6): {second.disturbed[0]}")
+        second.findings = [finding for finding in second.findings if finding.severity is Verdict.INFORMATIONAL]
+        second.transcript = [*first.transcript, *second.transcript]
+        return second
+    if not second.deadline_misses:
         return second
     kept = [finding for index, finding in enumerate(second.findings) if index not in second.timed]
     miss = second.deadline_misses[0]

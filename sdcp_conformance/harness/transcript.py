@@ -115,14 +115,20 @@ class CaseTranscript:
         self.lost_answers: list[str] = []
         """Requests the IUT admitted and never answered because their connection ended, each with how its resend
         was answered (P1-JUDGE-6)."""
+        self.disturbed: list[str] = []
+        """Lost answers whose resend was refused (4xx) — as the draft allows once the lost request was processed
+        (a proposal whose lost verdict said "switch" is refused 403 to the same drafter afterwards, §6.3 step 1):
+        what the lost answer said cannot be known, so the case cannot judge it (D-JUDGE-LOST-2)."""
 
     def missed_deadline(self, miss: DeadlineMiss) -> None:
         with self._lock:
             self.deadline_misses.append(miss)
 
-    def lost_answer(self, what: str) -> None:
+    def lost_answer(self, what: str, *, refused: bool = False) -> None:
         with self._lock:
             self.lost_answers.append(what)
+            if refused:
+                self.disturbed.append(what)
 
     def add(self, entry: Entry) -> None:
         with self._lock:

@@ -53,6 +53,12 @@ DECISIONS: tuple[Decision, ...] = (
              "the resend; the losses are one INFORMATIONAL finding per case (RFC 9113 §6.8 allows a server to leave "
              "the streams its GOAWAY names unanswered).",
              ("P1-JUDGE-6", "P1-JUDGE-6/LOST-ANSWER"), "harness.iut"),
+    Decision("D-JUDGE-LOST-2",
+             "A lost answer whose resend is refused (4xx) — as the draft allows once the lost request was processed: a "
+             "proposal whose lost verdict said switch is refused 403 to the same drafter afterwards (§6.3 step 1 "
+             "comes before idempotency) — cannot be known. A case that then did not pass runs again alone after the "
+             "others; if the same happens again it is INCOMPLETE, naming the exchange (P1-JUDGE-4, P1-JUDGE-6).",
+             ("P1-JUDGE-6", "P1-JUDGE-4"), "harness.runner"),
     Decision("D-JUDGE-CONTROL-1",
              "A transport case's valid-client control fails the case on R-5.1-MTLS only when the IUT refused that "
              "valid client's handshake (an alert, a broken-off handshake, no ALPN h2) or the harness could not "

@@ -25,7 +25,8 @@ _STATUS = "It accepts a status report only from the instance it names"
 _DRAFTER_FAILURE = "Drafter failure: when a drafter's status expires, the router reassigns its sessions."
 _ORDER = ("It first informs the verifier with PUT sessions/{id}/drafter, and then sends the assignment, carrying the "
           "current round, committed length, and digest, to the drafter.")
-_TOKENS = "The router always sends `committed_tokens` when committed > 0."
+_TOKENS = ("The assignment the router sends to the drafter (`POST assignments`) always carries `committed_tokens` "
+           "when committed > 0.")
 _STATE = "the assignment sent to the drafter carries the values of the session-state that PUT returned."
 _SAMPLING = 'the router includes it in the "sampling" member of subsequent assignments'
 _M_INIT = "the router sends max(1, min(m_max, m_init))"

@@ -38,9 +38,6 @@ def _common(assignment: Assignment, facts: Facts, front: FrontSession, tokens: t
         found.append(Violation("P1-DRF-2/ROUTER-M-INIT", f"{where} has m_init {assignment.m_init}, not "
                                f"max(1, min(m_max={m_max}, m_init))", f"1..{max(1, m_max)}", str(assignment.m_init),
                                seq))
-    if assignment.committed > 0 and assignment.committed_tokens is None:
-        found.append(Violation("P1-RTR-3/ALWAYS-TOKENS", f"{where}: committed {assignment.committed} without "
-                               "committed_tokens", "committed_tokens", "absent", seq))
     if assignment.committed_tokens is not None and tokens != truth[:assignment.committed]:
         found.append(Violation("R-5.2-COMMITTED-TOKENS", f"{where}: committed_tokens is not the committed output so "
                                "far", str(list(truth[:assignment.committed])),
@@ -83,6 +80,10 @@ def check_assignments(history: History, facts: Facts, front: FrontSession,
             found.append(Violation("P1-MSG-1/DETERMINISTIC", f"{where} is not in core deterministic encoding",
                                    "RFC 8949 §4.2.1", "another encoding", seen.seq))
         found += _common(assignment, facts, front, seen.tokens_object, truth, where, seen.seq)
+        if assignment.committed > 0 and assignment.committed_tokens is None:
+            # P1-RTR-3: only the assignment the drafter gets must carry them; PUT …/drafter "may omit" them.
+            found.append(Violation("P1-RTR-3/ALWAYS-TOKENS", f"{where}: committed {assignment.committed} without "
+                                   "committed_tokens", "committed_tokens", "absent", seen.seq))
         found += _order(seen, assignment, where)
         if assignment.drafter != facts.drafters.get(seen.drafter):
             found.append(Violation("R-5.2-ASSIGNMENT", f"{where} names drafter {assignment.drafter}",

@@ -7,7 +7,11 @@ Where the draft describes what the router does without a keyword (§6.1 "The
 router selects a verifier and sends session-open with epoch 1", §6.9's
 failover sequence), the sentence is the procedure every other party relies
 on, so it is judged at MUST (D-JUDGE-R1); where only the profile decides,
-at PROFILE.
+at PROFILE. Whether a verifier whose status expired has failed is the
+profile's (P1-RTR-5: "failing a session over from a verifier whose status
+expired is this profile's rule (judged as a profile item)"): a router that
+never fails such a session over deviates from P1-RTR-5/FAILED-VERIFIER;
+how it fails over (the fence first, the resume, the reassignment) is §6.9's.
 """
 
 from __future__ import annotations
@@ -55,7 +59,9 @@ ROWS: tuple[Row, ...] = (
         "committed_tokens: cache-ref, ; committed output so far ... Object contents: a token list (`prompt`, "
         "`committed_tokens`) is a CBOR array of uint",
         Level.MUST, R),
-    Row("P1-RTR-3/ALWAYS-TOKENS", "P1-RTR-3", "The router always sends `committed_tokens` when committed > 0.",
+    Row("P1-RTR-3/ALWAYS-TOKENS", "P1-RTR-3",
+        "The assignment the router sends to the drafter (`POST assignments`) always carries `committed_tokens` when "
+        "committed > 0.",
         Level.PROFILE, R),
     Row("P1-RTR-3/ASSIGNMENT-STATE", "P1-RTR-3, P1-EVT-1",
         "the assignment sent to the drafter carries the values of the session-state that PUT returned. ... The "
@@ -175,7 +181,8 @@ ROWS: tuple[Row, ...] = (
         Level.MUST, R),
     Row("P1-RTR-5/FAILED-VERIFIER", "P1-RTR-5",
         "A verifier has failed when its status expired or its resources failed (transport error, 404, 5xx) three "
-        "times in a row over at least 0.5 s.",
+        "times in a row over at least 0.5 s. ... failing a session over from a verifier whose status expired is "
+        "this profile's rule (judged as a profile item), opening a new session at one is the draft's.",
         Level.PROFILE, R),
     Row("P1-RTR-6", "P1-RTR-6",
         "Resume (§6.9): after appending the fence, the router ignores commit records that follow a fence of a "

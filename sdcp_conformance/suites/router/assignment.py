@@ -11,7 +11,8 @@ from sdcp_conformance.suites.router.support import ORDER, assignments_to, switch
 
 ASSIGNMENT_STATE = ("the assignment sent to the drafter carries the values of the session-state that PUT returned. "
                     "... The router learns the current round from the session-state returned by `PUT …/drafter`.")
-ALWAYS_TOKENS = "The router always sends `committed_tokens` when committed > 0."
+ALWAYS_TOKENS = ("The assignment the router sends to the drafter (`POST assignments`) always carries "
+                 "`committed_tokens` when committed > 0.")
 M_INIT = "`m_init` and `m_cap` are at least 1; the router sends max(1, min(m_max, m_init))"
 PERMITTED = "The router then selects a drafter whose model is permitted by the contract."
 MEMBERS = ("verifier: tstr, ; verifier base URI ... drafter: tstr, ; drafter base URI ... prompt: [* uint] / "

@@ -56,8 +56,14 @@ AFTER_FENCE_S = 1.0
 does so at once: fence, committed_tokens, open); in RTR-6.9-FAILOVER-006, how long the failed verifier stays the
 only one whose status is fresh."""
 FAILOVER_ROWS = ("R-6.9-FENCE-FIRST", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN", "R-6.8-CONDITIONAL",
+                 "P1-RTR-5/FAILED-VERIFIER",
                  "R-6.8-FENCE-RECORD", "R-5.2-COMMITTED-TOKENS", "P1-RTR-3/ALWAYS-TOKENS", "P1-RTR-3/ASSIGNMENT-STATE",
                  "R-6.1-ASSIGN-ORDER", "R-6.1-NOT-EXPIRED", "R-6.7-FRONT-END")
+
+
+def _first(row: str) -> tuple[str, ...]:
+    """:data:`FAILOVER_ROWS` with ``row`` first (the case's own sentence)."""
+    return tuple(dict.fromkeys((row, *FAILOVER_ROWS)))
 
 
 def _log_path(ctx: RouterContext, session: FrontSession) -> str:
@@ -127,14 +133,14 @@ async def _failing_resources(ctx: RouterContext, how: str) -> None:
 
 
 @router_case("RTR-6.9-FAILOVER-003", area="failover", section="P1-RTR-5, 6.9", quote=FAILED, level=Level.PROFILE,
-             profile=("P1-RTR-5",), rows=("P1-RTR-5/FAILED-VERIFIER", *FAILOVER_ROWS))
+             profile=("P1-RTR-5",), rows=_first("P1-RTR-5/FAILED-VERIFIER"))
 async def verifier_answering_5xx_is_failed_over(ctx: RouterContext) -> None:
     """Its status stays fresh but every request gets 503: after three failures over 0.5 s the router fails over."""
     await _failing_resources(ctx, "errors")
 
 
 @router_case("RTR-6.9-FAILOVER-004", area="failover", section="P1-RTR-5, 6.9", quote=FAILED, level=Level.PROFILE,
-             profile=("P1-RTR-5",), rows=("P1-RTR-5/FAILED-VERIFIER", *FAILOVER_ROWS))
+             profile=("P1-RTR-5",), rows=_first("P1-RTR-5/FAILED-VERIFIER"))
 async def verifier_failing_at_the_transport_is_failed_over(ctx: RouterContext) -> None:
     """Its status stays fresh but every stream is reset: after three failures over 0.5 s the router fails over."""
     await _failing_resources(ctx, "transport")
@@ -260,7 +266,7 @@ async def quick_failures_are_not_a_failure(ctx: RouterContext) -> None:
 
 @router_case("RTR-6.9-FAILOVER-006", area="failover", section="6.9, P1-RTR-5", quote=f"{FAILED} ... {FENCE_FIRST} "
              f"{RESUME}", level=Level.MUST, profile=("P1-RTR-5",), requires=("verifiers:2",),
-             rows=("R-6.9-ROUTER-RESUME", "P1-RTR-5/FAILED-VERIFIER", *FAILOVER_ROWS))
+             rows=_first("R-6.9-ROUTER-RESUME"))
 async def failed_verifier_is_not_the_new_one(ctx: RouterContext) -> None:
     """Every request to the serving verifier gets 503 while its status stays fresh, and every other verifier's
     status has expired: after the fence the router does not open the session at the failed verifier again (§6.9:
@@ -425,7 +431,8 @@ async def old_epoch_output_during_the_failover_is_discarded(ctx: RouterContext) 
 
 @router_case("RTR-6.9-EXPIRED-001", area="failover", section="6.1, 6.9, P1-RTR-2", quote=f"{NOT_EXPIRED} ... "
              f"{ELIGIBLE}", level=Level.MUST_NOT, profile=("P1-RTR-2",), requires=("verifiers:3",),
-             rows=("R-6.1-NOT-EXPIRED", "P1-RTR-2/ELIGIBLE", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN"))
+             rows=("R-6.1-NOT-EXPIRED", "P1-RTR-2/ELIGIBLE", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN",
+                   "P1-RTR-5/FAILED-VERIFIER"))
 async def never_resume_at_an_expired_verifier(ctx: RouterContext) -> None:
     """Of the two other verifiers one has expired: the failover resumes at the live one."""
     session = await ctx.open_ok()
@@ -443,7 +450,8 @@ async def never_resume_at_an_expired_verifier(ctx: RouterContext) -> None:
 @router_case("RTR-6.9-EVENTS-001", area="failover", section="6.5.2, 6.9, P1-RTR-2", quote="switch (2):: The verifier "
              "sends an event to the router, which assigns the session to another drafter with a permitted model",
              level=Level.MUST, profile=("P1-RTR-2",),
-             rows=("R-6.5.2-ROUTER-SWITCH", "P1-RTR-2/EVENT-SENDER", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN"))
+             rows=("R-6.5.2-ROUTER-SWITCH", "P1-RTR-2/EVENT-SENDER", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN",
+                   "P1-RTR-5/FAILED-VERIFIER"))
 async def events_follow_the_current_verifier(ctx: RouterContext) -> None:
     """After a failover the old verifier's events get 403 and the new verifier's switch reassigns the session."""
     session = await ctx.open_ok()

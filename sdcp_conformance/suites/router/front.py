@@ -57,7 +57,7 @@ async def a_read_waits_for_tokens(ctx: RouterContext) -> None:
 
 @router_case("RTR-6.7-FRONT-003", area="front", section="6.7, 6.9", quote=FRONT_END, level=Level.MUST,
              profile=("P1-FRONT-2",), rows=("R-6.7-FRONT-END", "P1-FRONT-2/OUTPUT", "R-6.9-ROUTER-RESUME",
-                                            "R-6.9-REASSIGN"))
+                                            "R-6.9-REASSIGN", "P1-RTR-5/FAILED-VERIFIER"))
 async def indices_stable_across_a_failover(ctx: RouterContext) -> None:
     """Read, fail over, read again from 0: the resumed verifier's output has the same tokens at the same indices,
     then the rest, then the final output with finish 4."""
@@ -79,7 +79,8 @@ async def indices_stable_across_a_failover(ctx: RouterContext) -> None:
 
 
 @router_case("RTR-P1-FRONT-2-DESCRIBE-001", area="front", section="P1-FRONT-2", quote=DESCRIBE, level=Level.PROFILE,
-             profile=("P1-FRONT-2",), rows=("P1-FRONT-2/DESCRIBE", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN"))
+             profile=("P1-FRONT-2",), rows=("P1-FRONT-2/DESCRIBE", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN",
+                                            "P1-RTR-5/FAILED-VERIFIER"))
 async def the_session_is_described(ctx: RouterContext) -> None:
     """The description names the serving verifier and the epoch, before and after a failover."""
     session = await ctx.open_ok()

@@ -97,7 +97,8 @@ async def later_assignments_carry_the_profile(ctx: RouterContext) -> None:
 
 @router_case("RTR-6.6-POLICY-004", area="policy", section="6.6, 6.9", quote=LATER, level=Level.MUST,
              profile=("P1-RTR-4",),
-             rows=("R-6.6-LATER-ASSIGNMENTS", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN", "P1-FRONT-3"))
+             rows=("R-6.6-LATER-ASSIGNMENTS", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN", "P1-FRONT-3",
+                   "P1-RTR-5/FAILED-VERIFIER"))
 async def profile_survives_a_failover(ctx: RouterContext) -> None:
     """The assignment at the new verifier after a failover still carries the accepted sampling profile."""
     session = await ctx.open_ok()

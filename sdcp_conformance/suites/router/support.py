@@ -56,10 +56,12 @@ def puts_naming(ctx: RouterContext, front: FrontSession, uris: set[str], *, sinc
 
 
 async def failover(ctx: RouterContext, front: FrontSession, how: str = "expire", *,
-                   row: str = "R-6.9-ROUTER-RESUME") -> tuple[OpenSeen, AssignSeen]:
+                   row: str = "P1-RTR-5/FAILED-VERIFIER") -> tuple[OpenSeen, AssignSeen]:
     """Fail the serving verifier; the router must resume the session elsewhere and assign a drafter there.
 
-    ``row`` is what a missing failover breaks: §6.9 for an expired status, P1-RTR-5 for failing resources."""
+    ``row`` is what a missing failover breaks: P1-RTR-5 whether the verifier's status expired or its resources
+    failed — "failing a session over from a verifier whose status expired is this profile's rule (judged as a
+    profile item)"; how the failover is then done (fence first, resume, reassign) is §6.9's, at MUST."""
     epoch = ctx.epoch(front)
     await ctx.fail_verifier(ctx.serving(front), how)
     opened = await ctx.resumed(front, epoch=epoch + 1)
