@@ -90,12 +90,17 @@ def _router_command(copy: Path, path: Path) -> tuple[list[str], dict[str, str]]:
 
 
 def _drafter_target(folder: Path) -> tuple[Path, list[str]]:
-    """A drafter target that states the stand-in's deadline for a verdict (so the unanswered proposal's case runs)."""
+    """A drafter target that states the stand-in's deadline for a verdict (so the unanswered proposal's case runs)
+    and lists the one draft model it serves, and the cases needing another (left out)."""
     _, path = write_drafter_target(folder)
     target = load_target(path)
     extra = {**target.extra, "proposal_timeout_s": standin_node_drafter.PROPOSAL_TIMEOUT_S}
-    path.write_text(render_target(dataclasses.replace(target, extra=extra), folder), encoding="utf-8")
-    return path, []
+    served = standin_node_drafter.served_model(target.models)
+    path.write_text(render_target(dataclasses.replace(target, extra=extra, models=(served,)), folder),
+                    encoding="utf-8")
+    catalogue = default_catalogue("drafter")
+    needing = cases_needing(catalogue, catalogue.select([]))
+    return path, sorted(case for model, cases in needing.items() if model != served for case in cases)
 
 
 def _drafter_command(copy: Path, path: Path) -> tuple[list[str], dict[str, str]]:
@@ -103,7 +108,7 @@ def _drafter_command(copy: Path, path: Path) -> tuple[list[str], dict[str, str]]
     words = drafter_serve_command(load_pki(target.pki))
     value = {word: words[i + 1] for i, word in enumerate(words[:-1]) if word.startswith("--")}
     config = standin_node_drafter.configuration(
-        target.pki, value["--party"], [value["--router"]], value["--cache"], value["--model"], None
+        target.pki, value["--party"], [value["--router"]], value["--cache"], target.models[0], None
     )
     return [
         standin_node.node_binary(),

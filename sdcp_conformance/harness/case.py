@@ -108,6 +108,9 @@ class Catalogue:
     sanity_id: str | None = None
     base_models: tuple[str, ...] = ("bigram",)
     """Mock models every case may use without declaring ``requires=("model:…",)``."""
+    optional_models: tuple[str, ...] = ()
+    """Models a target need not serve: the cases requiring one it does not list are skipped, naming the model,
+    where any other missing model is a usage error."""
     exclusive_areas: frozenset[str] = frozenset()
     """Areas whose every case changes shared state and so runs alone."""
     listening_areas: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

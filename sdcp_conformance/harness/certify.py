@@ -38,6 +38,13 @@ def cases_needing(catalogue: Catalogue, selected: Sequence[Case]) -> dict[str, t
     return {model: tuple(ids) for model, ids in needing.items()}
 
 
+def models_required(catalogue: Catalogue, selected: Sequence[Case]) -> dict[str, tuple[str, ...]]:
+    """:func:`cases_needing` less the catalogue's optional models: what a target must serve for the selection (a
+    case needing an optional model the target lacks is skipped instead)."""
+    return {model: ids for model, ids in cases_needing(catalogue, selected).items()
+            if model not in catalogue.optional_models}
+
+
 async def certify(
     target: TargetConfig | None = None,
     *,
@@ -67,7 +74,7 @@ async def certify(
     if shard is not None:
         selected = shard_cases(selected, *shard, recorded_durations(catalogue), catalogue.sanity_id)
     if target is not None:
-        require_models(target, cases_needing(catalogue, selected))
+        require_models(target, models_required(catalogue, selected))
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
     environment_class = load_object(role_suite(role).environment)
     environment = await environment_class.start(target, app_factory=app_factory, workdir=workdir)
@@ -81,4 +88,4 @@ async def certify(
         await environment.stop()
 
 
-__all__ = ["cases_needing", "certify", "default_catalogue", "needed_models"]
+__all__ = ["cases_needing", "certify", "default_catalogue", "models_required", "needed_models"]

@@ -31,8 +31,8 @@ import click
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Catalogue, Verdict
-from sdcp_conformance.harness.certify import cases_needing, default_catalogue
 from sdcp_conformance.harness.certify import certify as run_certification
+from sdcp_conformance.harness.certify import default_catalogue, models_required
 from sdcp_conformance.harness.certify_console import (
     Collecting,
     LiveProgress,
@@ -229,7 +229,7 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tupl
         return
     if target is not None:
         try:
-            require_models(target, cases_needing(catalogue, selected))
+            require_models(target, models_required(catalogue, selected))
         except InvalidArgument as exc:
             raise click.UsageError(str(exc)) from exc
     expected = _load_expected(expected_path, catalogue)

@@ -33,7 +33,8 @@ from sdcp_conformance.harness.roles.played_verifier import (
 from sdcp_conformance.harness.roles.verdicts import VerdictPlan, build_verdict
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
-from sdcp_conformance.oracle.greedy import greedy_continuation, next_logits
+from sdcp_conformance.oracle.drafter_kept import context_dependent
+from sdcp_conformance.oracle.greedy import greedy_any_tie, greedy_continuation, top_tokens
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.messages import Proposal, Verdict
@@ -76,11 +77,18 @@ class DrafterContext(JudgedContext):
 
     @property
     def draft_model(self) -> str:
-        return self.env.draft_model
+        """The case's draft model: the one its ``requires`` names (``model:ctx-draft-near``), else the suite's."""
+        named = [need.removeprefix("model:") for need in self.case.requires if need.startswith("model:")]
+        return named[0] if named else self.env.draft_model
 
     @property
     def target_model(self) -> str:
-        return self.env.target_model
+        return mock_model(self.draft_model).drafts_for or self.env.target_model
+
+    @property
+    def context_dependent(self) -> bool:
+        """Whether the draft model's next token depends on more than the last token (no closed bigram form)."""
+        return context_dependent(self.draft_model)
 
     def contract(self, rule: int = 1, **overrides: Any) -> dict[str, Any]:
         """A valid contract whose ``drafters`` name the drafter's model; ``None`` values remove a member."""
@@ -96,14 +104,22 @@ class DrafterContext(JudgedContext):
         return greedy_continuation(self.draft_model, context, count)
 
     def draft_tops(self, context: Sequence[int]) -> set[int]:
-        """The tokens with the draft model's largest logit after ``context``: greedy under any tie-break."""
-        row = next_logits(self.draft_model, context)
-        return {int(token) for token in (row == row.max()).nonzero()[0]}
+        """The tokens with the draft model's largest logit after ``context``: greedy under any tie-break, and for a
+        model without a closed form within :func:`~sdcp_conformance.oracle.greedy.greedy_tolerance` of it."""
+        return top_tokens(self.draft_model, context)
 
     def draft_greedy_any_tie(self, context: Sequence[int], tokens: Sequence[int]) -> bool:
         """Whether ``tokens`` continue ``context`` greedily under some tie-break (P1-DRF-4 alone picks the
         smallest id among equal logits): each is a largest logit of the draft row after those before it."""
-        return all(token in self.draft_tops([*context, *tokens[:i]]) for i, token in enumerate(tokens))
+        return greedy_any_tie(self.draft_model, context, tokens)
+
+    def drafted_from(self, context: Sequence[int], tokens: Sequence[int]) -> bool:
+        """Whether ``tokens`` are the draft model's greedy tokens after ``context``: exactly (P1-DRF-4's smallest
+        id among equal logits) for a closed-form model; for another, each within the numeric tolerance of the
+        largest logit after those before it (a drafter's runtime, in bfloat16 say, is not the harness's)."""
+        if self.context_dependent:
+            return greedy_any_tie(self.draft_model, context, tokens)
+        return list(tokens) == self.draft_greedy(context, len(tokens))
 
     def target_greedy(self, context: Sequence[int], count: int) -> list[int]:
         return greedy_continuation(self.target_model, context, count)

@@ -2,8 +2,8 @@
 
 The app is built by ``app_factory`` when one is given (a mutant of the
 reference, :mod:`sdcp_conformance.mutants.drafter_catalogue`), over the
-same links the served reference uses: the torch runtime for the draft
-model, the MLC over HTTP/2, the verifier and router clients. Only the
+same links the served reference uses: the torch runtime for each draft
+model it serves, the MLC over HTTP/2, the verifier and router clients. Only the
 proposal timeout and the status ttl are shorter than the served defaults
 (:data:`~sdcp_conformance.harness.drafter_environment.EMBEDDED_PROPOSAL_TIMEOUT_S`),
 so that a verdict lost by silence is retried within a case.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,10 +22,11 @@ from sdcp_conformance.transport.pki import Pki
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 
 
-async def start_embedded_drafter(config: TargetConfig, pki: Pki, model: str,
+async def start_embedded_drafter(config: TargetConfig, pki: Pki, models: Sequence[str],
                                  app_factory: Callable[..., Any] | None = None, *, reproducible: bool = False
                                  ) -> tuple[Any, H2Server, list[Callable[[], Any]], list[asyncio.Task[None]]]:
-    """Start the reference drafter (or ``app_factory``'s) for ``config``; returns (app, server, closers, tasks)."""
+    """Start the reference drafter (or ``app_factory``'s) for ``config``, serving ``models`` (D-DRF-20); returns
+    (app, server, closers, tasks)."""
     from sdcp_conformance.cache.clients import HttpxObjectClient
     from sdcp_conformance.harness.drafter_environment import EMBEDDED_PROPOSAL_TIMEOUT_S, EMBEDDED_STATUS_TTL_MS
     from sdcp_conformance.reference.drafter.app import DrafterApp, DrafterConfig
@@ -52,7 +53,8 @@ async def start_embedded_drafter(config: TargetConfig, pki: Pki, model: str,
         return clients[base_uri]
 
     factory = app_factory or DrafterApp
-    app = factory(drafter_config, RuntimeDraftModel(load_model(model)), ObjectClientCache(HttpxObjectClient(http)),
+    runtimes = [RuntimeDraftModel(load_model(model)) for model in models]
+    app = factory(drafter_config, runtimes, ObjectClientCache(HttpxObjectClient(http)),
                   ClientVerifierLink(client_for), ClientRouterLink(client_for))
     server = H2Server(app, ServerConfig(cert=cert, key=key, ca=ca, host=urlsplit(config.base_uri).hostname or
                                         "127.0.0.1", port=urlsplit(config.base_uri).port or 443))

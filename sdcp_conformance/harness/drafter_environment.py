@@ -2,8 +2,8 @@
 
 With a target file the drafter runs elsewhere and the harness listens where
 the file's [harness] table says (its router, its MLC, its verifiers); without
-one the reference drafter is started in-process on the shipped draft model,
-as ``sdcp-conformance serve drafter`` would run it (or a mutant of it,
+one the reference drafter is started in-process on the shipped draft models
+(:data:`DRAFT_MODELS`), as ``sdcp-conformance serve drafter`` would run it (or a mutant of it,
 through ``app_factory``). The drafter reaches every played role over HTTP/2
 with mutual TLS, exactly as it would reach real ones.
 """
@@ -42,6 +42,12 @@ VERIFIER_PARTIES = ("verifier-1", "verifier-2")
 HARNESS_PARTIES = ("router", "cache", *VERIFIER_PARTIES)
 DRAFT_MODEL = "bigram-draft-near"
 """The shipped draft model the suite's cases use (its target is ``bigram``; both have closed forms)."""
+CTX_DRAFT_MODEL = "ctx-draft-near"
+"""The context-dependent draft model (target ``ctx``) of the cases whose observation depends on more than the last
+token (``requires=("model:ctx-draft-near",)``): what a drafter keeps in its context beyond the committed prefix."""
+DRAFT_MODELS = (DRAFT_MODEL, CTX_DRAFT_MODEL)
+"""The draft models a drafter under test serves: the embedded reference's, and what ``pki init --iut drafter``
+asks for (D-DRF-20: one drafter, several models)."""
 EMBEDDED_PROPOSAL_TIMEOUT_S = 2.0
 """The embedded reference drafter's proposal timeout: short, so that a verdict lost by silence is retried
 within a case (P1-DRF-5 "timeout"); a target file says its drafter's with [harness] proposal_timeout_s."""
@@ -116,7 +122,10 @@ class DrafterEnvironment:
         self.cache.store.put(urlsplit(uri).path, data, lease_ms=None, now=0.0)
 
     def facts(self) -> DrafterFacts:
-        return DrafterFacts(self.config.base_uri, mock_model(self.target_model).vocab_size, self.draft_model,
+        """What the played verifier checks proposals against: the draft model of the case running now."""
+        draft = self.context.draft_model if self.context is not None else self.draft_model
+        target = mock_model(draft).drafts_for or "bigram"
+        return DrafterFacts(self.config.base_uri, mock_model(target).vocab_size, draft,
                             self.proposal_timeout_s, self.cache_observer.of,
                             lambda uri: self.cache_observer.stored(uri, self.cache_clock()))
 
@@ -214,7 +223,7 @@ class DrafterEnvironment:
         from sdcp_conformance.harness.drafter_embedded import start_embedded_drafter
 
         self.proposal_timeout_s = EMBEDDED_PROPOSAL_TIMEOUT_S
-        app, server, closers, tasks = await start_embedded_drafter(self.config, self.pki, self.draft_model,
+        app, server, closers, tasks = await start_embedded_drafter(self.config, self.pki, self.config.models,
                                                                    app_factory, reproducible=reproducible)
         self.embedded = _Embedded(app, server, closers, tasks)
 
@@ -239,10 +248,10 @@ def embedded_drafter_target(folder: Path) -> TargetConfig:
 
     uris = drafter_parties()
     pki = init_pki(folder / "pki", uris, subject=IUT_PARTY)
-    return TargetConfig(role="drafter", base_uri=uris[IUT_PARTY], ca=pki.ca_cert, models=(DRAFT_MODEL,),
+    return TargetConfig(role="drafter", base_uri=uris[IUT_PARTY], ca=pki.ca_cert, models=DRAFT_MODELS,
                         pki=pki.directory, router=uris["router"], cache=uris["cache"],
                         verifiers=tuple(uris[name] for name in VERIFIER_PARTIES))
 
 
-__all__ = ["DRAFT_MODEL", "EMBEDDED_PROPOSAL_TIMEOUT_S", "HARNESS_PARTIES", "IUT_PARTY", "VERIFIER_PARTIES",
-           "DrafterAppFactory", "DrafterEnvironment", "embedded_drafter_target"]
+__all__ = ["CTX_DRAFT_MODEL", "DRAFT_MODEL", "DRAFT_MODELS", "EMBEDDED_PROPOSAL_TIMEOUT_S", "HARNESS_PARTIES",
+           "IUT_PARTY", "VERIFIER_PARTIES", "DrafterAppFactory", "DrafterEnvironment", "embedded_drafter_target"]

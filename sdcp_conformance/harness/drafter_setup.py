@@ -2,9 +2,11 @@
 
 The drafter is configured with (P1-DRF-1, P1-TLS-2) the router identity it
 accepts assignments from and reports status to, the MLC base URI where it
-writes q_rows, and the shipped draft model it serves (P1-MODEL-1); the
-printed instructions say so, and how the reference drafter is started with
-them (``sdcp-conformance serve drafter …``).
+writes q_rows, and the shipped draft models it serves (P1-MODEL-1): the
+bigram one every case uses and the context-dependent one of the cases that
+see more than the last token (a target without it skips those); the printed
+instructions say so, and how the reference drafter is started with them
+(``sdcp-conformance serve drafter …``).
 """
 
 from __future__ import annotations
@@ -28,11 +30,11 @@ def drafter_parties(overrides: Mapping[str, str] | None = None) -> dict[str, str
 
 
 def write_drafter_target(directory: Path, overrides: Mapping[str, str] | None = None) -> tuple[Pki, Path]:
-    from sdcp_conformance.harness.drafter_environment import DRAFT_MODEL, IUT_PARTY, VERIFIER_PARTIES
+    from sdcp_conformance.harness.drafter_environment import DRAFT_MODELS, IUT_PARTY, VERIFIER_PARTIES
 
     parties = drafter_parties(overrides)
     pki = init_pki(directory, parties, subject=IUT_PARTY)
-    config = TargetConfig(role="drafter", base_uri=parties[IUT_PARTY], ca=pki.ca_cert, models=(DRAFT_MODEL,),
+    config = TargetConfig(role="drafter", base_uri=parties[IUT_PARTY], ca=pki.ca_cert, models=DRAFT_MODELS,
                           pki=pki.directory, router=parties["router"], cache=parties["cache"],
                           verifiers=tuple(parties[name] for name in VERIFIER_PARTIES))
     path = directory / TARGET_FILE
@@ -42,10 +44,11 @@ def write_drafter_target(directory: Path, overrides: Mapping[str, str] | None = 
 
 def drafter_serve_command(pki: Pki) -> list[str]:
     """The command that starts the reference drafter as the IUT of this PKI."""
-    from sdcp_conformance.harness.drafter_environment import DRAFT_MODEL, IUT_PARTY
+    from sdcp_conformance.harness.drafter_environment import DRAFT_MODELS, IUT_PARTY
 
     return ["sdcp-conformance", "serve", "drafter", "--pki", str(pki.directory), "--party", IUT_PARTY,
-            "--router", pki.base_uris["router"], "--cache", pki.base_uris["cache"], "--model", DRAFT_MODEL]
+            "--router", pki.base_uris["router"], "--cache", pki.base_uris["cache"],
+            *(word for model in DRAFT_MODELS for word in ("--model", model))]
 
 
 def drafter_iut_setup(directory: Path, overrides: Mapping[str, str]) -> tuple[Pki, Path, str]:
@@ -55,12 +58,12 @@ def drafter_iut_setup(directory: Path, overrides: Mapping[str, str]) -> tuple[Pk
 
 
 def drafter_instructions(pki: Pki, target_path: Path) -> str:
-    from sdcp_conformance.harness.drafter_environment import DRAFT_MODEL, IUT_PARTY, VERIFIER_PARTIES
+    from sdcp_conformance.harness.drafter_environment import CTX_DRAFT_MODEL, DRAFT_MODEL, IUT_PARTY, VERIFIER_PARTIES
     from sdcp_conformance.models.registry import mock_model
     from sdcp_conformance.suites.status_judging import STATUS_TIMED_TTL_MS
 
     drafter = pki.parties[IUT_PARTY]
-    model = mock_model(DRAFT_MODEL)
+    model, ctx_model = mock_model(DRAFT_MODEL), mock_model(CTX_DRAFT_MODEL)
     verifiers = ", ".join(pki.base_uris[name] for name in VERIFIER_PARTIES)
     return "\n".join([
         f"Wrote the PKI and {target_path} for a drafter under test.",
@@ -73,8 +76,12 @@ def drafter_instructions(pki: Pki, target_path: Path) -> str:
         f"  report status to that router:              {pki.base_uris['router']}instances/{{id}}/status",
         f"    (as role 1, every < ttl_ms; a ttl_ms of {STATUS_TIMED_TTL_MS} or less has its intervals timed)",
         f"  write q_rows under the MLC base URI:       {pki.base_uris['cache']}",
-        f"  serve the draft model (P1-MODEL-1):        {DRAFT_MODEL}: {model.path}",
-        f"    (its target is {model.drafts_for}; the harness plays its verifiers at {verifiers})",
+        f"  serve the draft models (P1-MODEL-1):       {DRAFT_MODEL}: {model.path}",
+        f"                                             {CTX_DRAFT_MODEL}: {ctx_model.path}",
+        f"    (their targets are {model.drafts_for} and {ctx_model.drafts_for}; the harness plays the verifiers at "
+        f"{verifiers};",
+        "    a session uses the draft model its contract's drafters list names, P1-DRF-3; a drafter without",
+        f"    {CTX_DRAFT_MODEL} removes it from the target file's models, and the cases needing it are skipped)",
         "",
         "The reference drafter, for example:",
         f"  {shlex.join(drafter_serve_command(pki))}",

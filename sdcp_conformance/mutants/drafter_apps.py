@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from sdcp_conformance.mutants.drafter_sessions import StaleContextSession
 from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.messages import Assignment, Contract, Proposal
@@ -30,7 +31,7 @@ class PipelinedProposals(DrafterApp):
         if slot is not None:
             machine = slot.machine
             context = (*machine.context, *proposal.tokens)
-            tokens, _ = self.model.draft(machine.session, context, len(proposal.tokens), machine.sampling, 1,
+            tokens, _ = slot.model.draft(machine.session, context, len(proposal.tokens), machine.sampling, 1,
                                          slot.rng)
             ahead = proposal.replace(round=proposal.round + 1, base=proposal.base + len(proposal.tokens),
                                      base_digest=extend_digest(proposal.base_digest, proposal.tokens),
@@ -98,6 +99,19 @@ class AcceptsLowerEpoch(DrafterApp):
 
     def _check_epoch(self, assignment: Assignment) -> None:
         return None
+
+
+class ReplacedKeepsStaleDraft(DrafterApp):
+    """A replacing assignment (P1-DRF-7) starts a session whose draft context still holds the abandoned proposal,
+    before the committed tokens the assignment brings (with :class:`~.drafter_sessions.StaleContextSession`)."""
+
+    async def _install(self, assignment: Assignment, prompt: list[int], committed: list[int] | None) -> None:
+        held = self.sessions.get(assignment.session)
+        outstanding = held.machine.outstanding if held is not None else None
+        await super()._install(assignment, prompt, committed)
+        machine = self.sessions[assignment.session].machine
+        if held is not None and outstanding is not None and isinstance(machine, StaleContextSession):
+            machine.stale = (len(held.machine.output), tuple(outstanding.tokens))
 
 
 class AcceptsAnyRouter(DrafterApp):
@@ -188,6 +202,7 @@ __all__ = [
     "NoDelete",
     "PipelinedProposals",
     "QRowsDeletedEarly",
+    "ReplacedKeepsStaleDraft",
     "Retries4xx",
     "RetryRedrafts",
     "ReusedUniforms",

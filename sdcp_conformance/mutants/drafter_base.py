@@ -14,7 +14,7 @@ through the same factory, so a kill is the planted bug's doing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +40,7 @@ class DrafterMutant:
     app: type[DrafterApp] = DrafterApp
     session: type[DrafterSession] | None = None
     model: Callable[[Any], Any] | None = None
-    """Wraps the draft model (the sampling bugs)."""
+    """Wraps the draft model, each of them when the drafter serves several (the sampling bugs)."""
     profile_only: bool = False
     """The bug breaks only a profile choice, so the suite can at most say NON-STRICT about it."""
 
@@ -51,7 +51,8 @@ class DrafterMutant:
     def factory(self, config: DrafterConfig, model: Any, cache: Any, verifier: Any, router: Any) -> DrafterApp:
         """``factory(config, model, cache, verifier, router)`` for ``certify(app_factory=..., role="drafter")``."""
         if self.model is not None:
-            model = self.model(model)
+            wrap = self.model
+            model = [wrap(one) for one in model] if isinstance(model, Sequence) else wrap(model)
         app = self.app(config, model, cache, verifier, router)
         if self.session is not None:
             app.session_class = self.session

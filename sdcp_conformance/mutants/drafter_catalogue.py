@@ -33,6 +33,7 @@ _DISCARD = ("After the verdict, the drafter MUST discard its draft state for pro
             "ones")
 _GREEDY = "Under rule 1 a drafter proposes its own greedy tokens and publishes no `q_rows`."
 _LOWER = "An assignment with a lower epoch than the one a drafter holds gets 409 `sdcp-stale-epoch`"
+_REPLACE = "an equal or higher epoch replaces the current assignment, abandoning any outstanding proposal first."
 _ROUTERS = "it accepts `POST assignments` only from its routers (else 403 `sdcp-not-assigned`)."
 _PERMITTED = ("A drafter refuses (422 `sdcp-bad-contract`) an assignment whose contract lists `drafters` without its "
               "model's digest or names another tokenizer.")
@@ -51,6 +52,9 @@ DRAFTER_MUTANTS: tuple[DrafterMutant, ...] = (
                   "6.2, 6.5.2", _LIMIT, session=sessions.MCapIgnoredOnReduce),
     DrafterMutant("drf-keeps-rejected-draft", "discard", "keeps drafting from its own token at the first rejected "
                   "position instead of the verifier's", "6.3", _DISCARD, session=sessions.KeepsRejectedDraft),
+    DrafterMutant("drf-keeps-rejected-positions", "discard", "keeps the rejected positions in its draft context "
+                  "and appends the verifier's additional token after them (a KV cache never truncated): invisible "
+                  "with a bigram draft model", "6.3", _DISCARD, session=sessions.KeepsRejectedPositions),
     DrafterMutant("drf-drafts-from-prompt", "discard", "drafts every round from the prompt alone, ignoring the "
                   "committed tokens (no draft state kept: P1-DRF-4's deviation, not §6.3's)", "P1-DRF-4", _GREEDY,
                   session=sessions.DraftsFromPrompt, profile_only=True),
@@ -67,6 +71,9 @@ DRAFTER_MUTANTS: tuple[DrafterMutant, ...] = (
                   session=sessions.ResyncDigestUnchecked),
     DrafterMutant("drf-resync-keeps-round", "resync", "after a resynchronisation it keeps its own round count",
                   "6.2", _ROUND, session=sessions.ResyncKeepsRound),
+    DrafterMutant("drf-resync-keeps-stale-draft", "resync", "after sdcp-stale-base its refused proposal stays in "
+                  "its draft context, before the committed tokens it reads back: invisible with a bigram draft model",
+                  "P1-DRF-6", _RESYNC, session=sessions.ResyncKeepsStaleDraft, profile_only=True),
     DrafterMutant("drf-stale-base-stops", "resync", "gives up on sdcp-stale-base instead of resynchronising",
                   "P1-DRF-6", _RESYNC, session=sessions.StaleBaseStops, profile_only=True),
     # actions
@@ -84,6 +91,10 @@ DRAFTER_MUTANTS: tuple[DrafterMutant, ...] = (
     # assignments
     DrafterMutant("drf-accepts-lower-epoch", "assignments", "installs an assignment with a lower epoch", "P1-DRF-7",
                   _LOWER, app=apps.AcceptsLowerEpoch, profile_only=True),
+    DrafterMutant("drf-replaced-keeps-stale-draft", "assignments", "a replacing assignment's session drafts from a "
+                  "context still holding the abandoned proposal: invisible with a bigram draft model", "P1-DRF-7",
+                  _REPLACE, app=apps.ReplacedKeepsStaleDraft, session=sessions.StaleContextSession,
+                  profile_only=True),
     DrafterMutant("drf-accepts-any-router", "assignments", "accepts assignments from any authenticated client",
                   "P1-DRF-1", _ROUTERS, app=apps.AcceptsAnyRouter, profile_only=True),
     DrafterMutant("drf-ignores-drafters-list", "assignments", "never looks at the contract's drafters list",

@@ -12,8 +12,9 @@ from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.contract import RULE_SPECULATIVE_SAMPLING
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.messages import Assignment, SessionState, Verdict
+from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.sampling import draw_token, target_distribution
-from sdcp_conformance.reference.drafter.ports import QRows
+from sdcp_conformance.reference.drafter.ports import Problem, QRows
 from sdcp_conformance.reference.drafter.session import (
     STOPPING_ACTIONS,
     DrafterIdentity,
@@ -66,6 +67,57 @@ class KeepsRejectedDraft(DrafterSession):
         if self.kept is None or not self.output:
             return (*self.prompt, *self.output)
         return (*self.prompt, *self.output[:-1], self.kept)
+
+
+class KeepsRejectedPositions(DrafterSession):
+    """Never rolls its draft context back: after a verdict the rejected positions stay in the context it drafts from,
+    and the emitted additional token is appended after them (a draft KV cache extended, never truncated). With a
+    draft model whose next token depends on the last token alone it drafts what a correct drafter drafts."""
+
+    kept: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    """(output length before them, the rejected tokens) of every verdict that rejected some."""
+
+    def on_verdict(self, verdict: Verdict) -> Next:
+        proposal, before = self.outstanding, len(self.output)
+        step = super().on_verdict(verdict)
+        at = before + verdict.accepted
+        if proposal is not None and len(self.output) > at and verdict.accepted < len(proposal.tokens):
+            self.kept = (*self.kept, (at, tuple(proposal.tokens[verdict.accepted:])))
+        return step
+
+    @property
+    def context(self) -> tuple[int, ...]:
+        tokens, done = list(self.prompt), 0
+        for at, rejected in self.kept:
+            tokens += [*self.output[done:at], *rejected]
+            done = at
+        return (*tokens, *self.output[done:])
+
+
+class StaleContextSession(DrafterSession):
+    """Drafts from a context that still holds an abandoned proposal (``stale``: the output length it was proposed
+    on, and its tokens) before the tokens committed since."""
+
+    stale: tuple[int, tuple[int, ...]] | None = None
+
+    @property
+    def context(self) -> tuple[int, ...]:
+        if self.stale is None:
+            return (*self.prompt, *self.output)
+        at, tokens = self.stale
+        return (*self.prompt, *self.output[:at], *tokens, *self.output[at:])
+
+
+class ResyncKeepsStaleDraft(StaleContextSession):
+    """On sdcp-stale-base its refused proposal stays in its draft context, before the committed tokens it reads
+    back (P1-DRF-6: it resynchronises the prefix it proposes on, not what it drafts from)."""
+
+    def on_problem(self, problem: Problem) -> Next:
+        proposal, at = self.outstanding, len(self.output)
+        step = super().on_problem(problem)
+        if proposal is not None and problem.type is ProblemType.STALE_BASE:
+            self.stale = (at, tuple(proposal.tokens))
+        return step
 
 
 class DraftsFromPrompt(DrafterSession):
@@ -209,12 +261,15 @@ __all__ = [
     "GreedyInsteadOfSampled",
     "IgnoresDraftersListSession",
     "KeepsRejectedDraft",
+    "KeepsRejectedPositions",
     "MCapIgnoredOnReduce",
     "MedianToken",
     "ResyncDigestUnchecked",
     "ResyncKeepsRound",
+    "ResyncKeepsStaleDraft",
     "RowsShifted",
     "SamplesTargetP",
     "SamplesUntempered",
     "StaleBaseStops",
+    "StaleContextSession",
 ]

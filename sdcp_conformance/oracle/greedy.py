@@ -1,8 +1,8 @@
-"""What a correct verifier's target model says, computed by the harness itself.
+"""What a correct verifier's target model (or a correct drafter's draft model) says, computed by the harness itself.
 
 ``bigram`` models: the closed-form table (exact). Other mock models: the
 torch runtime in float32, which the mock-model tests cross-check against
-Hugging Face transformers. Nothing here runs the reference verifier.
+Hugging Face transformers. Nothing here runs the reference verifier or drafter.
 """
 
 from __future__ import annotations
@@ -50,4 +50,28 @@ def greedy_continuation(model_id: str, context: Sequence[int], count: int) -> li
     return tokens
 
 
-__all__ = ["argmax_smallest", "greedy_continuation", "next_logits"]
+RUNTIME_LOGIT_TOLERANCE = 0.25
+"""D-JUDGE-GREEDY-TOLERANCE: how far below the largest logit a token of a model without a closed form may be and
+still count as greedy. Another runtime computes other logits: ``mock_models/README.md`` measured at most 0.102
+between bfloat16 and float32 for one logit, so two logits that swap places differ by at most about 0.2 there. The
+closed-form bigram models are exact in either precision: only exact ties count there."""
+
+
+def greedy_tolerance(model_id: str) -> float:
+    return 0.0 if mock_model(model_id).closed_form == "bigram" else RUNTIME_LOGIT_TOLERANCE
+
+
+def top_tokens(model_id: str, context: Sequence[int]) -> set[int]:
+    """The tokens a greedy drafter may draft after ``context``: the largest logit's, under any tie-break, and
+    those within :func:`greedy_tolerance` of it."""
+    row = next_logits(model_id, context)
+    return {int(token) for token in np.flatnonzero(row >= row.max() - greedy_tolerance(model_id))}
+
+
+def greedy_any_tie(model_id: str, context: Sequence[int], tokens: Sequence[int]) -> bool:
+    """Whether each of ``tokens`` is one of :func:`top_tokens` after ``context`` and the tokens before it."""
+    return all(token in top_tokens(model_id, [*context, *tokens[:i]]) for i, token in enumerate(tokens))
+
+
+__all__ = ["RUNTIME_LOGIT_TOLERANCE", "argmax_smallest", "greedy_any_tie", "greedy_continuation", "greedy_tolerance",
+           "next_logits", "top_tokens"]

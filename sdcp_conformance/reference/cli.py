@@ -210,18 +210,19 @@ def serve_verifier(pki_dir: Path, party: str, router_uri: str, models: tuple[str
 @click.option("--party", default="drafter-1", show_default=True)
 @click.option("--router", "routers", required=True, multiple=True, help="A router's base URI (repeat).")
 @click.option("--cache", "cache_base", required=True, help="MLC base URI where q_rows are written (P1-DRF-1).")
-@click.option("--model", default="bigram-draft-near", show_default=True)
+@click.option("--model", "models", multiple=True, default=("bigram-draft-near",), show_default=True,
+              help="Draft model to serve: mock model id or folder (repeat to serve several, D-DRF-20).")
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--seed", type=int, default=None)
 @_mutant_option("drafter")
-def serve_drafter(pki_dir: Path, party: str, routers: tuple[str, ...], cache_base: str, model: str, device: str,
-                  host: str, seed: int | None, mutant: str | None) -> None:
+def serve_drafter(pki_dir: Path, party: str, routers: tuple[str, ...], cache_base: str, models: tuple[str, ...],
+                  device: str, host: str, seed: int | None, mutant: str | None) -> None:
     """Run one reference drafter (or one of its mutants)."""
     factory = _mutant_factory(mutant, "drafter")
     tls, base_uri = _role_tls(pki_dir, party)
-    runtime = load_model(model, device)
-    _serving(_serve_role(start_drafter(base_uri, tls, runtime, routers, cache_base, host=host, seed=seed,
+    runtimes = [load_model(model, device) for model in models]
+    _serving(_serve_role(start_drafter(base_uri, tls, runtimes, routers, cache_base, host=host, seed=seed,
                                        app_factory=factory)), f"the drafter {base_uri}")
 
 

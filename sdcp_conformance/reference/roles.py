@@ -55,18 +55,21 @@ def _client_factory(tls: PartyTls, clients: dict[str, SdcpClient], timeouts: Tim
     return client_for
 
 
-async def start_drafter(base_uri: str, tls: PartyTls, model: RuntimeModel, routers: Sequence[str], cache_base: str,
+async def start_drafter(base_uri: str, tls: PartyTls, model: RuntimeModel | Sequence[RuntimeModel],
+                        routers: Sequence[str], cache_base: str,
                         *, host: str = "127.0.0.1", seed: int | None = None,
                         measured_timing: bool = True,
                         app_factory: Callable[..., DrafterApp] | None = None) -> RunningRole:
-    """The reference drafter (or ``app_factory``'s app: a mutant's) as a running role, reporting its status."""
+    """The reference drafter (or ``app_factory``'s app: a mutant's) as a running role, reporting its status; it
+    serves every model given (D-DRF-20)."""
     config = DrafterConfig(base_uri=base_uri, routers=frozenset(routers), cache_base=cache_base, seed=seed,
                            measured_timing=measured_timing)
     http = party_http_client(tls.cert, tls.key, tls.ca)
     clients: dict[str, SdcpClient] = {}
     factory = _client_factory(tls, clients, Timeouts())
     app = (app_factory or DrafterApp)(
-        config, RuntimeDraftModel(model), ObjectClientCache(HttpxObjectClient(http)),
+        config, [RuntimeDraftModel(one) for one in (model if isinstance(model, Sequence) else [model])],
+        ObjectClientCache(HttpxObjectClient(http)),
         ClientVerifierLink(factory), ClientRouterLink(factory),
     )
     server = await serve_handler(base_uri, app, tls, host)

@@ -2,9 +2,9 @@
 
 Run: ``python -m sdcp_conformance.testing.standin_node_drafter --pki DIR --party drafter --router URI
 --cache URI --model bigram-draft-near``, the arguments ``sdcp-conformance pki init DIR --iut drafter`` prints
-for ``serve drafter``; ``--install`` only installs its npm packages. Its deadline for a verdict is
-:data:`PROPOSAL_TIMEOUT_S`: a target file that says so (``[harness] proposal_timeout_s``) lets the harness run
-the case of a proposal never answered.
+for ``serve drafter`` (of whose models it serves the closed-form bigram one only); ``--install`` only installs
+its npm packages. Its deadline for a verdict is :data:`PROPOSAL_TIMEOUT_S`: a target file that says so
+(``[harness] proposal_timeout_s``) lets the harness run the case of a proposal never answered.
 
 It is a drafter of its own, written in JavaScript from the draft and the profile without the reference drafter
 (``standin_node_drafter/*.js``), and it passes the drafter suite; ``tools/standin_node_mutants.py --role
@@ -66,6 +66,19 @@ def configuration(pki_dir: Path, party: str, routers: Sequence[str], cache: str,
     }
 
 
+def served_model(models: Sequence[str]) -> str:
+    """The model it serves out of those ``serve drafter`` would serve: the first closed-form bigram one. The others
+    (``ctx-draft-near``) are said on stderr: a target file listing them has the cases needing them fail, so its
+    ``models`` must leave them out (those cases are then skipped)."""
+    bigram = [model for model in models or ["bigram-draft-near"] if mock_model(model).closed_form == "bigram"]
+    if not bigram:
+        raise SdcpConformanceError(f"{', '.join(models)}: the stand-in drafter serves closed-form bigram models only")
+    left = [model for model in models if model != bigram[0]]
+    if left:
+        print(f"standin_node_drafter: serves {bigram[0]} only, not {', '.join(left)}", file=sys.stderr)
+    return bigram[0]
+
+
 def configuration_file(config: dict[str, object]) -> Path:
     """The configuration written once into the cache, named by its content."""
     text = json.dumps(config, indent=1, sort_keys=True)
@@ -85,7 +98,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--party", default="drafter")
     parser.add_argument("--router", action="append", default=[], help="A router's base URI (repeat).")
     parser.add_argument("--cache", help="The MLC's base URI.")
-    parser.add_argument("--model", default="bigram-draft-near")
+    parser.add_argument("--model", action="append", default=[],
+                        help="A draft model (repeat); it serves the first closed-form bigram one (default "
+                             "bigram-draft-near) and leaves the others out.")
     parser.add_argument("--host", default=None)
     args = parser.parse_args(argv)
     try:
@@ -95,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             return
         if args.pki is None or not args.router or args.cache is None:
             parser.error("--pki, --router and --cache are required")
-        config = configuration(args.pki, args.party, args.router, args.cache, args.model, args.host)
+        model = served_model(args.model)
+        config = configuration(args.pki, args.party, args.router, args.cache, model, args.host)
         path = configuration_file(config)
     except (StandinUnavailable, SdcpConformanceError) as error:
         sys.exit(f"standin_node_drafter: {error}")
@@ -103,7 +119,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.execv(node, [node, str(folder / "server.js"), str(path)])
 
 
-__all__ = ["PROPOSAL_TIMEOUT_S", "SOURCE", "SOURCES", "configuration", "configuration_file", "installed", "main"]
+__all__ = ["PROPOSAL_TIMEOUT_S", "SOURCE", "SOURCES", "configuration", "configuration_file", "installed", "main",
+           "served_model"]
 
 
 if __name__ == "__main__":

@@ -15,9 +15,10 @@ from tests.harness.separate_process import certify_target, separate_iut
 
 STEP_TIMEOUT_S = 240.0
 CASES = ("DRF-SANITY-001", "DRF-6.2-PROPOSAL-001", "DRF-6.2-ARTIFACTS-001", "DRF-6.3-DISCARD-001",
-         "DRF-P1-DRF-6-RESYNC-001", "DRF-6.5.2-SWITCH-001", "DRF-6.9-LOST-003", "DRF-P1-DRF-1-001",
-         "DRF-6.1-STATUS-001", "DRF-5.1-TRANSPORT-001", "DRF-6.4-NOT-HMAC-001", "DRF-P1-MLC-2-001")
-"""One case or more of most areas: the target path end to end (the embedded certification runs them all)."""
+         "DRF-6.3-DISCARD-003", "DRF-P1-DRF-6-RESYNC-001", "DRF-6.5.2-SWITCH-001", "DRF-6.9-LOST-003",
+         "DRF-P1-DRF-1-001", "DRF-6.1-STATUS-001", "DRF-5.1-TRANSPORT-001", "DRF-6.4-NOT-HMAC-001", "DRF-P1-MLC-2-001")
+"""One case or more of most areas: the target path end to end (the embedded certification runs them all), and one
+with the context-dependent draft model, which the printed ``serve drafter`` command serves too."""
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +31,10 @@ def separate_drafter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
 def test_pki_init_says_what_the_drafter_is_configured_with(separate_drafter: tuple[Path, str, str]) -> None:
     target_path, base_uri, printed = separate_drafter
     target = load_target(target_path)
-    assert target.role == "drafter" and target.base_uri == base_uri and target.models == ("bigram-draft-near",)
+    assert target.role == "drafter" and target.base_uri == base_uri
+    assert target.models == ("bigram-draft-near", "ctx-draft-near")
     assert len(target.verifiers) == 2 and target.router and target.cache
-    for needed in (target.router, target.cache, "bigram-draft-near", "P1-DRF-1", str(target.ca)):
+    for needed in (target.router, target.cache, "bigram-draft-near", "ctx-draft-near", "P1-DRF-1", str(target.ca)):
         assert needed in printed, needed
 
 

@@ -287,6 +287,43 @@ def test_assignment_refusals(changes: dict[str, Any], status: int, suffix: str) 
     run(scenario())
 
 
+OTHER_MODEL = bytes([9]) * 32
+
+
+def other_next(context: Sequence[int]) -> int:
+    """A second draft model's greedy token: never ``draft_next``'s."""
+    return (draft_next(context) + 3) % V
+
+
+def other_logits(context: Sequence[int]) -> np.ndarray:
+    return np.array([-0.3 * ((token - other_next(context)) % V) for token in range(V)])
+
+
+@pytest.mark.parametrize(("drafters", "drafts"), [
+    ([OTHER_MODEL], other_next), ([MODEL, OTHER_MODEL], draft_next), (None, draft_next)])
+def test_a_drafter_serving_two_models_drafts_with_the_one_the_contract_permits(drafters: list[bytes] | None,
+                                                                               drafts: Any) -> None:
+    """D-DRF-20: the first served model the contract's drafters list names (the first served one without a list)."""
+    async def scenario() -> None:
+        models = [LogitsDraftModel(draft_logits, vocab_size=V, model_sha256=MODEL, tokenizer_sha256=TOKENIZER),
+                  LogitsDraftModel(other_logits, vocab_size=V, model_sha256=OTHER_MODEL, tokenizer_sha256=TOKENIZER)]
+        h = Harness(model=models)
+        listed = contract() if drafters is None else contract(drafters=drafters)
+        assert (await h.assign(contract=listed))[0] == 204
+        proposal, _, future = await h.verifier.next()
+        context, expected = list(PROMPT), []
+        for _ in proposal.tokens:
+            expected.append(drafts(context))
+            context.append(expected[-1])
+        assert list(proposal.tokens) == expected
+        future.set_result(Problem(ProblemType.SESSION_CLOSED, 410, None, "done"))
+        await h.finished()
+        refused, problem = await h.assign(contract=contract(drafters=[bytes(32)]), epoch=2)
+        assert refused == 422 and problem["type"].endswith("sdcp-bad-contract")  # P1-DRF-3: neither model listed
+
+    run(scenario())
+
+
 def test_other_paths_and_methods() -> None:
     async def scenario() -> None:
         h = Harness()

@@ -6,20 +6,21 @@ the arrival and a few facts about the drafter; each finding is an
 (or the fuzzer) routes to the judge. Expectations are the harness's own:
 round, base and base_digest are what the harness last told the drafter, the
 digest chain is recomputed from the committed tokens (§4.2), greedy tokens
-come from the draft model's closed form (:mod:`sdcp_conformance.oracle.greedy`),
+come from the draft model's closed form, or its float32 runtime within
+D-JUDGE-GREEDY-TOLERANCE (:mod:`sdcp_conformance.oracle.greedy`),
 and the q_rows object is read from the harness's own MLC.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from sdcp_conformance.harness.roles.played_cache import CacheEvent
 from sdcp_conformance.harness.roles.played_session import Arrival, Observation, Outcome, PlayedSession
-from sdcp_conformance.oracle.greedy import greedy_continuation
+from sdcp_conformance.oracle.greedy import greedy_any_tie, greedy_continuation, greedy_tolerance
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.messages import ROLE_DRAFTER, Proposal
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
@@ -182,12 +183,18 @@ def _rule1(session: PlayedSession, proposal: Proposal, facts: DrafterFacts) -> l
     if proposal.q_rows is not None:
         found.append(Observation("P1-DRF-4", "a rule-1 proposal carries q_rows", "no q_rows", proposal.q_rows))
     if proposal.base <= len(session.output) and session.digest_at(proposal.base) == proposal.base_digest:
-        expected = greedy_continuation(facts.draft_model, session.context(proposal.base), len(proposal.tokens))
-        if list(proposal.tokens) != expected:
+        context = session.context(proposal.base)
+        expected = greedy_continuation(facts.draft_model, context, len(proposal.tokens))
+        if list(proposal.tokens) != expected and not _within_tolerance(facts.draft_model, context, proposal.tokens):
             found.append(Observation("P1-DRF-4", f"the proposed tokens are not the draft model's greedy tokens after "
                                      f"the committed prefix of {proposal.base}", str(expected),
                                      str(list(proposal.tokens))))
     return found
+
+
+def _within_tolerance(model: str, context: Sequence[int], tokens: Sequence[int]) -> bool:
+    """D-JUDGE-GREEDY-TOLERANCE: a model without a closed form is judged greedy within the numeric tolerance."""
+    return greedy_tolerance(model) > 0 and greedy_any_tie(model, context, tokens)
 
 
 def _rule2(session: PlayedSession, arrival: Arrival, proposal: Proposal, facts: DrafterFacts) -> list[Observation]:

@@ -17,7 +17,7 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -126,6 +126,8 @@ class _Timing:
 class _Slot:
     machine: DrafterSession
     rng: np.random.Generator
+    model: DraftModel
+    """The draft model this session drafts with (D-DRF-20)."""
     task: asyncio.Task[None] | None = None
 
 
@@ -143,7 +145,7 @@ class DrafterApp:
     def __init__(
         self,
         config: DrafterConfig,
-        model: DraftModel,
+        model: DraftModel | Sequence[DraftModel],
         cache: Cache,
         verifier: VerifierLink,
         router: RouterLink,
@@ -152,11 +154,16 @@ class DrafterApp:
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.config = config
-        self.model = model
+        # D-DRF-20: a drafter may serve several draft models; a session drafts with the first one its contract's
+        # drafters list permits.
+        self.models: tuple[DraftModel, ...] = tuple(model) if isinstance(model, Sequence) else (model,)
+        if not self.models:
+            raise ValueError("a drafter serves at least one draft model")
+        self.model = self.models[0]
         self.cache = cache
         self.verifier = verifier
         self.router = router
-        self.identity = DrafterIdentity(config.base_uri, model.model_sha256, model.tokenizer_sha256, model.vocab_size)
+        self.identity = self.identity_of(self.model)
         self.sessions: dict[bytes, _Slot] = {}
         self.timing = _Timing(config)
         self.accept: float | None = None
@@ -214,7 +221,18 @@ class DrafterApp:
 
     def validate_assignment(self, assignment: Assignment) -> None:
         """Checks that need no I/O and no held state (P1-DRF-2, P1-DRF-3, D-DRF-2)."""
-        check_assignment(assignment, self.identity)
+        check_assignment(assignment, self.identity_of(self.model_for(assignment)))
+
+    def model_for(self, assignment: Assignment) -> DraftModel:
+        """D-DRF-20: the first served model the contract's drafters list permits (the first one when the contract
+        lists none, or when it permits none: that assignment is then refused by P1-DRF-3's check)."""
+        permitted = assignment.contract.drafters
+        if permitted is None:
+            return self.model
+        return next((model for model in self.models if model.model_sha256 in permitted), self.model)
+
+    def identity_of(self, model: DraftModel) -> DrafterIdentity:
+        return DrafterIdentity(self.config.base_uri, model.model_sha256, model.tokenizer_sha256, model.vocab_size)
 
     def _check_epoch(self, assignment: Assignment) -> None:
         held = self.sessions.get(assignment.session)
@@ -226,14 +244,15 @@ class DrafterApp:
         self._check_epoch(assignment)  # again: another assignment may have won while we read the cache
         held = self.sessions.get(assignment.session)
         estimates = held.machine.estimates if held is not None else self._new_estimates()  # D-DRF-5
+        model = self.model_for(assignment)
         machine = self.session_class(
-            assignment, prompt, committed, identity=self.identity, estimates=estimates,
+            assignment, prompt, committed, identity=self.identity_of(model), estimates=estimates,
             max_setbacks=self.config.max_attempts,
         )
         rng = held.rng if held is not None else np.random.default_rng(self._seeds.spawn(1)[0])
         if held is not None:
             await self._cancel(held)
-        slot = _Slot(machine, rng)
+        slot = _Slot(machine, rng, model)
         self.sessions[assignment.session] = slot
         slot.task = asyncio.create_task(self._run(slot))
 
@@ -286,12 +305,12 @@ class DrafterApp:
             machine.fail(f"{type(exc).__name__}: {exc}")
         finally:
             machine.abandon()
-            self._forget(machine.session)
+            self._forget(slot.model, machine.session)
 
-    def _forget(self, session: bytes) -> None:
+    def _forget(self, model: DraftModel, session: bytes) -> None:
         """The model drops the session's state once a draft still running for it has ended (D-DRF-19)."""
         if not self._closed:
-            self._model_thread.submit(self.model.forget, session)
+            self._model_thread.submit(model.forget, session)
 
     async def _round(self, slot: _Slot) -> Next:
         machine = slot.machine
@@ -328,7 +347,7 @@ class DrafterApp:
         machine = slot.machine
         self._queued += 1
         try:
-            call = functools.partial(self.model.draft, machine.session, machine.context, m, machine.sampling,
+            call = functools.partial(slot.model.draft, machine.session, machine.context, m, machine.sampling,
                                      machine.rule, self.uniforms(slot))
             return await asyncio.get_running_loop().run_in_executor(self._model_thread, call)
         finally:
@@ -340,7 +359,7 @@ class DrafterApp:
 
     async def _publish(self, machine: DrafterSession, tokens: tuple[int, ...], rows: QRows) -> str | None:
         """Write q_rows under a lease (P1-MLC-3); None when every attempt failed."""
-        if rows.shape != (len(tokens), self.identity.vocab_size):
+        if rows.shape != (len(tokens), machine.identity.vocab_size):
             raise ValueError(f"draft rows have shape {rows.shape}, expected ({len(tokens)}, V)")
         self._serial += 1
         uri = (

@@ -144,3 +144,11 @@ the old loop's ``forget``, wait for it. Otherwise they ran beside it on a model
 that is thread-confined (the torch runtime's per-session KV caches), the new
 loop failed, and the session fell silent — the drafter fuzzer found this as a
 flaky R-6.5.2-CONTINUE."""
+
+SEVERAL_MODELS = "first-permitted"
+"""D-DRF-20: one reference drafter may serve several draft models (the
+conformance harness uses ``bigram-draft-near`` and ``ctx-draft-near`` together,
+as D-VER-9 does for verifiers); each session drafts with the first of them, in
+the order served, whose SHA-256 its contract's ``drafters`` lists, or with the
+first one when the contract lists no drafters. A contract listing none of them,
+or naming a tokenizer other than that model's, is refused (P1-DRF-3)."""

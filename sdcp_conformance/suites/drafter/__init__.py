@@ -11,9 +11,9 @@ import pkgutil
 
 from sdcp_conformance.harness.case import Catalogue
 
-CATALOGUE = Catalogue(role="drafter", base_models=("bigram-draft-near",))
+CATALOGUE = Catalogue(role="drafter", base_models=("bigram-draft-near",), optional_models=("ctx-draft-near",))
 
-_NOT_CASES = frozenset({"conversation"})
+_NOT_CASES = frozenset({"conversation", "variants"})
 for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
     if _module not in _NOT_CASES:
         importlib.import_module(f"{__name__}.{_module}")

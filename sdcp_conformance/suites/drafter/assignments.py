@@ -21,7 +21,8 @@ from sdcp_conformance.harness.roles.played_session import PlayedSession
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.suites.drafter import CATALOGUE
-from sdcp_conformance.suites.drafter.conversation import hold, tokens_of
+from sdcp_conformance.suites.drafter.conversation import advance, hold, tokens_of
+from sdcp_conformance.suites.drafter.variants import with_ctx_variant
 from sdcp_conformance.transport.types import media_type
 
 ROUTERS = "it accepts `POST assignments` only from its routers (else 403 `sdcp-not-assigned`)."
@@ -36,6 +37,9 @@ WELL_FORMED = ("Receivers reject malformed CBOR, wrong types, out-of-range value
                "400 (`sdcp-bad-message`, a profile problem type)")
 UNKNOWN_KEYS = "Unknown map keys MUST be ignored, except in the contract (Section 4.1)."
 TOKEN_LISTS = "a token list (`prompt`, `committed_tokens`) is a CBOR array of uint"
+GREEDY_ROW = "P1-DRF-4"
+"""Judged on every rule-1 proposal by the played verifier: the greedy tokens of the committed prefix; with the
+context-dependent draft model that shows a context kept from before the assignment (:mod:`.variants`)."""
 VOCAB = ("Receivers reject malformed CBOR, wrong types, out-of-range values, and missing required members with 400 "
          "(`sdcp-bad-message`, a profile problem type) ... `V`, the vocabulary size used for `q_rows`, is the model "
          "config's `vocab_size`.")
@@ -168,15 +172,20 @@ async def lower_epoch(ctx: DrafterContext) -> None:
               "assignment does not carry the held epoch 2", expected="epoch 2", actual=arrival.describe())
 
 
-@CATALOGUE.case("DRF-P1-DRF-7-002", area="assignments", section="P1-DRF-7, 6.9", quote=f"{REPLACE} ... Verifier "
-                "failure: the router first appends a fence record with the new epoch to the commit_log",
-                level=Level.PROFILE, profile=("P1-RTR-3",), rows=("P1-DRF-7/REPLACE", "R-6.9-NEW-DRAFTER"))
+@with_ctx_variant("DRF-P1-DRF-7-002", "DRF-P1-DRF-7-004", area="assignments", section="P1-DRF-7, 6.9",
+                  quote=f"{REPLACE} ... Verifier failure: the router first appends a fence record with the new epoch "
+                        "to the commit_log",
+                  level=Level.PROFILE, profile=("P1-RTR-3",), rows=("P1-DRF-7/REPLACE", "R-6.9-NEW-DRAFTER"),
+                  ctx_rows=(GREEDY_ROW,))
 async def failover_replaces(ctx: DrafterContext) -> None:
-    """A held epoch-1 proposal is abandoned when epoch 2 names the second verifier: proposals go there, at epoch 2."""
+    """A held epoch-1 proposal is abandoned when epoch 2 names the second verifier: proposals go there, at epoch 2.
+
+    With the context-dependent draft model they are seen to be drafted from the committed prefix, not from a context
+    that still holds the abandoned proposal (P1-DRF-4)."""
     session = await ctx.start(rule=1)
     await ctx.decide(session, "round 1")
     held = await ctx.take(session, "round 2 (to be held across the failover)")
-    session.advanced(session.round + 1, ctx.target_greedy(session.context(), 1))  # committed at the old verifier
+    advance(ctx, session, (1,), held)  # committed at the old verifier
     await ctx.assign_ok(session, verifier=1, epoch=2)
     ctx.lose(held, "503")  # the fenced old verifier answers late, with an error: it must not matter
     arrival = await ctx.take(session, "the first proposal after the failover", row="P1-DRF-7/REPLACE")
@@ -190,14 +199,17 @@ async def failover_replaces(ctx: DrafterContext) -> None:
     await ctx.decide(session, "the round after", row="P1-DRF-7/REPLACE")
 
 
-@CATALOGUE.case("DRF-P1-DRF-7-003", area="assignments", section="P1-DRF-7, 6.2", quote=REPLACE, level=Level.PROFILE,
-                rows=("P1-DRF-7/REPLACE",))
+@with_ctx_variant("DRF-P1-DRF-7-003", "DRF-P1-DRF-7-005", area="assignments", section="P1-DRF-7, 6.2",
+                  quote=REPLACE, level=Level.PROFILE, rows=("P1-DRF-7/REPLACE",), ctx_rows=(GREEDY_ROW,))
 async def equal_epoch_replaces(ctx: DrafterContext) -> None:
-    """An assignment with the same epoch but a newer round replaces the held one while a proposal is outstanding."""
+    """An assignment with the same epoch but a newer round replaces the held one while a proposal is outstanding.
+
+    With the context-dependent draft model what follows is seen to be drafted from the new committed prefix
+    (P1-DRF-4)."""
     session = await ctx.start(rule=1)
     held = await ctx.take(session, "round 1 (to be held)")
     await hold(ctx, session, 0.2)
-    session.advanced(1, ctx.target_greedy(session.context(), 2))  # another drafter's round 1 was committed
+    advance(ctx, session, (2,), held)  # another drafter's round 1 was committed
     await ctx.reassign_ok(session, m_init=2)
     ctx.lose(held, "503")
     arrival = await ctx.take(session, "the first proposal of the new assignment", row="P1-DRF-7/REPLACE")

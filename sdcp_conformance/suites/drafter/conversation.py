@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sdcp_conformance.harness.drafter_context import DrafterContext
 from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
+from sdcp_conformance.oracle.drafter_kept import telling_token
 from sdcp_conformance.protocol.messages import Verdict
 
 
@@ -36,4 +38,25 @@ def tokens_of(arrival: Arrival) -> list[int]:
     return list(arrival.proposal.tokens) if arrival.proposal is not None else []
 
 
-__all__ = ["hold", "rounds", "tokens_of"]
+def advance(ctx: DrafterContext, session: PlayedSession, counts: Sequence[int], abandoned: Arrival) -> None:
+    """Rounds committed without this drafter, ``counts`` tokens each: the target's greedy tokens, except that with a
+    context-dependent draft model the very last is one after which a drafter whose context still holds the
+    ``abandoned`` proposal (before the tokens committed since) drafts otherwise than from the committed prefix
+    (:func:`~sdcp_conformance.oracle.drafter_kept.telling_token`; the drafter cannot tell the verifier's greedy
+    tokens from others')."""
+    base = abandoned.proposal.base if abandoned.proposal is not None else len(session.output)
+    before, proposed = session.context(base), tokens_of(abandoned)
+    for number, count in enumerate(counts):
+        tokens = ctx.target_greedy(session.context(), count)
+        if number == len(counts) - 1 and ctx.context_dependent and proposed:
+            since = [*session.output[base:], *tokens[:-1]]
+            told = telling_token(ctx.draft_model, [*session.context(), *tokens[:-1]], [[*before, *proposed, *since]])
+            if told is not None:
+                tokens[-1] = told
+            else:
+                ctx.note(f"no token committed after {session.context()} tells a context still holding "
+                         f"{proposed} apart ({ctx.draft_model}): the target's greedy token is committed")
+        session.advanced(session.round + 1, tokens)
+
+
+__all__ = ["advance", "hold", "rounds", "tokens_of"]

@@ -15,7 +15,8 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.drafter_context import DrafterContext
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.drafter.conversation import hold, tokens_of
-from sdcp_conformance.suites.drafter.discard import judge_drafted_from_committed, telling_bonus
+from sdcp_conformance.suites.drafter.discard import judge_drafted_from_committed, partly_rejected
+from sdcp_conformance.suites.drafter.variants import with_ctx_variant
 
 SPECULATIVE = ("A drafter MUST NOT have more than one outstanding proposal per session. ... It MAY prepare the next "
                "proposal speculatively, assuming full acceptance, but sends it only after the verdict confirms that "
@@ -38,19 +39,17 @@ async def held_verdict(ctx: DrafterContext) -> None:
     await ctx.decide(session, "round 2, after the verdict")
 
 
-@CATALOGUE.case("DRF-6.2-OUTSTANDING-002", area="outstanding", section="6.2, 6.3",
-                quote=f"{SPECULATIVE} ... After the verdict, the drafter MUST discard its draft state for proposed "
-                      "positions beyond the accepted ones",
-                level=Level.MUST, profile=("P1-DRF-4",), rows=("R-6.2-SPECULATIVE", "R-6.3-DISCARD", "P1-DRF-4"))
+@with_ctx_variant("DRF-6.2-OUTSTANDING-002", "DRF-6.2-OUTSTANDING-004", area="outstanding", section="6.2, 6.3",
+                  quote=f"{SPECULATIVE} ... After the verdict, the drafter MUST discard its draft state for proposed "
+                        "positions beyond the accepted ones",
+                  level=Level.MUST, profile=("P1-DRF-4",), rows=("R-6.2-SPECULATIVE", "R-6.3-DISCARD", "P1-DRF-4"))
 async def assumption_refuted(ctx: DrafterContext) -> None:
     """A held verdict that accepts nothing: the next proposal is built on the emitted token, not on full acceptance."""
     session = await ctx.start(rule=1, m_init=4)
     first = await ctx.take(session, "round 1")
-    await hold(ctx, session, HOLD_S)
-    bonus = telling_bonus(ctx, first, 0)
-    ctx.answer(session, first, ctx.verdict(session, first, accepted=0, bonus=bonus))
-    second = await ctx.take(session, "round 2")
-    judge_drafted_from_committed(ctx, session, first, 0, second, f"round 2, after the emitted token {bonus} (a "
+    answered, _, second = await partly_rejected(ctx, session, first, lambda m: [0], hold_s=HOLD_S)
+    bonus = session.output[-1]
+    judge_drafted_from_committed(ctx, session, answered, 0, second, f"the proposal after the emitted token {bonus} (a "
                                  "speculative draft assuming full acceptance would continue the drafter's own tokens)")
 
 

@@ -15,6 +15,7 @@ from sdcp_conformance.harness.roles.played_session import PlayedSession
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.drafter.conversation import hold, rounds
+from sdcp_conformance.suites.drafter.variants import with_ctx_variant
 
 MEDIA = 'Message bodies use the media type "application/sdcp+cbor".'
 NEW_DRAFTER = "The new drafter starts from the committed prefix in the assignment."
@@ -45,12 +46,15 @@ async def first_proposal(ctx: DrafterContext) -> None:
     await rounds(ctx, session, 3)
 
 
-@CATALOGUE.case("DRF-6.9-NEW-DRAFTER-001", area="proposal", section="6.9, 6.2",
-                quote=f"{NEW_DRAFTER} ... It then sends a proposal with base and base_digest equal to the committed "
-                      "length and digest it last learned",
-                level=Level.MUST, profile=("P1-RTR-3", "P1-MLC-2"), rows=("R-6.9-NEW-DRAFTER", "P1-MLC-2/TOKEN-LISTS"))
+@with_ctx_variant("DRF-6.9-NEW-DRAFTER-001", "DRF-6.9-NEW-DRAFTER-003", area="proposal", section="6.9, 6.2",
+                  quote=f"{NEW_DRAFTER} ... It then sends a proposal with base and base_digest equal to the committed "
+                        "length and digest it last learned",
+                  level=Level.MUST, profile=("P1-RTR-3", "P1-MLC-2"),
+                  rows=("R-6.9-NEW-DRAFTER", "P1-MLC-2/TOKEN-LISTS"), ctx_rows=("P1-DRF-4",))
 async def assigned_mid_session(ctx: DrafterContext) -> None:
-    """Assigned at round 7 with 12 committed tokens (committed_tokens in the MLC): round 8, base 12, d[12]."""
+    """Assigned at round 7 with 12 committed tokens (committed_tokens in the MLC): round 8, base 12, d[12].
+
+    With the context-dependent draft model it is seen to draft from the prompt and all 12 tokens (P1-DRF-4)."""
     session = _history(ctx)
     await ctx.assign_ok(session)
     uri = ctx.assignment(session)["committed_tokens"]
