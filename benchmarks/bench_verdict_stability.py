@@ -97,10 +97,11 @@ def served(role: str, folder: Path, keepalive: int | None) -> Iterator[Path]:
 
 
 class Hog:
-    """Busy processes holding the load average near ``factor`` times the core count."""
+    """Busy processes holding the load average near ``factor`` times the core count: that many runnable processes,
+    less the two the certification itself keeps busy (the harness and the IUT)."""
 
     def __init__(self, factor: float) -> None:
-        self.count = max(1, round(factor * (os.cpu_count() or 1)))
+        self.count = max(1, round(factor * (os.cpu_count() or 1)) - 2)
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> Hog:

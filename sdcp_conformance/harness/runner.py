@@ -290,9 +290,12 @@ def after_rerun(first: CaseResult, second: CaseResult) -> CaseResult:
     if not second.deadline_misses:
         return second
     kept = [finding for index, finding in enumerate(second.findings) if index not in second.timed]
+    timed = [finding for index, finding in enumerate(second.findings) if index in second.timed and finding.row]
+    # Judged at the row the first finding the miss caused was judged at (a front's silence is P1-FRONT-1's).
+    row = TABLE[timed[0].row] if timed else TABLE["R-5.1-RESOURCES"]
     miss = second.deadline_misses[0]
     waited = f" in {miss.deadline_s:g} s" if miss.deadline_s is not None else ""
-    again = deviation(TABLE["R-5.1-RESOURCES"], f"too slow: no answer{waited}, twice ({miss.stage}): {miss.what}; "
+    again = deviation(row, f"too slow: no answer{waited}, twice ({miss.stage}): {miss.what}; "
                       f"the first time: {first.deadline_misses[0].what}",
                       expected=[f"an answer within {miss.deadline_s:g} s" if miss.deadline_s else "an answer"],
                       actual=f"{len(second.deadline_misses)} missed deadline(s) running alone")

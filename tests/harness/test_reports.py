@@ -68,7 +68,7 @@ def test_junit_maps_verdicts_to_failure_error_skipped_and_notes() -> None:
     suite = root.find("testsuite")
     assert suite is not None
     counts = [suite.get(name) for name in ("tests", "failures", "errors", "skipped")]
-    assert counts == ["10", "2", "1", "1"]
+    assert counts == ["11", "2", "2", "1"]  # every verdict once, both sanity runs; ERROR and INCOMPLETE are errors
     cases = {case.get("name"): case for case in suite.iter("testcase")}
     assert {"VER-SANITY-001 [sanity-first]", "VER-SANITY-001 [sanity-last]"} <= set(cases)
     by_verdict = {verdict: cases[f"VER-6.3-IDEM-{n:03d}"] for n, verdict in enumerate(Verdict, start=1)}
@@ -77,6 +77,8 @@ def test_junit_maps_verdicts_to_failure_error_skipped_and_notes() -> None:
     assert "transcript:" in (failure.text or "") and "drafter-1 → POST proposals" in (failure.text or "")
     assert by_verdict[Verdict.XPASS].find("failure") is not None
     assert by_verdict[Verdict.ERROR].find("error") is not None
+    incomplete = by_verdict[Verdict.INCOMPLETE].find("error")
+    assert incomplete is not None and incomplete.get("type") == "incomplete"
     assert by_verdict[Verdict.SKIPPED].find("skipped") is not None
     for verdict in (Verdict.NON_STRICT, Verdict.INFORMATIONAL, Verdict.XFAIL, Verdict.PASSED):
         element = by_verdict[verdict]
@@ -103,7 +105,8 @@ def test_console_summary_shows_counts_failures_seed_and_replay() -> None:
     assert "Verdicts" in text and "Per area" in text and "fencing" in text
     assert "VER-6.3-IDEM-002" in text and "FAILED because" in text  # the failed case and its message
     assert "sdcp-conformance certify --seed 42 --target t.toml --only fencing" in text
-    assert "certification FAILED" in text
+    assert "INCOMPLETE because" in text  # the case that could not judge its subject, explained
+    assert "certification INCOMPLETE" in text  # P1-JUDGE-3/4: an INCOMPLETE case certifies nothing, whatever failed
 
 
 def test_replay_command_quotes_words() -> None:

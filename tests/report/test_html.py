@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 
 from sdcp_conformance.harness.certify import default_catalogue
+from sdcp_conformance.suites.verifier import CATALOGUE as VERIFIER_CATALOGUE
 from tests.report.chromium import chromium_path, open_page
 from tests.report.conftest import MUTANT_AREA, Run
+
+STAT_CASES = [case_id for case_id in VERIFIER_CATALOGUE.cases if "-RULE2-STAT-" in case_id]
 
 if chromium_path() is None:  # .ci/run installs it; without it the module fails, saying how to install it
     raise RuntimeError("chromium is not installed: apt-get install -y chromium (.ci/run installs it)")
@@ -42,7 +45,7 @@ def test_full_run_page_shows_counts_metadata_plots_and_coverage_without_errors(f
         assert page.evaluate("document.getElementById('iut-certificate').textContent").startswith("sha256:")
         # every statistical case has its two plots, drawn as inline SVG
         stat_cases = {r["id"] for r in document["results"] if "rule2" in r.get("attachments", {})}
-        assert len(stat_cases) == 9
+        assert len(stat_cases) == len(STAT_CASES)  # every statistical case of the catalogue
         plotted = page.evaluate("[...document.querySelectorAll('article.case')].filter(a => a.querySelectorAll("
                                 "'figure[data-plot] svg').length === 2).map(a => a.dataset.id)")
         assert set(plotted) == stat_cases

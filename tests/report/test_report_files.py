@@ -7,7 +7,10 @@ import json
 import re
 
 from sdcp_conformance.report.json_report import EVIDENCE_NAME, load_document
+from sdcp_conformance.suites.verifier import CATALOGUE as VERIFIER_CATALOGUE
 from tests.report.conftest import Run
+
+STAT_CASES = [case_id for case_id in VERIFIER_CATALOGUE.cases if "-RULE2-STAT-" in case_id]
 
 LIMIT = 2 * 1024 * 1024
 
@@ -46,7 +49,7 @@ def test_failing_cases_keep_their_transcripts_inline(mutant_run: Run) -> None:
 def test_statistical_cases_attach_their_e_process(full_run: Run) -> None:
     document = json.loads((full_run.folder / "report.json").read_text(encoding="utf-8"))
     traces = {r["id"]: r["attachments"]["rule2"] for r in document["results"] if "rule2" in r.get("attachments", {})}
-    assert len(traces) == 9
+    assert len(traces) == len(STAT_CASES)  # every statistical case of the catalogue
     for trace in traces.values():
         emitted = trace["emitted"]
         assert sum(emitted["observed"]) == trace["rounds"] == len(trace["trajectory"]["log_e"])
