@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sdcp_conformance.harness.certify import default_catalogue
-from tests.report.chromium import chromium_path, open_page
-from tests.report.conftest import MUTANT_AREA, Run
+import pytest
 
-if chromium_path() is None:  # .ci/run installs it; without it the module fails, saying how to install it
-    raise RuntimeError("chromium is not installed: apt-get install -y chromium (.ci/run installs it)")
+from sdcp_conformance.harness.certify import default_catalogue
+from tests.report.chromium import open_page
+from tests.report.conftest import MUTANT_AREA, Run
+from tests.system_binaries import require_program
+
+
+@pytest.fixture(autouse=True)
+def chromium() -> None:
+    """Every test here drives headless Chromium: without it each fails with the package to install."""
+    require_program("chromium")
 
 
 def _document(run: Run) -> dict:

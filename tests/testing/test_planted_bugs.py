@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.standins import mutants as campaign
+from tests.system_binaries import require_program
 
 CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("router", "counted-strict-gt", ("RTR-6.9-FAILOVER-005",), "FAILED"),
@@ -69,6 +70,8 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
 
 @pytest.fixture(scope="module")
 def targets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    require_program("node")  # every planted bug runs in a copy of a Node.js stand-in
+    require_program("npm")
     folder = tmp_path_factory.mktemp("planted")
     return {role: campaign.ROLES[role].target(folder / f"pki-{role}")[0] for role in ("router", "drafter", "verifier")}
 

@@ -21,6 +21,7 @@ from sdcp_conformance.harness.cli import write_iut_target
 from sdcp_conformance.harness.target import load_target, render_target
 from tests.harness import separate_process
 from tests.harness.separate_process import certify_target, running
+from tests.system_binaries import require_program
 
 LAUNCHER = [sys.executable, "-m", "tests.standins.standin_node"]
 CASES = ("VER-SANITY-001", *(f"VER-6.4-RULE1-{n:03d}" for n in (1, 2, 3, 4, 5, 6, 7, 10)), "fencing", "idempotency",
@@ -32,6 +33,8 @@ statistical ones), and a few whose encodings and refusals a stand-in built on ot
 
 @pytest.fixture
 def standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    require_program("node")
+    require_program("npm")
     folder = tmp_path / "iut"
     _, path = write_iut_target(folder)
     path.write_text(render_target(dataclasses.replace(load_target(path), models=("bigram",)), folder),

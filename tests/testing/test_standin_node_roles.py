@@ -20,6 +20,7 @@ from tests.harness import separate_process
 from tests.harness.separate_process import CLI, certify_target, running
 from tests.standins.standin_node_drafter import PROPOSAL_TIMEOUT_S
 from tests.standins.standin_node_router import drafter_argument
+from tests.system_binaries import require_program
 
 STEP_TIMEOUT_S = 120.0
 CERTIFY_TIMEOUT_S = 600.0
@@ -36,6 +37,8 @@ def _standin(role: str, folder: Path) -> tuple[list[str], Path]:
 
 
 def _certified(role: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, harness_lines: str = "") -> dict:
+    require_program("node")
+    require_program("npm")
     command, target = _standin(role, tmp_path / "iut")
     if harness_lines:
         text = target.read_text(encoding="utf-8")
