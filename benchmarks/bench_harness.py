@@ -10,9 +10,9 @@ run it measures (issue 16):
   as a certification runs them (``run_catalogue``, 4 jobs). A round is a proposal answered with a verdict, counted
   in the case's transcript (``harness_drive.py`` says how the runs are ordered and warmed up);
 * **ordinary cases** (default: rule 1, fencing, idempotency, those that need only ``bigram``), one at a time;
-* against (a) the **stand-in on Node.js** (``sdcp_conformance.testing.standin_node``: a verifier in JavaScript on
+* against (a) the **stand-in on Node.js** (``tests.standins.standin_node``: a verifier in JavaScript on
   Node's HTTP/2, which is nghttp2, so that a round costs the IUT little and the harness's own limit shows),
-  (b) the **Python stand-in** (``sdcp_conformance.testing.standin_verifier``: the reference's session machine on
+  (b) the **Python stand-in** (``tests.standins.standin_verifier``: the reference's session machine on
   the bigram closed form, no torch), each in its own process, (c) the **reference** verifier in its own process
   (``serve verifier --model bigram``) and (d) the **embedded** reference (in this process, as ``certify`` runs
   it), whose scoring passes are timed;
@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the checkout's root: the stand-ins of tests/standins/
 
 from harness_bound import TransportBound, measure_transport
 from harness_drive import JOBS, ROUND_KINDS, Drive, Measured, design_names, drive_all

@@ -2,8 +2,8 @@
 
 * the embedded reference verifier (in the harness's process, torch scoring on a worker thread), with its
   scoring passes timed;
-* a verifier in its own process (the Node.js stand-in of ``sdcp_conformance.testing.standin_node``, the Python
-  one of ``sdcp_conformance.testing.standin_verifier``, or the reference's ``serve verifier``), whose CPU time
+* a verifier in its own process (the Node.js stand-in of ``tests.standins.standin_node``, the Python
+  one of ``tests.standins.standin_verifier``, or the reference's ``serve verifier``), whose CPU time
   is read from ``/proc`` so it is never the harness's.
 
 The harness's CPU is its own process's plus its rule-2 judge process's (``harness.rule2_judging``), read apart.
@@ -28,8 +28,9 @@ from sdcp_conformance.harness.cli import write_iut_target
 from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.harness.runner import CaseResult
 from sdcp_conformance.harness.target import TargetConfig, load_target, render_target
-from sdcp_conformance.testing.standin_verifier import READY_LINE
+from tests.standins.standin_verifier import READY_LINE
 
+ROOT = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -51,7 +52,8 @@ class Child:
 
     def __init__(self, command: Sequence[str], log: Path) -> None:
         self._log = log.open("w")
-        self.process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=self._log, text=True)
+        # From the checkout's root, where `python -m tests.standins.…` finds the stand-ins.
+        self.process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT)
         self._lines: queue.Queue[str] = queue.Queue()
         assert self.process.stdout is not None
         threading.Thread(target=self._pump, args=(self.process.stdout,), daemon=True).start()
@@ -95,12 +97,12 @@ def bigram_target(folder: Path) -> TargetConfig:
 
 
 def node_standin_command(target: TargetConfig) -> list[str]:
-    return [sys.executable, "-m", "sdcp_conformance.testing.standin_node", "--pki", str(target.pki),
+    return [sys.executable, "-m", "tests.standins.standin_node", "--pki", str(target.pki),
             "--party", "verifier", "--router", target.router]
 
 
 def standin_command(target: TargetConfig) -> list[str]:
-    return [sys.executable, "-m", "sdcp_conformance.testing.standin_verifier", "--pki", str(target.pki),
+    return [sys.executable, "-m", "tests.standins.standin_verifier", "--pki", str(target.pki),
             "--party", "verifier", "--router", target.router]
 
 

@@ -63,7 +63,15 @@ class LazyGroup(click.Group):
             return self.commands[cmd_name]
         if cmd_name not in COMMANDS:
             return None
-        return load_command(cmd_name)
+        try:
+            return load_command(cmd_name)
+        except ModuleNotFoundError as error:  # the command's module needs an extra this install lacks
+            from sdcp_conformance.extras import MissingExtra, extra_of
+
+            extra = extra_of(error)
+            if extra is None:
+                raise
+            raise MissingExtra(extra, f"`sdcp-conformance {cmd_name}`") from error
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]

@@ -23,10 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CONSTRAINTS = ROOT / "constraints.txt"
 TORCH = "torch==2.13.0"
-EXTRAS = "test,redis"
+EXTRAS = "test"
+"""The test extra pulls in every other (reference, fuzz-api, redis): the whole tree."""
 HEADER = """\
-# Every package the project and its test, redis extras install, pinned (pip freeze of the venv
-# the test suite passed in, or of a fresh resolution).
+# Every package the project and its extras install ([test] pulls in [reference], [fuzz-api] and [redis]),
+# pinned (pip freeze of the venv the test suite passed in, or of a fresh resolution); the base install uses a
+# subset (no torch).
 # Install with `pip install -c constraints.txt …`. Refresh: `python tools/refresh_constraints.py`.
 # torch is the CPU build these machines carry locally; a bare torch can pull a multi-GB CUDA build.
 """

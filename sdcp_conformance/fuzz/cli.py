@@ -31,6 +31,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.extras import require
 from sdcp_conformance.fuzz.identity import OVERRIDE
 
 DEFAULT_OUT = Path(".sdcp-fuzz") / "failures"
@@ -92,6 +93,10 @@ def fuzz(target_file: Path | None, budget: str | None, examples: int | None, see
         target = load_target(target_file) if target_file is not None else None
         if other_iut and replay_path is None:
             raise InvalidArgument(f"{OVERRIDE} goes with --replay")
+        if target is None:
+            require("reference", "`sdcp-conformance fuzz` without --target (the embedded reference)")
+        if api:
+            require("fuzz-api", "`sdcp-conformance fuzz --api`")
         if (role or (target.role if target is not None else "verifier")) == "drafter":
             from sdcp_conformance.fuzz.drafter_cli import fuzz_drafter
 

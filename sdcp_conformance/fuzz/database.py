@@ -32,8 +32,8 @@ def open_database(spec: str | None) -> ExampleDatabase | None:
             import redis  # type: ignore[import-not-found,unused-ignore]
             from hypothesis.extra.redis import RedisExampleDatabase
         except ImportError as exc:
-            raise InvalidArgument(f"--database {spec}: the Redis database needs the `redis` package "
-                                  f"(pip install redis): {exc}") from exc
+            raise InvalidArgument(f"--database {spec}: the Redis database needs the [redis] extra "
+                                  f"(pip install 'sdcp-conformance[redis]'): {exc}") from exc
         return RedisExampleDatabase(redis.Redis.from_url(spec))
     return DirectoryBasedExampleDatabase(str(Path(spec)))
 

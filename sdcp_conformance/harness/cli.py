@@ -30,6 +30,7 @@ from typing import Any
 import click
 
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.extras import require
 from sdcp_conformance.harness.case import Catalogue, Verdict
 from sdcp_conformance.harness.certify import certify as run_certification
 from sdcp_conformance.harness.certify import default_catalogue, models_required
@@ -232,6 +233,8 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tupl
             require_models(target, models_required(catalogue, selected))
         except InvalidArgument as exc:
             raise click.UsageError(str(exc)) from exc
+    else:
+        require("reference", f"`sdcp-conformance certify` without --target (the embedded reference {role})")
     expected = _load_expected(expected_path, catalogue)
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
     _certify(target, target_path, catalogue, selected, selectors, excluded, run_seed, expected, expected_path,

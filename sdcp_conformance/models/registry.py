@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -15,19 +16,66 @@ ENV_VAR = "SDCP_MOCK_MODELS"
 MANIFEST_FILE = "manifest.json"
 
 
+PACKAGED = Path(__file__).resolve().parents[1] / "mock_models"
+"""An installed wheel's copy: the build (``setup.py``) copies the checkout's ``mock_models/`` here."""
+
+CHECKOUT = Path(__file__).resolve().parents[2] / "mock_models"
+"""A source checkout's (or an editable install's) folder, the one copy the repository holds."""
+
+
 def mock_models_root() -> Path:
     """D-MODEL-4: where the mock models live.
 
-    ``$SDCP_MOCK_MODELS`` if set; otherwise ``mock_models/`` next to the
-    package directory (a source checkout or an editable install). A wheel
-    does not carry the checkpoints; point the variable at a checkout then.
+    ``$SDCP_MOCK_MODELS`` if set; otherwise the copy the installed package carries
+    (``sdcp_conformance/mock_models/`` of a wheel, checked once against the manifest's sizes and
+    digests); otherwise ``mock_models/`` next to the package directory (a source checkout or an
+    editable install).
     """
     configured = os.environ.get(ENV_VAR)
-    root = Path(configured) if configured else Path(__file__).resolve().parents[2] / "mock_models"
-    if not (root / MANIFEST_FILE).is_file():
-        raise InvalidArgument(f"no mock model manifest at {root}; set {ENV_VAR} to the "
-                              "mock_models folder of an sdcp-conformance checkout")
-    return root
+    if configured:
+        root = Path(configured)
+        if not (root / MANIFEST_FILE).is_file():
+            raise InvalidArgument(f"no mock model manifest at {root}; set {ENV_VAR} to a mock_models folder "
+                                  "(or unset it to use the installed package's copy)")
+        return root
+    if (PACKAGED / MANIFEST_FILE).is_file():
+        _checked(PACKAGED)
+        return PACKAGED
+    if (CHECKOUT / MANIFEST_FILE).is_file():
+        return CHECKOUT
+    raise InvalidArgument(f"no mock model manifest at {PACKAGED} (an installed wheel's copy) nor at {CHECKOUT} (a "
+                          f"checkout's); reinstall sdcp-conformance, or set {ENV_VAR} to a mock_models folder")
+
+
+def manifest_problems(root: Path) -> list[str]:
+    """What in ``root`` differs from its manifest: missing files, sizes, and the P1-HASH-1 digests of each
+    model's ``model.safetensors`` and ``tokenizer.json``. Empty when every file is the one the manifest lists."""
+    raw = json.loads((root / MANIFEST_FILE).read_text(encoding="utf-8"))
+    problems: list[str] = []
+    if not (root / raw["greedy_prompts"]).is_file():
+        problems.append(f"{raw['greedy_prompts']} is missing")
+    for entry in raw["models"]:
+        folder = root / entry["path"]
+        for name, size in sorted(entry["bytes"].items()):
+            path = folder / name
+            if not path.is_file():
+                problems.append(f"{entry['path']}/{name} is missing")
+            elif path.stat().st_size != size:
+                problems.append(f"{entry['path']}/{name} has {path.stat().st_size} bytes, not {size}")
+        for name, key in (("model.safetensors", "model_sha256"), ("tokenizer.json", "tokenizer_sha256")):
+            path = folder / name
+            if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() != entry[key]:
+                problems.append(f"{entry['path']}/{name} does not have the manifest's {key}")
+    return problems
+
+
+@functools.lru_cache(maxsize=4)
+def _checked(root: Path) -> None:
+    """The installed copy is read once per process and refused if it is not the manifest's (~5 MB hashed)."""
+    problems = manifest_problems(root)
+    if problems:
+        raise InvalidArgument(f"the mock models at {root} do not match their manifest ({'; '.join(problems)}); "
+                              "reinstall sdcp-conformance")
 
 
 @dataclass(frozen=True)
@@ -129,13 +177,16 @@ def mock_model(model_id: str) -> MockModel:
 
 
 __all__ = [
+    "CHECKOUT",
     "ENV_VAR",
     "MANIFEST_FILE",
+    "PACKAGED",
     "GreedyPrompt",
     "GreedyPrompts",
     "Manifest",
     "MockModel",
     "load_manifest",
+    "manifest_problems",
     "mock_model",
     "mock_models_root",
 ]

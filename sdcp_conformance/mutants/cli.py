@@ -48,7 +48,10 @@ def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs
              write_killers_flag: bool, killers_file: Path | None, role: str, log_path: Path,
              seed_list: str | None) -> None:
     """Certify a role's reference and every mutant; exit non-zero if the reference fails or a mutant survives."""
+    from sdcp_conformance.extras import require
     from sdcp_conformance.report.logs import captured_logs
+
+    require("reference", "`sdcp-conformance selftest` (the embedded reference and its mutants)")
 
     console = Console()
     if not console.is_terminal:  # a log file: wide enough that case IDs are not cut

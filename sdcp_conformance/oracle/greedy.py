@@ -1,21 +1,27 @@
 """What a correct verifier's target model (or a correct drafter's draft model) says, computed by the harness itself.
 
 ``bigram`` models: the closed-form table (exact). Other mock models: the
-torch runtime in float32, which the mock-model tests cross-check against
-Hugging Face transformers. Nothing here runs the reference verifier or drafter.
+manifest's recorded greedy continuations where the context follows one
+(``greedy_prompts.json``: what the torch runtime computes in float32, kept only
+with a bf16-safe margin), so that certifying a target needs no torch; else the
+torch runtime in float32 (the ``[reference]`` extra), which the mock-model tests
+cross-check against Hugging Face transformers. Nothing here runs the reference
+verifier or drafter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.models.bigram import bigram_logits
-from sdcp_conformance.models.registry import mock_model
+from sdcp_conformance.models.registry import GreedyPrompts, load_manifest, mock_model
 
 if TYPE_CHECKING:
     from sdcp_conformance.models.runtime import LlamaRuntime
@@ -23,9 +29,32 @@ if TYPE_CHECKING:
 
 @cache
 def _runtime(model_id: str) -> LlamaRuntime:
-    from sdcp_conformance.models.runtime import LlamaRuntime  # torch: only when a non-closed-form model is asked
-
+    try:
+        from sdcp_conformance.models.runtime import LlamaRuntime  # torch: only when a non-closed-form model is asked
+    except ModuleNotFoundError as error:
+        raise InvalidArgument(f"the {model_id} oracle off the manifest's greedy prompts runs the mock model in torch: "
+                              f"pip install 'sdcp-conformance[reference]' ({error})") from error
     return LlamaRuntime.load(mock_model(model_id).path)
+
+
+@cache
+def _recorded(root: Path) -> GreedyPrompts:
+    return load_manifest(root).greedy_prompts()
+
+
+def recorded_greedy(model_id: str, context: Sequence[int], count: int) -> list[int] | None:
+    """The manifest's greedy continuation of ``context``: when it is one of the recorded prompts followed by a
+    prefix of that prompt's continuation, the next ``count`` tokens of it (None where the record ends first)."""
+    recorded = _recorded(load_manifest().root)
+    if recorded.model_id != model_id:
+        return None
+    for prompt in recorded.prompts:
+        size = len(prompt.tokens)
+        done = tuple(context[size:])
+        if (tuple(context[:size]) == prompt.tokens and prompt.greedy[:len(done)] == done
+                and len(done) + count <= len(prompt.greedy)):
+            return list(prompt.greedy[len(done):len(done) + count])
+    return None
 
 
 def next_logits(model_id: str, context: Sequence[int]) -> npt.NDArray[np.float64]:
@@ -44,6 +73,10 @@ def argmax_smallest(row: npt.NDArray[np.float64]) -> int:
 
 def greedy_continuation(model_id: str, context: Sequence[int], count: int) -> list[int]:
     """Greedy decoding of ``count`` tokens after ``context``."""
+    if mock_model(model_id).closed_form is None:
+        recorded = recorded_greedy(model_id, context, count)
+        if recorded is not None:
+            return recorded
     tokens: list[int] = []
     for _ in range(count):
         tokens.append(argmax_smallest(next_logits(model_id, [*context, *tokens])))
@@ -74,4 +107,4 @@ def greedy_any_tie(model_id: str, context: Sequence[int], tokens: Sequence[int])
 
 
 __all__ = ["RUNTIME_LOGIT_TOLERANCE", "argmax_smallest", "greedy_any_tie", "greedy_continuation", "greedy_tolerance",
-           "next_logits", "top_tokens"]
+           "next_logits", "recorded_greedy", "top_tokens"]

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import os
 import selectors
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
 from sdcp_conformance.reference.stack import free_port
+from tests.system_binaries import require_program
 
 READY = "Ready to accept connections"
 START_TIMEOUT_S = 30.0
@@ -28,10 +26,7 @@ STOP_TIMEOUT_S = 30.0
 
 def redis_binary() -> str:
     """The ``redis-server`` path; without it the tests fail, saying how to install it (``.ci/run`` does)."""
-    found = shutil.which("redis-server")
-    if found is None:
-        pytest.fail("redis-server is not installed: apt-get install redis-server (.ci/run installs it)")
-    return found
+    return require_program("redis-server")
 
 
 @contextmanager

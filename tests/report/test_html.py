@@ -5,15 +5,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sdcp_conformance.harness.certify import default_catalogue
 from sdcp_conformance.suites.verifier import CATALOGUE as VERIFIER_CATALOGUE
-from tests.report.chromium import chromium_path, open_page
+from tests.report.chromium import open_page
 from tests.report.conftest import MUTANT_AREA, Run
+from tests.system_binaries import require_program
 
 STAT_CASES = [case_id for case_id in VERIFIER_CATALOGUE.cases if "-RULE2-STAT-" in case_id]
 
-if chromium_path() is None:  # .ci/run installs it; without it the module fails, saying how to install it
-    raise RuntimeError("chromium is not installed: apt-get install -y chromium (.ci/run installs it)")
+
+@pytest.fixture(autouse=True)
+def chromium() -> None:
+    """Every test here drives headless Chromium: without it each fails with the package to install."""
+    require_program("chromium")
 
 
 def _document(run: Run) -> dict:

@@ -1,4 +1,4 @@
-"""Cases strengthened after bugs planted in the Node.js stand-ins (``tools/standin_node_planted.py``) passed them,
+"""Cases strengthened after bugs planted in the Node.js stand-ins (``tests/standins/planted.py``) passed them,
 or failed them for another reason than the bug.
 
 Each bug is planted again here in the reference verifier or drafter (one small session subclass), so a case that

@@ -1,8 +1,8 @@
 """Planted bugs in the independent Node.js stand-ins, each judged by the cases that found them, at the level the
-draft or the profile gives (``tools/standin_node_mutants.py`` runs every planted bug with every case; this runs
+draft or the profile gives (``python -m tests.standins.mutants`` runs every planted bug with every case; this runs
 the ones whose judgement a change of the harness fixed, with their cases only, so CI keeps them fixed).
 
-Each entry: the stand-in's role, the planted bug (``tools/standin_node_planted.py``), the cases, and the run's
+Each entry: the stand-in's role, the planted bug (``tests/standins/planted.py``), the cases, and the run's
 outcome. A FAILED row shows a blind spot closed (the bug breaks a MUST the suite did not see); a NON-STRICT row a
 finding that was FAILED although only the profile decides it (P1-JUDGE-1); PASSED-with-NON-STRICT runs show a
 sanity case that completes with a profile finding no longer stopping the run (D-JUDGE-SANITY).
@@ -13,15 +13,12 @@ which a loaded machine's arrival jitter may hide; the campaign runs it.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-sys.path.insert(0, str(TOOLS))
-
-import standin_node_mutants as campaign  # noqa: E402  (a script of tools/, beside its data module)
+from tests.standins import mutants as campaign
+from tests.system_binaries import require_program
 
 CASES: list[tuple[str, str, tuple[str, ...], str]] = [
     ("router", "counted-strict-gt", ("RTR-6.9-FAILOVER-005",), "FAILED"),
@@ -73,6 +70,8 @@ CASES: list[tuple[str, str, tuple[str, ...], str]] = [
 
 @pytest.fixture(scope="module")
 def targets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    require_program("node")  # every planted bug runs in a copy of a Node.js stand-in
+    require_program("npm")
     folder = tmp_path_factory.mktemp("planted")
     return {role: campaign.ROLES[role].target(folder / f"pki-{role}")[0] for role in ("router", "drafter", "verifier")}
 

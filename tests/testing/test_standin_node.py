@@ -1,6 +1,6 @@
 """The Node.js stand-in verifier (issue 16's fast yardstick): the harness certifies it like any verifier.
 
-It is started exactly as the benchmark starts it (``python -m sdcp_conformance.testing.standin_node``, which
+It is started exactly as the benchmark starts it (``python -m tests.standins.standin_node``, which
 installs its pinned npm packages on first use and becomes ``node``), and judged over the network by the
 suite's own expectations: greedy tokens from the oracle, seeded rule-2 outcomes recomputed by the harness,
 and the statistical test of unseeded rounds. Needs Node.js and npm (``.ci/run`` installs them).
@@ -21,8 +21,9 @@ from sdcp_conformance.harness.cli import write_iut_target
 from sdcp_conformance.harness.target import load_target, render_target
 from tests.harness import separate_process
 from tests.harness.separate_process import certify_target, running
+from tests.system_binaries import require_program
 
-LAUNCHER = [sys.executable, "-m", "sdcp_conformance.testing.standin_node"]
+LAUNCHER = [sys.executable, "-m", "tests.standins.standin_node"]
 CASES = ("VER-SANITY-001", *(f"VER-6.4-RULE1-{n:03d}" for n in (1, 2, 3, 4, 5, 6, 7, 10)), "fencing", "idempotency",
          "q-preconditions", "VER-6.4-RULE2-STAT-001", "VER-6.4-RULE2-STAT-009", "VER-6.4-RULE2-001",
          "VER-6.4-RULE2-003", "VER-5.1-TRANSPORT-006", "VER-4.1-CONTRACT-023", "VER-6.3-STALE-BASE-001")
@@ -32,6 +33,8 @@ statistical ones), and a few whose encodings and refusals a stand-in built on ot
 
 @pytest.fixture
 def standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    require_program("node")
+    require_program("npm")
     folder = tmp_path / "iut"
     _, path = write_iut_target(folder)
     path.write_text(render_target(dataclasses.replace(load_target(path), models=("bigram",)), folder),

@@ -1,6 +1,6 @@
 """The Node.js stand-in router and drafter, written apart from the reference, pass their role's whole suite.
 
-They are the targets of the planted-bug campaigns (``tools/standin_node_mutants.py --role router|drafter``),
+They are the targets of the planted-bug campaigns (``python -m tests.standins.mutants --role router|drafter``),
 which are worth something only while the unplanted stand-ins pass: a case that fails them judges a conformant
 implementation nobody on the harness's side wrote, so it is a false FAIL. Each is started exactly as a vendor
 starts theirs, with the command line ``pki init --iut ROLE`` prints for the reference, and certified over the
@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from sdcp_conformance.harness.certify import default_catalogue
-from sdcp_conformance.testing.standin_node_drafter import PROPOSAL_TIMEOUT_S
-from sdcp_conformance.testing.standin_node_router import drafter_argument
 from tests.harness import separate_process
 from tests.harness.separate_process import CLI, certify_target, running
+from tests.standins.standin_node_drafter import PROPOSAL_TIMEOUT_S
+from tests.standins.standin_node_router import drafter_argument
+from tests.system_binaries import require_program
 
 STEP_TIMEOUT_S = 120.0
 CERTIFY_TIMEOUT_S = 600.0
@@ -33,13 +34,15 @@ def _standin(role: str, folder: Path) -> tuple[list[str], Path]:
     printed = next(line.strip() for line in made.stdout.splitlines()
                    if line.strip().startswith(f"sdcp-conformance serve {role}"))
     words = shlex.split(printed)[3:]
-    return [sys.executable, "-m", f"sdcp_conformance.testing.standin_node_{role}", *words], folder / "target.toml"
+    return [sys.executable, "-m", f"tests.standins.standin_node_{role}", *words], folder / "target.toml"
 
 
 def _certified(role: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, harness_lines: str = "",
                models: tuple[str, str] | None = None) -> dict:
     """``models``: (what the written target lists, what the stand-in serves): the target lists the latter, and only
     the cases that need no other model run."""
+    require_program("node")
+    require_program("npm")
     command, target = _standin(role, tmp_path / "iut")
     text = target.read_text(encoding="utf-8")
     if harness_lines:

@@ -24,7 +24,7 @@ from sdcp_conformance.harness.cli import write_iut_target
 from sdcp_conformance.harness.target import load_target, render_target
 from sdcp_conformance.models.bigram import VOCAB_SIZE
 from sdcp_conformance.reference.verifier.ports import ScoreItem
-from sdcp_conformance.testing.standin_verifier import READY_LINE, ClosedFormBigram
+from tests.standins.standin_verifier import READY_LINE, ClosedFormBigram
 
 CLI = [sys.executable, "-m", "sdcp_conformance.cli"]
 READY_TIMEOUT_S = 60.0
@@ -32,7 +32,7 @@ STEP_TIMEOUT_S = 120.0
 TORCH_LINE = "torch imported: "
 # The child runs the stand-in's own __main__ and, once SIGTERM has stopped it, says whether torch was loaded.
 CHILD = ("import runpy, sys; sys.argv = ['standin', *sys.argv[1:]]; "
-         "runpy.run_module('sdcp_conformance.testing.standin_verifier', run_name='__main__'); "
+         "runpy.run_module('tests.standins.standin_verifier', run_name='__main__'); "
          f"print({TORCH_LINE!r} + str('torch' in sys.modules), flush=True)")
 CASES = ("VER-SANITY-001", "rule-1", "VER-6.4-RULE2-001", "VER-6.4-RULE2-002", "VER-6.4-RULE2-003",
          "VER-6.3-IDEMPOTENCY-001", "VER-6.3-FENCING-004")

@@ -10,6 +10,7 @@ import base64
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.models.registry import load_manifest
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.messages import SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
@@ -50,7 +51,9 @@ async def open_reports_d0(ctx: CaseContext) -> None:
                 level=Level.MUST, requires=("model:ctx",), rows=("R-6.1-OPEN",))
 async def open_reports_d0_ctx_model(ctx: CaseContext) -> None:
     """A session on the ctx model answers the harness's d[0], and its first greedy round extends it."""
-    session = ctx.track("ctx", prompt=(11, 42, 7, 19))
+    # A prompt of the manifest's: its greedy continuation is recorded (bf16-safe margins), so the harness knows it
+    # without running the model in torch.
+    session = ctx.track("ctx", prompt=load_manifest().greedy_prompts().prompts[0].tokens)
     await _opened(ctx, session)
     await ctx.assign_ok(session)
     await still_works(ctx, session, "the first round", count=2)

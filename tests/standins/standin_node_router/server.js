@@ -3,7 +3,7 @@
 // (P1-FRONT-1..3) on the router's base URI. Command line as `sdcp-conformance serve router`:
 //   node server.js --pki DIR --party NAME --cache URI --verifier URI... --drafter URI=MODEL... [--host H]
 // MODEL is a 64-hex SHA-256 of model.safetensors (P1-HASH-1) or a model folder (its launcher,
-// sdcp_conformance.testing.standin_node_router, turns mock model ids into digests). Prints "serving <base URI>"
+// tests.standins.standin_node_router, turns mock model ids into digests). Prints "serving <base URI>"
 // once it listens.
 
 import fs from 'node:fs';

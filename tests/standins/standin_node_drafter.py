@@ -1,14 +1,14 @@
 """Starts the Node.js stand-in drafter of ``standin_node_drafter/``: an SDCP drafter the harness did not write.
 
-Run: ``python -m sdcp_conformance.testing.standin_node_drafter --pki DIR --party drafter --router URI
+Run: ``python -m tests.standins.standin_node_drafter --pki DIR --party drafter --router URI
 --cache URI --model bigram-draft-near``, the arguments ``sdcp-conformance pki init DIR --iut drafter`` prints
 for ``serve drafter`` (of whose models it serves the closed-form bigram one only); ``--install`` only installs
 its npm packages. Its deadline for a verdict is :data:`PROPOSAL_TIMEOUT_S`: a target file that says so
 (``[harness] proposal_timeout_s``) lets the harness run the case of a proposal never answered.
 
 It is a drafter of its own, written in JavaScript from the draft and the profile without the reference drafter
-(``standin_node_drafter/*.js``), and it passes the drafter suite; ``tools/standin_node_mutants.py --role
-drafter`` plants bugs in copies of it. It serves closed-form bigram draft models: their logits tables are
+(``standin_node_drafter/*.js``), and it passes the drafter suite; ``python -m tests.standins.mutants
+--role drafter`` plants bugs in copies of it. It serves closed-form bigram draft models: their logits tables are
 written to the cache once per model digest, and its configuration, as JSON, beside them.
 """
 
@@ -24,9 +24,9 @@ from pathlib import Path
 
 from sdcp_conformance.errors import SdcpConformanceError
 from sdcp_conformance.models.registry import mock_model
-from sdcp_conformance.testing.node_packages import StandinUnavailable, cache_root, install, node_binary
-from sdcp_conformance.testing.standin_node import logits_file
 from sdcp_conformance.transport.pki import load_pki
+from tests.standins.node_packages import StandinUnavailable, cache_root, install, node_binary
+from tests.standins.standin_node import logits_file
 
 SOURCE = Path(__file__).resolve().parent / "standin_node_drafter"
 SOURCES = ("package.json", "package-lock.json", "server.js", "protocol.js", "links.js")

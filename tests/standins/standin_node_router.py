@@ -1,12 +1,12 @@
 """Starts the Node.js stand-in router of ``standin_node_router/``: an SDCP router the harness did not write.
 
-Run: ``python -m sdcp_conformance.testing.standin_node_router --pki DIR --party router --cache URI
+Run: ``python -m tests.standins.standin_node_router --pki DIR --party router --cache URI
 --verifier URI ... --drafter URI=MODEL ...``, the arguments ``sdcp-conformance pki init DIR --iut router``
 prints for ``serve router`` (so the two are interchangeable); ``--install`` only installs its npm packages.
 
 It is a router of its own, written in JavaScript from the draft and the profile without the reference router
 (``standin_node_router/*.js``; transport and CBOR like the stand-in verifier's), and it passes the router
-suite. It exists to judge the judge: ``tools/standin_node_mutants.py --role router`` plants bugs in copies of
+suite. It exists to judge the judge: ``python -m tests.standins.mutants --role router`` plants bugs in copies of
 it and certifies each, so the router suite is measured against code it was not written beside. MODEL is a mock
 model id, resolved here to the SHA-256 of its weights (P1-HASH-1), or that digest in hex.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from sdcp_conformance.errors import SdcpConformanceError
 from sdcp_conformance.models.registry import mock_model
-from sdcp_conformance.testing.node_packages import StandinUnavailable, install, node_binary
+from tests.standins.node_packages import StandinUnavailable, install, node_binary
 
 SOURCE = Path(__file__).resolve().parent / "standin_node_router"
 SOURCES = ("package.json", "package-lock.json", "server.js", "router.js", "protocol.js", "links.js")

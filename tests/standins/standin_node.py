@@ -1,8 +1,8 @@
 """Starts the fast stand-in verifier of ``standin_node/`` (Node.js, its HTTP/2 in C): configuration and install.
 
-Run: ``python -m sdcp_conformance.testing.standin_node --pki DIR --party verifier --router URI`` (the PKI and
+Run: ``python -m tests.standins.standin_node --pki DIR --party verifier --router URI`` (the PKI and
 router URI that ``sdcp-conformance pki init DIR --iut verifier`` prints), like
-:mod:`~sdcp_conformance.testing.standin_verifier`; ``--install`` only installs its npm package and exits.
+:mod:`~tests.standins.standin_verifier`; ``--install`` only installs its npm package and exits.
 
 Why a second stand-in (issue 16): the Python one spends as much CPU per round on HTTP/2 as the harness does,
 so against it the benchmark measures the two together. This one serves a round in a fraction of that, so the
@@ -32,13 +32,13 @@ from urllib.parse import urlsplit
 from sdcp_conformance.errors import SdcpConformanceError
 from sdcp_conformance.models.bigram import BIGRAM_TARGET, bigram_table
 from sdcp_conformance.models.registry import mock_model
-from sdcp_conformance.testing.node_packages import (
+from sdcp_conformance.transport.pki import load_pki
+from tests.standins.node_packages import (
     StandinUnavailable,
     cache_root,
     install,
     node_binary,
 )
-from sdcp_conformance.transport.pki import load_pki
 
 SOURCE = Path(__file__).resolve().parent / "standin_node"
 CONFIG_ENV = "SDCP_STANDIN_CONFIG"

@@ -1,6 +1,6 @@
 """A minimal, fast stand-in verifier: the reference's session machine and HTTP layer on the bigram closed form.
 
-Run: ``python -m sdcp_conformance.testing.standin_verifier --pki DIR --party verifier --router URI``
+Run: ``python -m tests.standins.standin_verifier --pki DIR --party verifier --router URI``
 (the PKI and router URI that ``sdcp-conformance pki init DIR --iut verifier`` prints). It serves the verifier
 resources of draft §5.1 Table 1 for the ``bigram`` mock model only, over the project's HTTP/2 server, and
 prints ``serving <base URI>`` once it listens; SIGTERM or SIGINT stops it.

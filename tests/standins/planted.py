@@ -1,8 +1,8 @@
-"""The bugs ``tools/standin_node_mutants.py`` plants in the Node.js stand-ins, by role: one edit of one line each.
+"""The bugs ``python -m tests.standins.mutants`` plants in the Node.js stand-ins, by role: one edit of one line each.
 
 Each entry names the stand-in's file, a text that must occur in it exactly once (so an edit of the stand-in that
 moves it fails loudly), its replacement, the outcome a certification must reach, and why where the outcome is
-not FAILED. The verifier's bugs were written against ``sdcp_conformance/testing/standin_node/``, the router's and
+not FAILED. The verifier's bugs were written against ``tests/standins/standin_node/``, the router's and
 the drafter's against ``standin_node_router/`` and ``standin_node_drafter/``, by engineers who had not read the
 reference implementations' mutants.
 """

@@ -1,7 +1,7 @@
 // A fast stand-in SDCP verifier on Node.js's HTTP/2 (nghttp2): the verifier resources of draft §5.1 Table 1
 // for closed-form bigram target models, over TLS 1.3 with mutual certificates (P1-TLS-1).
 //
-// Run by sdcp_conformance/testing/standin_node.py, which passes the configuration (certificates, base URI,
+// Run by tests/standins/standin_node.py, which passes the configuration (certificates, base URI,
 // router, the models' logits tables) in $SDCP_STANDIN_CONFIG. Prints "serving <base URI>" once it listens;
 // SIGTERM or SIGINT stops it.
 //

@@ -1,15 +1,15 @@
 """Plant bugs in the Node.js stand-ins and certify each: how the harness judges implementations it did not write.
 
-    python tools/standin_node_mutants.py                          # the verifier's planted bugs (~20 s each)
-    python tools/standin_node_mutants.py --role router            # the router's (~15 s each)
-    python tools/standin_node_mutants.py --role drafter           # the drafter's (~50 s each)
-    python tools/standin_node_mutants.py --role all               # every role in turn
-    python tools/standin_node_mutants.py reduce-ceil ...          # some of them (names of the role given)
+    python -m tests.standins.mutants                          # the verifier's planted bugs (~20 s each)
+    python -m tests.standins.mutants --role router            # the router's (~15 s each)
+    python -m tests.standins.mutants --role drafter           # the drafter's (~50 s each)
+    python -m tests.standins.mutants --role all               # every role in turn
+    python -m tests.standins.mutants reduce-ceil ...          # some of them (names of the role given)
 
-The stand-ins (``sdcp_conformance/testing/standin_node*/``) are a verifier, a router and a drafter in
-JavaScript, written apart from the reference; each passes every case of its role it can serve. Each planted bug
-(``tools/standin_node_planted.py``) changes one line of a copy of a stand-in; the copy is started as a vendor
-starts theirs and certified with every case the target allows. The tool prints the run's outcome beside the
+(from the checkout's root). The stand-ins (``tests/standins/standin_node*/``) are a verifier, a router and a
+drafter in JavaScript, written apart from the reference; each passes every case of its role it can serve. Each
+planted bug (``tests/standins/planted.py``) changes one line of a copy of a stand-in; the copy is started as a
+vendor starts theirs and certified with every case the target allows. The tool prints the run's outcome beside the
 one expected and exits 1 when any differs: a planted bug that a run no longer catches, or catches for another
 reason, is a regression of the harness.
 
@@ -36,15 +36,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from standin_node_planted import PLANTED, Planted
-
 from sdcp_conformance.harness.certify import cases_needing, default_catalogue
 from sdcp_conformance.harness.cli import write_iut_target
 from sdcp_conformance.harness.drafter_setup import drafter_serve_command, write_drafter_target
 from sdcp_conformance.harness.router_setup import serve_router_command, write_router_target
 from sdcp_conformance.harness.target import load_target, render_target
-from sdcp_conformance.testing import standin_node, standin_node_drafter, standin_node_router
 from sdcp_conformance.transport.pki import load_pki
+from tests.standins import standin_node, standin_node_drafter, standin_node_router
+from tests.standins.planted import PLANTED, Planted
 
 READY_TIMEOUT_S = 300.0
 """The first start installs the stand-in's npm packages."""
@@ -173,7 +172,7 @@ def plant(name: str, planted: Planted, source: Path, into: Path) -> None:
     if text.count(planted.line) != 1:
         raise SystemExit(
             f"{name}: the line to change occurs {text.count(planted.line)} times in {planted.file} "
-            f"(the stand-in changed: update tools/standin_node_planted.py)"
+            f"(the stand-in changed: update tests/standins/planted.py)"
         )
     file.write_text(text.replace(planted.line, planted.replacement), encoding="utf-8")
 
