@@ -66,6 +66,21 @@ class SdcpCaseFailure(Exception):
     """A case ended FAILED, ERROR or XPASS (or could not run): the item fails with this text."""
 
 
+def _seed(text: str) -> int:
+    """``--sdcp-seed``: an integer in certify's ``--seed`` range (:mod:`sdcp_conformance.seeds`)."""
+    import argparse
+
+    from sdcp_conformance.seeds import SEED_MAX
+
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= seed <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{seed} is not in 0..{SEED_MAX}")
+    return seed
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sdcp", "SDCP verifier conformance suite")
     group.addoption("--sdcp-suite", action="store_true", default=False,
@@ -75,7 +90,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Target description (TOML) of the verifier under test; implies --sdcp-suite.")
     group.addoption("--sdcp-only", action="append", default=[], metavar="ID-OR-AREA",
                     help="Only these cases: a case ID, an ID prefix or an area (repeatable).")
-    group.addoption("--sdcp-seed", type=int, default=None, help="Seed of the case order (default: random, printed).")
+    group.addoption("--sdcp-seed", type=_seed, default=None, metavar="0..4294967295",
+                    help="Seed of the case order (default: drawn at random and printed), as certify's --seed.")
     group.addoption("--sdcp-expected-failures", metavar="PATH", default=None,
                     help="Expected-failures file ([[expected]] id, contains, reason).")
     group.addoption("--sdcp-role", default=None, metavar="ROLE",

@@ -488,12 +488,25 @@ class VerifierApp:
         return self.config.status_ttl_ms / 3000
 
     async def report_status_forever(self) -> None:
-        """§6.1: "Each instance reports status at intervals shorter than its ttl_ms"."""
+        """§6.1: "Each instance reports status at intervals shorter than its ttl_ms".
+
+        A router that does not answer is said once, then the reports go on quietly until one reaches it again
+        (said once too): the harness's router listens only while ``certify`` runs, so a verifier started for
+        certification fails every report until then."""
+        failing = False
         while True:
             try:
                 await self.router.put_status(self.status().to_obj())
             except Exception as exc:
-                log.warning("status report failed: %s", exc)
+                if not failing:
+                    log.warning("status report to the router failed: %s; retrying every %.1f s, quietly until one "
+                                "gets through (a harness's router listens only while `certify` runs)", exc,
+                                self.status_interval_s)
+                failing = True
+            else:
+                if failing:
+                    log.warning("status reports reach the router again")
+                failing = False
             await asyncio.sleep(self.status_interval_s)
 
 
