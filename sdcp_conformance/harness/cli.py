@@ -360,6 +360,7 @@ def iut_instructions(pki: Pki, target_path: Path) -> str:
     import shlex
 
     from sdcp_conformance.models.registry import mock_model
+    from sdcp_conformance.reference.verifier.app import LOAD_HOOK_PATH
     from sdcp_conformance.suites.status_judging import STATUS_TIMED_TTL_MS
 
     verifier = pki.parties[IUT_PARTY]
@@ -381,6 +382,15 @@ def iut_instructions(pki: Pki, target_path: Path) -> str:
         f"  {shlex.join(serve_command(pki))}",
         "(its load is then the one it measures and reports, `load = \"reported\"` in the target; to pin it, add",
         " --pin-load N and `pinned_load = N` under [target], so the §6.5.2 load cases choose self_load from it)",
+        "",
+        "Load control (optional): VER-6.5-ESC-009 changes the verifier's load while it self-decodes, so it runs only",
+        f"when the harness can set the load; name how under [target] in {target_path}, one of:",
+        '  load_hook = "https://…"          the harness PUTs {"load": N} (JSON; {"load": null} gives it back),',
+        f"                                   as {pki.base_uris['router']} (its router certificate), trusting the CA",
+        '  load_command = "… {load}"        the harness runs it, {load} being N (or none to give it back)',
+        "The reference offers the hook with --load-hook:",
+        f'  load_hook = "{pki.base_uris[IUT_PARTY]}{LOAD_HOOK_PATH}"',
+        "Without either the case is SKIPPED, its reason naming these keys.",
         "",
         "Then certify it:",
         f"  sdcp-conformance certify --target {target_path}",

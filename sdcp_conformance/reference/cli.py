@@ -212,15 +212,23 @@ async def _serve_role(start: Any) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--pin-load", type=click.IntRange(0, 100), default=None,
               help="Report this load instead of the measured one (for tests of §6.5.2).")
+@click.option("--load-hook", is_flag=True, default=False,
+              help="Let the router's identity set the reported load: PUT <base URI>test-control/load with "
+              '{"load": N} ({"load": null} gives it back), JSON. The harness does it for the §6.5.2 load cases '
+              "when the target file says `load_hook = \"<base URI>test-control/load\"` under [target].")
 @_mutant_option("verifier")
 def serve_verifier(pki_dir: Path, party: str, router_uri: str, models: tuple[str, ...], device: str, dtype: str,
-                   host: str, pin_load: int | None, mutant: str | None) -> None:
+                   host: str, pin_load: int | None, load_hook: bool, mutant: str | None) -> None:
     """Run one reference verifier (or one of its mutants)."""
     factory = _mutant_factory(mutant, "verifier")
     tls, base_uri = _role_tls(pki_dir, party)
     runtimes = _load_models(models, device, dtype)
+    if load_hook:
+        from sdcp_conformance.reference.verifier.app import LOAD_HOOK_PATH
+
+        console.print(f"load hook: PUT {base_uri}{LOAD_HOOK_PATH} (from {router_uri})", highlight=False)
     _serving(_serve_role(start_verifier(base_uri, tls, runtimes, router_uri, host=host, pinned_load=pin_load,
-                                        app_factory=factory)), f"the verifier {base_uri}")
+                                        app_factory=factory, load_hook=load_hook)), f"the verifier {base_uri}")
 
 
 @serve.command("drafter")
