@@ -160,7 +160,21 @@ def describe_result(result: CaseResult) -> str:
         lines.append(f"actual: {result.actual}")
     lines.append(f'§{result.case.section} ({result.case.level.value}): "{result.case.quote}"')
     if result.transcript:
-        lines += ["transcript:", *(entry.render() for entry in result.transcript)]
+        from sdcp_conformance.report.junit import FAILURE_TEXT_LIMIT
+
+        room = FAILURE_TEXT_LIMIT - sum(len(line.encode()) + 1 for line in lines) - 256
+        kept: list[str] = []  # the last exchanges, within the JUnit failure text's limit (CI reads the file)
+        for entry in reversed(result.transcript):
+            text = entry.render()
+            room -= len(text.encode()) + 1
+            if room < 0:
+                break
+            kept.append(text)
+        total = len(result.transcript)
+        lines.append("transcript:" if len(kept) == total else
+                     f"transcript (the last {len(kept)} of {total} exchanges; `sdcp-conformance certify --only "
+                     f"{result.case.id}` writes all of them to report.html and evidence.json.gz):")
+        lines += kept[::-1]
     return "\n".join(lines)
 
 
