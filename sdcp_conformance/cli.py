@@ -9,6 +9,7 @@ test holds it equal to each command's own.
 
 from __future__ import annotations
 
+import errno
 import importlib
 from typing import Any
 
@@ -24,7 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("sdcp_conformance.harness.check_cli:check",
               "Preflight: is the IUT of a target file ready to be certified? One line per check."),
     "fuzz": ("sdcp_conformance.fuzz.cli:fuzz",
-             "Fuzz a verifier IUT: Hypothesis-generated sessions (or --messages), shrunk failures saved for replay."),
+             "Fuzz a verifier, drafter or router IUT (--role): Hypothesis-generated sequences, shrunk failures saved "
+             "for replay."),
     "generate": ("sdcp_conformance.reference.cli:generate",
                  "Generate through the reference stack; prints committed tokens as they arrive."),
     "info": ("sdcp_conformance.cli:info",
@@ -52,8 +54,68 @@ def load_command(name: str) -> click.Command:
     return command
 
 
+class OneLineError(click.ClickException):
+    """A user error said as ``Error: …`` on one line of stderr (click's own usage errors print four)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(" ".join(message.split()))
+        setattr(self, "exit_code", exit_code)  # noqa: B010 (click declares it a class variable; it is read per error)
+
+
+PARSE_ERRORS = (click.NoSuchOption, click.BadOptionUsage, click.BadArgumentUsage, click.MissingParameter)
+"""click's own complaints about a command line: the one line then says where the options are listed."""
+
+
+def one_line(error: BaseException) -> OneLineError | None:
+    """The one-line form of a user error escaping a command (None: not a user error, let it through).
+
+    Usage errors keep exit 2; an :class:`~sdcp_conformance.errors.InvalidArgument` is a usage error; an
+    ``OSError`` naming a file (a folder that cannot be created, a report that cannot be written) says the file
+    and why, exit 2. Everything else is a bug and keeps its traceback.
+    """
+    from sdcp_conformance.errors import InvalidArgument
+
+    if isinstance(error, OneLineError):
+        return error
+    if isinstance(error, click.UsageError):
+        message = error.format_message()
+        if isinstance(error, PARSE_ERRORS) and error.ctx is not None:
+            message = message.rstrip(".") + f" (`{error.ctx.command_path} --help` lists the options)"
+        return OneLineError(message, error.exit_code)
+    if isinstance(error, click.ClickException):
+        return OneLineError(error.format_message(), error.exit_code)
+    if isinstance(error, InvalidArgument):
+        return OneLineError(str(error))
+    if isinstance(error, OSError) and error.filename is not None and error.errno != errno.EPIPE:
+        return OneLineError(f"{error.filename}: {error.strerror or error} (check the path and its permissions)")
+    return None
+
+
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported only when invoked (click's documented lazy-loading pattern)."""
+    """A group whose subcommands are imported only when invoked (click's documented lazy-loading pattern).
+
+    Every user error of every command comes out as one line (:func:`one_line`), never a traceback.
+    """
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as error:
+            raise one_line(error) or error from error
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as error:
+            said = one_line(error)
+            if said is None:
+                raise
+            raise said from error
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *self.commands})
@@ -133,14 +195,23 @@ def role_areas(role: str) -> list[tuple[str, int, str]]:
         found.setdefault(case.area, []).append(case)
     rows = []
     for area, members in found.items():
-        sections = sorted({case.section for case in members}, key=_section_key)
         described = VERIFIER_AREAS.get(area) if role == "verifier" else None
-        rows.append((area, len(members), described or "§" + ", §".join(sections)))
+        rows.append((area, len(members), described or sections_text(case.section for case in members)))
     return rows
 
 
+def sections_text(sections: Any) -> str:
+    """The distinct references of cases' ``section`` fields (each may name several: ``"6.2, 6.5.1, P1-MSG-1"``):
+    the draft's sections first, in numeric order, each with its §, then the profile's items (``P1-…``)."""
+    references = {part.strip().lstrip("§") for section in sections for part in str(section).split(",")}
+    references.discard("")
+    draft = sorted((ref for ref in references if not ref.startswith("P1-")), key=_section_key)
+    profile = sorted((ref for ref in references if ref.startswith("P1-")), key=_section_key)
+    return ", ".join([*(f"§{ref}" for ref in draft), *profile])
+
+
 def _section_key(section: str) -> tuple[str, ...]:
-    return tuple(part.zfill(4) for part in section.replace("-", ".").replace(",", ".").split("."))
+    return tuple(part.zfill(4) if part.isdigit() else part for part in section.replace("-", ".").split("."))
 
 
 @main.command()
@@ -167,7 +238,8 @@ def info(roles: tuple[str, ...]) -> None:
         console.print(table)
 
 
-__all__ = ["COMMANDS", "VERIFIER_AREAS", "LazyGroup", "load_command", "main", "role_areas"]
+__all__ = ["COMMANDS", "VERIFIER_AREAS", "LazyGroup", "OneLineError", "load_command", "main", "one_line", "role_areas",
+           "sections_text"]
 
 if __name__ == "__main__":
     main()

@@ -66,6 +66,21 @@ class SdcpCaseFailure(Exception):
     """A case ended FAILED, ERROR or XPASS (or could not run): the item fails with this text."""
 
 
+def _seed(text: str) -> int:
+    """``--sdcp-seed``: an integer in certify's ``--seed`` range (:mod:`sdcp_conformance.seeds`)."""
+    import argparse
+
+    from sdcp_conformance.seeds import SEED_MAX
+
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= seed <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{seed} is not in 0..{SEED_MAX}")
+    return seed
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sdcp", "SDCP verifier conformance suite")
     group.addoption("--sdcp-suite", action="store_true", default=False,
@@ -75,7 +90,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Target description (TOML) of the verifier under test; implies --sdcp-suite.")
     group.addoption("--sdcp-only", action="append", default=[], metavar="ID-OR-AREA",
                     help="Only these cases: a case ID, an ID prefix or an area (repeatable).")
-    group.addoption("--sdcp-seed", type=int, default=None, help="Seed of the case order (default: random, printed).")
+    group.addoption("--sdcp-seed", type=_seed, default=None, metavar="0..4294967295",
+                    help="Seed of the case order (default: drawn at random and printed), as certify's --seed.")
     group.addoption("--sdcp-expected-failures", metavar="PATH", default=None,
                     help="Expected-failures file ([[expected]] id, contains, reason).")
     group.addoption("--sdcp-role", default=None, metavar="ROLE",
@@ -144,7 +160,21 @@ def describe_result(result: CaseResult) -> str:
         lines.append(f"actual: {result.actual}")
     lines.append(f'§{result.case.section} ({result.case.level.value}): "{result.case.quote}"')
     if result.transcript:
-        lines += ["transcript:", *(entry.render() for entry in result.transcript)]
+        from sdcp_conformance.report.junit import FAILURE_TEXT_LIMIT
+
+        room = FAILURE_TEXT_LIMIT - sum(len(line.encode()) + 1 for line in lines) - 256
+        kept: list[str] = []  # the last exchanges, within the JUnit failure text's limit (CI reads the file)
+        for entry in reversed(result.transcript):
+            text = entry.render()
+            room -= len(text.encode()) + 1
+            if room < 0:
+                break
+            kept.append(text)
+        total = len(result.transcript)
+        lines.append("transcript:" if len(kept) == total else
+                     f"transcript (the last {len(kept)} of {total} exchanges; `sdcp-conformance certify --only "
+                     f"{result.case.id}` writes all of them to report.html and evidence.json.gz):")
+        lines += kept[::-1]
     return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ from rich.table import Table
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.extras import require
 from sdcp_conformance.fuzz.identity import OVERRIDE
+from sdcp_conformance.seeds import drawn_line, resolve_seed, seed_option
 
 DEFAULT_OUT = Path(".sdcp-fuzz") / "failures"
 DEFAULT_DATABASE = str(Path(".sdcp-fuzz") / "examples")
@@ -57,7 +58,7 @@ def cbor_text(text: str) -> str:
               help="Target TOML file (default: the embedded reference verifier).")
 @click.option("--budget", help="Fuzz for this long (e.g. 90s, 10m, 1h).")
 @click.option("--examples", type=int, help="Number of examples (default 100, or 1000 messages).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@seed_option("Seed of the generated examples.")
 @click.option("--database", default=DEFAULT_DATABASE, show_default=True,
               help="Example database: a directory, a redis:// URL, or '' for none.")
 @click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -79,13 +80,22 @@ def cbor_text(text: str) -> str:
 @click.option("--role", type=click.Choice(["verifier", "drafter", "router"]), default=None,
               help="Whom to fuzz (default: the target file's role, else verifier); drafter: the harness plays "
               "the drafter's verifier and router and answers with generated sequences.")
-def fuzz(target_file: Path | None, budget: str | None, examples: int | None, seed: int, database: str,
+def fuzz(target_file: Path | None, budget: str | None, examples: int | None, seed: int | None, database: str,
          replay_path: Path | None, other_iut: bool, messages: bool, api: bool, mutant: str | None, step_count: int,
          out: Path, strict: bool, role: str | None) -> None:
-    """Fuzz a verifier IUT: Hypothesis-generated sessions (or --messages), shrunk failures saved for replay."""
+    """Fuzz a verifier, drafter or router IUT (--role): Hypothesis-generated sequences, shrunk failures saved for
+    replay.
+
+    A verifier gets protocol sessions (or single hostile --messages, or every resource with --api); a drafter,
+    sequences of assignments and verdicts from the router and verifiers the harness plays; a router, the failover
+    campaign. The role is the target file's, else --role, else verifier."""
     from sdcp_conformance.report.console import log_console
 
     console = log_console()
+    if seed is None:
+        seed = resolve_seed(None)
+        if replay_path is None:
+            console.print(drawn_line(seed), highlight=False)
     try:
         from sdcp_conformance.fuzz import campaign
         from sdcp_conformance.harness.target import load_target

@@ -275,6 +275,24 @@ def _models(config: TargetConfig, ready: bool, party: str) -> Check:
     return Check("models", OK, f"opened a session for {', '.join(config.models)}")
 
 
+def _load_control(config: TargetConfig, pki: Any) -> Check | None:
+    """When the target names a load hook or command: does it answer? It is asked to give the load back (``null``
+    / ``none``), which changes nothing a certification relies on."""
+    from sdcp_conformance.harness import load_control
+
+    if not (config.load_hook or config.load_command):
+        return None
+    try:
+        if config.load_hook:
+            event_loops.run(load_control.put_load(config.load_hook, None, cert=pki.cert("router"),
+                                                  key=pki.key("router"), ca=config.ca))
+            return Check("load control", OK, f"{config.load_hook} took PUT {{\"load\": null}}")
+        event_loops.run(load_control.run_load_command(config.load_command, None))
+    except load_control.LoadControlError as exc:
+        return Check("load control", FAIL, f"{exc} (VER-6.5-ESC-009 would be INCOMPLETE)")
+    return Check("load control", OK, f"`{' '.join(load_control.command_words(config.load_command, None))}` exited 0")
+
+
 def iut_fingerprint(config: TargetConfig, *, timeout_s: float = TIMEOUT_S) -> str | None:
     """The fingerprint of the certificate the IUT presents (one handshake), or None if it presents none."""
     from sdcp_conformance.report.provenance import fingerprint_der
@@ -307,6 +325,9 @@ def preflight(config: TargetConfig, *, timeout_s: float = TIMEOUT_S) -> Prefligh
     checks += [_certificate(config, ours), _client_certificate(ours, anonymous, party), _http2(ours)]
     ready = all(check.outcome == OK for check in checks)
     checks.append(_models(config, ready, party))
+    load = _load_control(config, pki)
+    if load is not None:
+        checks.append(load)
     return Preflight(tuple(checks), fingerprint_der(ours.der) if ours.der else None)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
-import secrets
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -45,6 +44,7 @@ from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.runner import CaseResult, RunReport, order_cases
 from sdcp_conformance.harness.suites import SUITES
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig, load_target, render_target, require_models
+from sdcp_conformance.seeds import resolve_seed, seed_option
 from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
 
@@ -97,6 +97,23 @@ def _default_report_dir() -> Path:
         suffix += 1
         folder = Path("reports") / f"{stamp}-{suffix}"
     return folder
+
+
+REPORT_FILES = ("report.json", "junit.xml", "report.html", "evidence.json.gz")
+
+
+def refuse_used_report_dir(folder: Path | None) -> None:
+    """One run, one report folder: a second run into the folder of another would silently replace its reports
+    (and mix its evidence file with theirs), so it is refused, in one line, before anything runs."""
+    if folder is None:
+        return
+    if folder.exists() and not folder.is_dir():
+        raise click.UsageError(f"--report-dir {folder} is a file; give a folder (missing or empty)")
+    found = [name for name in REPORT_FILES if (folder / name).exists()]
+    if found:
+        raise click.UsageError(f"--report-dir {folder} already holds the reports of another run ({', '.join(found)}); "
+                               "give each run its own folder (leave --report-dir out for reports/<timestamp>/), "
+                               "or remove that one first")
 
 
 def _run(target: TargetConfig | None, role: str, selected: Sequence[str], seed: int,
@@ -174,9 +191,9 @@ def _print_preflight(console: Any, report: RunReport, target: TargetConfig | Non
 @click.option("--list", "list_selector", is_flag=False, flag_value="", default=None, metavar="[SELECTOR]",
               help="List the cases (ID, role, area, level, title), or those SELECTOR matches, and exit.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where report.json, junit.xml and report.html go. Default: reports/<timestamp>/.")
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None,
-              help="Seed of the case order (and of the cases' own choices); printed so a run can be replayed.")
+              help="Where report.json, junit.xml and report.html go: a missing or empty folder (one that holds "
+              "another run's reports is refused). Default: reports/<timestamp>/, a new one per run.")
+@seed_option("Seed of the case order (and of the cases' own choices); printed in the first line and the reports.")
 @click.option("--expected-failures", "expected_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="TOML list of known failures: [[expected]] id, contains, reason.")
 @click.option("--strict", is_flag=True, default=False,
@@ -186,7 +203,7 @@ def _print_preflight(console: Any, report: RunReport, target: TargetConfig | Non
               "agree with the target file's role.")
 @click.option("--mutant", default=None, metavar="NAME",
               help="Certify a mutant of the embedded reference (one planted bug) instead: see what a failing "
-              "certification looks like. `selftest` lists the mutants.")
+              "certification looks like. `selftest --role ROLE --list` lists each role's mutants.")
 @click.option("--bundle", "bundle_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write a signed certification bundle (zip + in-toto attestation) to this file.")
 @click.option("--shard", "shard_text", default=None, metavar="K/N",
@@ -228,6 +245,7 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tupl
             click.echo(line)
         click.echo(f"{len(listed)} of {len(catalogue.cases)} {role} cases")
         return
+    refuse_used_report_dir(report_dir)
     if target is not None:
         try:
             require_models(target, models_required(catalogue, selected))
@@ -236,7 +254,7 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tupl
     else:
         require("reference", f"`sdcp-conformance certify` without --target (the embedded reference {role})")
     expected = _load_expected(expected_path, catalogue)
-    run_seed = seed if seed is not None else secrets.randbelow(2**32)
+    run_seed = resolve_seed(seed)
     _certify(target, target_path, catalogue, selected, selectors, excluded, run_seed, expected, expected_path,
              strict, role, mutant, factory, report_dir, bundle_path, _signing_key(signing_key, target), shard)
 
@@ -345,6 +363,7 @@ def iut_instructions(pki: Pki, target_path: Path) -> str:
     import shlex
 
     from sdcp_conformance.models.registry import mock_model
+    from sdcp_conformance.reference.verifier.app import LOAD_HOOK_PATH
     from sdcp_conformance.suites.status_judging import STATUS_TIMED_TTL_MS
 
     verifier = pki.parties[IUT_PARTY]
@@ -367,6 +386,15 @@ def iut_instructions(pki: Pki, target_path: Path) -> str:
         "(its load is then the one it measures and reports, `load = \"reported\"` in the target; to pin it, add",
         " --pin-load N and `pinned_load = N` under [target], so the §6.5.2 load cases choose self_load from it)",
         "",
+        "Load control (optional): VER-6.5-ESC-009 changes the verifier's load while it self-decodes, so it runs only",
+        f"when the harness can set the load; name how under [target] in {target_path}, one of:",
+        '  load_hook = "https://…"          the harness PUTs {"load": N} (JSON; {"load": null} gives it back),',
+        f"                                   as {pki.base_uris['router']} (its router certificate), trusting the CA",
+        '  load_command = "… {load}"        the harness runs it, {load} being N (or none to give it back)',
+        "The reference offers the hook with --load-hook:",
+        f'  load_hook = "{pki.base_uris[IUT_PARTY]}{LOAD_HOOK_PATH}"',
+        "Without either the case is SKIPPED, its reason naming these keys.",
+        "",
         "Then certify it:",
         f"  sdcp-conformance certify --target {target_path}",
         "",
@@ -380,11 +408,13 @@ __all__ = [
     "EXIT_NO_HARNESS",
     "EXIT_USAGE",
     "IUT_PARTY",
+    "REPORT_FILES",
     "TARGET_FILE",
     "LiveProgress",
     "certify",
     "iut_instructions",
     "iut_parties",
+    "refuse_used_report_dir",
     "serve_command",
     "verifier_iut_setup",
     "write_iut_target",

@@ -8,6 +8,7 @@ IUT (the embedded default), optionally as a named mutant.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import errno
 import tempfile
@@ -134,6 +135,8 @@ class Environment:
         self._serving: set[str] = set()
         """The harness listeners bound so far (``cache``, ``router``)."""
         self._judges: JudgeHost | None = None
+        self._load_set = False
+        """A case set the IUT's load through the target's hook or command and has not given it back yet."""
 
     # ------------------------------------------------------------------ identities
 
@@ -162,7 +165,7 @@ class Environment:
         found = {f"model:{model}" for model in self.config.models}
         if self.config.pinned_load is not None:
             found.add("load:pinned")
-        if self.embedded_app is not None:
+        if self.embedded_app is not None or self.config.load_hook or self.config.load_command:
             found.add("load:control")
         return found
 
@@ -320,6 +323,9 @@ class Environment:
         self.embedded_app = service.app
 
     async def stop(self) -> None:
+        if self._load_set and self.embedded_app is None:  # a case ended without giving the load back
+            with contextlib.suppress(Exception):
+                await self.set_load(None)
         await self.iut.aclose()
         if self._judges is not None:
             await self._judges.aclose()
@@ -335,12 +341,42 @@ class Environment:
             self._tempdir.cleanup()
             self._tempdir = None
 
-    # ------------------------------------------------------------------ load control (embedded only)
+    # ------------------------------------------------------------------ load control
 
     def pin_load(self, load: int | None) -> None:
         if self.embedded_app is None:
-            raise RuntimeError("only the embedded IUT's load can be pinned")
+            raise RuntimeError("only the embedded IUT's load can be pinned in-process (set_load sets any)")
         self.embedded_app.pinned_load = load
+
+    async def set_load(self, load: int | None) -> None:
+        """Set the IUT's load (``None``: back to its own measure): in-process for the embedded IUT, else through
+        the target's ``load_hook`` or ``load_command`` (:mod:`.load_control`); raises
+        :class:`~.load_control.LoadControlError` when that fails, RuntimeError when the target offers neither."""
+        from sdcp_conformance.harness import load_control
+
+        if self.embedded_app is not None:
+            self.pin_load(load)
+        elif self.config.load_hook:
+            await load_control.put_load(self.config.load_hook, load, cert=self.pki.cert("router"),
+                                        key=self.pki.key("router"), ca=self.config.ca)
+        elif self.config.load_command:
+            await load_control.run_load_command(self.config.load_command, load)
+        else:
+            raise RuntimeError("the target offers no load control (load:control)")
+        self._load_set = load is not None
+
+    async def after_case(self, context: CaseContext) -> None:
+        """After a case (the runner awaits it): a load it set through the target's hook or command is given back
+        (the embedded IUT's is, in :meth:`reset`); a hook that refuses is noted in the case, and tried again
+        before the harness stops."""
+        from sdcp_conformance.harness.load_control import LoadControlError
+
+        if not self._load_set or self.embedded_app is not None:
+            return
+        try:
+            await self.set_load(None)
+        except LoadControlError as exc:
+            context.note(f"the load this case set was not given back: {exc}")
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -17,6 +17,7 @@ from sdcp_conformance.harness.router_environment import (
     CLIENT_IDENTITY,
     DRAFTER_MODELS,
     IUT_PARTY,
+    TARGET_MODEL,
     VERIFIER_NAMES,
     router_parties,
     router_target,
@@ -62,6 +63,8 @@ def router_instructions(pki: Pki, target_path: Path) -> str:
     verifiers = [f"      {uris[name]}" for name in VERIFIER_NAMES]
     drafters = [f"      {uris[name]}  model {model}, SHA-256 {mock_model(model).model_sha256.hex()}"
                 for name, model in DRAFTER_MODELS]
+    target = mock_model(TARGET_MODEL)
+    permitted = sorted({mock_model(model).model_sha256.hex() for _, model in DRAFTER_MODELS})
     return "\n".join([
         f"Wrote the PKI and {target_path} for a router under test.",
         "",
@@ -76,6 +79,13 @@ def router_instructions(pki: Pki, target_path: Path) -> str:
         *verifiers,
         "  the drafters and their models (P1-RTR-2: the router knows each drafter's model by configuration):",
         *drafters,
+        f"  the contracts the front client opens sessions with carry (§4.1): target model {TARGET_MODEL}",
+        f"    ({target.path}),",
+        f"      target    SHA-256 {target.model_sha256.hex()}",
+        f"      tokenizer SHA-256 {target.tokenizer_sha256.hex()}",
+        "      drafters  (the permitted draft models, by SHA-256; a case may permit fewer):",
+        *(f"        {digest}" for digest in permitted),
+        "    (the played verifiers serve that target; the router needs no model of its own, P1-MODEL-1)",
         "",
         "The reference router, for example:",
         f"  {shlex.join(serve_router_command(pki))}",

@@ -26,6 +26,7 @@ from typing import Any
 from sdcp_conformance.harness.case import Case, CaseIncomplete, CaseSkipped, CaseStopped, Catalogue, Verdict
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.judging import JudgedContext
+from sdcp_conformance.harness.load_control import skip_reason
 from sdcp_conformance.harness.patience import RERUN_SCALE
 from sdcp_conformance.harness.shards import recorded_durations
 from sdcp_conformance.harness.suites import HarnessEnvironment
@@ -176,7 +177,7 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     """
     missing = [need for need in case.requires if need not in env.capabilities()]
     if missing:
-        return CaseResult(case, Verdict.SKIPPED, f"the target lacks {', '.join(missing)}", run=run)
+        return CaseResult(case, Verdict.SKIPPED, skip_reason(missing), run=run)
     before_case = getattr(env, "before_case", None)
     if before_case is not None:
         try:
@@ -218,6 +219,9 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
             release(context)
         if not shared:
             env.reset()
+        after_case = getattr(env, "after_case", None)  # async undoing (a load set through the target's hook)
+        if after_case is not None:
+            await after_case(context)
     _note_lost_answers(context)
     result.duration_s = time.perf_counter() - started
     result.transcript = context.transcript.entries()

@@ -8,6 +8,8 @@ ca = "pki/ca.pem"            # trusts the IUT's server certificate
 models = ["bigram", "ctx"]   # mock models the IUT serves (manifest ids); `model = "bigram"` also works
 load = "reported"            # how the IUT's load is known: "reported" (its verdicts and status say it) or
 pinned_load = 10             # "pinned", with the value the IUT was started with (§6.5.2 self_decode branches)
+load_hook = "https://127.0.0.1:9443/test-control/load"  # optional: the harness sets the load (PUT {"load": N}),
+# load_command = "my-tool set-load {load}"               # or runs this; either lets VER-6.5-ESC-009 run
 request_timeout_s = 5        # optional: deadline of every request but the output long poll
 output_timeout_s = 35        # optional: deadline of GET …/output (P1-OUT-1's 30 s plus a margin)
 max_response_bytes = 16777216  # optional: the largest response body read
@@ -49,6 +51,10 @@ class TargetConfig:
     verifiers: tuple[str, ...] = ()
     """[harness] verifiers: the verifiers the harness plays (certifying a drafter or a router)."""
     pinned_load: int | None = None
+    load_hook: str = ""
+    """[target] load_hook: an https:// URI the harness PUTs ``{"load": N}`` to (:mod:`.load_control`)."""
+    load_command: str = ""
+    """[target] load_command: a command with ``{load}`` the harness runs to set the load (:mod:`.load_control`)."""
     request_timeout_s: float = 5.0
     """Deadline of every request to the IUT except the output long poll ([target] request_timeout_s)."""
     output_timeout_s: float = 35.0
@@ -65,7 +71,7 @@ class TargetConfig:
 
 
 TARGET_KEYS = frozenset({"role", "base_uri", "ca", "models", "model", "pinned_load", "load", "request_timeout_s",
-                         "output_timeout_s", "max_response_bytes"})
+                         "output_timeout_s", "max_response_bytes", "load_hook", "load_command"})
 LOAD_MODES = ("reported", "pinned")
 
 
@@ -112,6 +118,7 @@ def load_target(path: Path) -> TargetConfig:
         raise InvalidArgument(f"{path}: [target] load must be one of {LOAD_MODES} (how the IUT's load is known)")
     if load == "pinned" and pinned is None:
         raise InvalidArgument(f"{path}: [target] load = \"pinned\" needs pinned_load = <0..100>")
+    load_hook, load_command = _load_control(target, role, path)
     if role == "drafter":
         _check_drafter(target, harness, path)
     if role == "router":
@@ -127,6 +134,8 @@ def load_target(path: Path) -> TargetConfig:
         drafters=_uris(harness, "drafters", path) if "drafters" in suite.harness_keys else (),
         verifiers=_uris(harness, "verifiers", path) if "verifiers" in suite.harness_keys else (),
         pinned_load=pinned,
+        load_hook=load_hook,
+        load_command=load_command,
         request_timeout_s=_positive(target, "request_timeout_s", 5.0, path),
         output_timeout_s=_positive(target, "output_timeout_s", 35.0, path),
         max_response_bytes=int(_positive(target, "max_response_bytes", 16 << 20, path)),
@@ -134,6 +143,22 @@ def load_target(path: Path) -> TargetConfig:
         extra={key: value for key, value in harness.items()
                if key not in {"pki", "router", "cache", "drafters", "verifiers"}},
     )
+
+
+def _load_control(target: dict[str, Any], role: str, path: Path) -> tuple[str, str]:
+    """[target] load_hook / load_command: how the harness sets a verifier's load (at most one of them)."""
+    from sdcp_conformance.harness.load_control import check_load_command, check_load_hook
+
+    hook, command = target.get("load_hook", ""), target.get("load_command", "")
+    if not isinstance(hook, str) or not isinstance(command, str):
+        raise InvalidArgument(f"{path}: [target] load_hook and load_command are strings")
+    if (hook or command) and role != "verifier":
+        raise InvalidArgument(f"{path}: [target] load_hook / load_command set a verifier's load; a {role} has none "
+                              "the harness sets")
+    if hook and command:
+        raise InvalidArgument(f"{path}: [target] give load_hook or load_command, not both")
+    return (check_load_hook(hook, str(path)) if hook else "", check_load_command(command, str(path)) if command
+            else "")
 
 
 def _check_drafter(target: dict[str, Any], harness: dict[str, Any], path: Path) -> None:
@@ -266,6 +291,10 @@ def render_target(config: TargetConfig, folder: Path) -> str:
         lines.append(f"models = [{listed(config.models)}]")
     if config.pinned_load is not None:
         lines.append(f"pinned_load = {config.pinned_load}")
+    if config.load_hook:
+        lines.append(f"load_hook = {_toml_value(config.load_hook)}")
+    if config.load_command:
+        lines.append(f"load_command = {_toml_value(config.load_command)}")
     lines += ["", "[harness]", f'pki = "{rel(config.pki)}"']
     for key in ("router", "cache"):
         value = getattr(config, key)

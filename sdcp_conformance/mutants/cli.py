@@ -21,6 +21,7 @@ from sdcp_conformance.harness.runner import CaseResult
 from sdcp_conformance.harness.runner import Progress as CaseProgress
 from sdcp_conformance.mutants.registry import ROLE_MUTANTS, RoleMutant, find_mutant, killers_path, mutants_for
 from sdcp_conformance.mutants.selftest import SelftestReport, run_selftest, write_killers
+from sdcp_conformance.seeds import SEED_MAX, SEED_METAVAR, drawn_line, resolve_seed, seed_option
 from sdcp_conformance.transport import event_loops
 
 
@@ -28,7 +29,7 @@ from sdcp_conformance.transport import event_loops
 @click.option("--mutant", "names", multiple=True, metavar="NAME", help="Run only this mutant (repeatable).")
 @click.option("--only", "selectors", multiple=True, metavar="ID-OR-AREA",
               help="Run only these cases (IDs, ID prefixes or areas; repeatable).")
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the case order.")
+@seed_option("Seed of the case order.")
 @click.option("--jobs", type=click.IntRange(1, 16), default=1, show_default=True,
               help="Mutants certified at the same time.")
 @click.option("--no-reference", is_flag=True, help="Skip the run against the clean reference.")
@@ -41,16 +42,25 @@ from sdcp_conformance.transport import event_loops
 @click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
               default=Path(".sdcp-selftest") / "servers.log", show_default=True,
               help="Where the in-process servers' warnings and tracebacks go.")
+@click.option("--list", "list_only", is_flag=True, default=False,
+              help="List the role's mutants (name, area, the planted bug) and exit; `certify --mutant NAME` "
+              "certifies one.")
 @click.option("--seeds", "seed_list", default=None, metavar="S1,S2,…",
               help="Instead of the full matrix: run each mutant against its recorded killers once per seed and "
               "print which seeds, if any, it survived (a kill must not depend on the seed).")
-def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs: int, no_reference: bool,
-             write_killers_flag: bool, killers_file: Path | None, role: str, log_path: Path,
+def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int | None, jobs: int, no_reference: bool,
+             write_killers_flag: bool, killers_file: Path | None, role: str, log_path: Path, list_only: bool,
              seed_list: str | None) -> None:
     """Certify a role's reference and every mutant; exit non-zero if the reference fails or a mutant survives."""
     from sdcp_conformance.extras import require
     from sdcp_conformance.report.logs import captured_logs
 
+    if list_only:
+        for mutant in mutants_for(role):
+            click.echo(f"{mutant.name:36} {mutant.area:16} {' '.join(mutant.description.split())}")
+        click.echo(f"{len(mutants_for(role))} {role} mutants; `sdcp-conformance certify --role {role} --mutant NAME` "
+                   "certifies one")
+        return
     require("reference", "`sdcp-conformance selftest` (the embedded reference and its mutants)")
 
     console = Console()
@@ -66,6 +76,9 @@ def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int, jobs
             code = _per_seed(console, mutants, seeds, role, jobs, killers_file)
         console.print(logs.describe(), highlight=False, soft_wrap=True)
         sys.exit(code)
+    if seed is None:
+        seed = resolve_seed(None)
+        console.print(drawn_line(seed), highlight=False)
     with captured_logs(log_path) as logs:
         report = _run(console, mutants, selectors, seed, jobs, not no_reference, role)
     killers_file = killers_file or killers_path(role)
@@ -86,6 +99,8 @@ def _seeds(text: str) -> list[int]:
         raise click.BadParameter(f"{text!r} is not a comma-separated list of integers", param_hint="--seeds") from None
     if not seeds:
         raise click.BadParameter("give at least one seed", param_hint="--seeds")
+    if any(not 0 <= seed <= SEED_MAX for seed in seeds):
+        raise click.BadParameter(f"every seed is in {SEED_METAVAR}", param_hint="--seeds")
     return seeds
 
 

@@ -63,8 +63,25 @@ def find_mutant(name: str, role: str | None = None) -> tuple[str, RoleMutant]:
         for mutant in mutants_for(candidate):
             if mutant.name == name:
                 return candidate, mutant
-    known = sorted(m.name for candidate in roles for m in mutants_for(candidate))
-    raise InvalidArgument(f"no mutant named {name!r}; known: {', '.join(known)}")
+    raise InvalidArgument(unknown_mutant(name, role))
+
+
+DEFAULT_ROLE = "verifier"
+"""The role a command certifies when not told (``certify --mutant NAME`` without ``--role``)."""
+
+
+def unknown_mutant(name: str, role: str | None) -> str:
+    """One line: no such mutant; the mutants of the role in question (the default role's when none was named)."""
+    from difflib import get_close_matches
+
+    shown = role or DEFAULT_ROLE
+    names = sorted(mutant.name for mutant in mutants_for(shown))
+    everywhere = [mutant.name for candidate in ([role] if role else ROLE_MUTANTS) for mutant in mutants_for(candidate)]
+    close = get_close_matches(name, everywhere, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    others = "" if role else " (the other roles' mutants: give --role drafter or --role router)"
+    return (f"no mutant named {name!r}{hint}; the {shown}'s {len(names)} mutants: {', '.join(names)}{others}; "
+            f"`sdcp-conformance selftest --role {shown} --list` describes them")
 
 
 def killers_path(role: str) -> Path:
@@ -72,4 +89,4 @@ def killers_path(role: str) -> Path:
     return _FOLDER / ("killers.json" if role == "verifier" else f"killers-{role}.json")
 
 
-__all__ = ["ROLE_MUTANTS", "RoleMutant", "find_mutant", "killers_path", "mutants_for"]
+__all__ = ["DEFAULT_ROLE", "ROLE_MUTANTS", "RoleMutant", "find_mutant", "killers_path", "mutants_for", "unknown_mutant"]

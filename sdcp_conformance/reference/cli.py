@@ -23,6 +23,7 @@ from sdcp_conformance.reference.contracts import stack_contract
 from sdcp_conformance.reference.roles import RunningRole, start_drafter, start_router, start_verifier
 from sdcp_conformance.reference.stack import READY_LINE, STACK_FILE, Stack, StackOptions, load_model, resolve_model
 from sdcp_conformance.reference.verifier.service import PartyTls
+from sdcp_conformance.seeds import SEED_METAVAR, SEED_TYPE, drawn_line, resolve_seed, seed_option
 from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.pki import load_pki
 
@@ -50,8 +51,8 @@ stack_options = [
     click.option("--verifiers", default=1, show_default=True, type=click.IntRange(1, 8)),
     click.option("--device", default="cpu", show_default=True, help="torch device, e.g. cuda:0."),
     click.option("--dtype", default="float32", show_default=True, type=click.Choice(["float32", "bfloat16"])),
-    click.option("--drafter-seed", "seed", default=0, show_default=True, type=int,
-                 help="Seed of the drafters' own randomness."),
+    click.option("--drafter-seed", "seed", default=0, show_default=True, type=SEED_TYPE, metavar=SEED_METAVAR,
+                 help="Seed of the drafters' own randomness (fixed, so that a stack repeats itself)."),
 ]
 
 
@@ -123,6 +124,22 @@ def _role_tls(pki_dir: Path, party: str) -> tuple[PartyTls, str]:
         raise click.BadParameter(f"{exc}{known}", param_hint="--party / --pki") from exc
 
 
+def _https_uris(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback: every URI the option names is https:// with a host (§5.1: SDCP is HTTPS only), refused at
+    start, in one line, as ``pki init --party`` refuses it; ``URI=MODEL`` (``--drafter``) is checked by its URI."""
+    from urllib.parse import urlsplit
+
+    for given in (value if isinstance(value, tuple) else (value,)):
+        if given is None:
+            continue
+        uri = given.rpartition("=")[0] if param.name == "drafters" and "=" in given else given
+        parts = urlsplit(uri)
+        if parts.scheme != "https" or not parts.hostname:
+            raise click.BadParameter(f"{uri!r} is not an https:// base URI: SDCP is HTTPS only (§5.1); give the "
+                                     "https:// base URI the PKI names (`pki init` prints them)")
+    return value
+
+
 def _usage_error(message: str) -> NoReturn:
     """A misuse the command line cannot see (a stopped stack, a busy port): one line on stderr, exit 2."""
     click.echo(f"Error: {message}", err=True)
@@ -186,7 +203,8 @@ async def _serve_role(start: Any) -> None:
 @serve.command("verifier")
 @click.option("--pki", "pki_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--party", default="verifier", show_default=True)
-@click.option("--router", "router_uri", required=True, help="The router's base URI (P1-TLS-2).")
+@click.option("--router", "router_uri", required=True, callback=_https_uris,
+              help="The router's base URI (P1-TLS-2): https://, as `pki init` printed it.")
 @click.option("--model", "models", multiple=True, default=("bigram",), show_default=True,
               help="Target model to serve: mock model id or folder (repeat to serve several, D-VER-9).")
 @click.option("--device", default="cpu", show_default=True)
@@ -194,33 +212,46 @@ async def _serve_role(start: Any) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--pin-load", type=click.IntRange(0, 100), default=None,
               help="Report this load instead of the measured one (for tests of §6.5.2).")
+@click.option("--load-hook", is_flag=True, default=False,
+              help="Let the router's identity set the reported load: PUT <base URI>test-control/load with "
+              '{"load": N} ({"load": null} gives it back), JSON. The harness does it for the §6.5.2 load cases '
+              "when the target file says `load_hook = \"<base URI>test-control/load\"` under [target].")
 @_mutant_option("verifier")
 def serve_verifier(pki_dir: Path, party: str, router_uri: str, models: tuple[str, ...], device: str, dtype: str,
-                   host: str, pin_load: int | None, mutant: str | None) -> None:
+                   host: str, pin_load: int | None, load_hook: bool, mutant: str | None) -> None:
     """Run one reference verifier (or one of its mutants)."""
     factory = _mutant_factory(mutant, "verifier")
     tls, base_uri = _role_tls(pki_dir, party)
     runtimes = _load_models(models, device, dtype)
+    if load_hook:
+        from sdcp_conformance.reference.verifier.app import LOAD_HOOK_PATH
+
+        console.print(f"load hook: PUT {base_uri}{LOAD_HOOK_PATH} (from {router_uri})", highlight=False)
     _serving(_serve_role(start_verifier(base_uri, tls, runtimes, router_uri, host=host, pinned_load=pin_load,
-                                        app_factory=factory)), f"the verifier {base_uri}")
+                                        app_factory=factory, load_hook=load_hook)), f"the verifier {base_uri}")
 
 
 @serve.command("drafter")
 @click.option("--pki", "pki_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--party", default="drafter-1", show_default=True)
-@click.option("--router", "routers", required=True, multiple=True, help="A router's base URI (repeat).")
-@click.option("--cache", "cache_base", required=True, help="MLC base URI where q_rows are written (P1-DRF-1).")
+@click.option("--router", "routers", required=True, multiple=True, callback=_https_uris,
+              help="A router's https:// base URI (repeat).")
+@click.option("--cache", "cache_base", required=True, callback=_https_uris,
+              help="MLC base URI where q_rows are written (P1-DRF-1).")
 @click.option("--model", "models", multiple=True, default=("bigram-draft-near",), show_default=True,
               help="Draft model to serve: mock model id or folder (repeat to serve several, D-DRF-20).")
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--seed", type=int, default=None)
+@seed_option("Seed of the drafter's own randomness (D-DRF-9).")
 @_mutant_option("drafter")
 def serve_drafter(pki_dir: Path, party: str, routers: tuple[str, ...], cache_base: str, models: tuple[str, ...],
                   device: str, host: str, seed: int | None, mutant: str | None) -> None:
     """Run one reference drafter (or one of its mutants)."""
     factory = _mutant_factory(mutant, "drafter")
     tls, base_uri = _role_tls(pki_dir, party)
+    if seed is None:
+        seed = resolve_seed(None)
+        console.print(drawn_line(seed), highlight=False)
     runtimes = [load_model(model, device) for model in models]
     _serving(_serve_role(start_drafter(base_uri, tls, runtimes, routers, cache_base, host=host, seed=seed,
                                        app_factory=factory)), f"the drafter {base_uri}")
@@ -229,9 +260,11 @@ def serve_drafter(pki_dir: Path, party: str, routers: tuple[str, ...], cache_bas
 @serve.command("router")
 @click.option("--pki", "pki_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--party", default="router", show_default=True)
-@click.option("--cache", "cache_base", required=True, help="MLC base URI for commit logs and token lists.")
-@click.option("--verifier", "verifiers", required=True, multiple=True, help="A verifier's base URI (repeat).")
-@click.option("--drafter", "drafters", required=True, multiple=True,
+@click.option("--cache", "cache_base", required=True, callback=_https_uris,
+              help="MLC base URI for commit logs and token lists.")
+@click.option("--verifier", "verifiers", required=True, multiple=True, callback=_https_uris,
+              help="A verifier's base URI (repeat).")
+@click.option("--drafter", "drafters", required=True, multiple=True, callback=_https_uris,
               help="URI=MODEL: a drafter's base URI and its model (id or folder), repeat (P1-RTR-2).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @_mutant_option("router")
@@ -258,8 +291,7 @@ def serve_router(pki_dir: Path, party: str, cache_base: str, verifiers: tuple[st
 @click.option("--temperature", type=float, default=None, help="Sampling temperature (rule 2; default 1.0).")
 @click.option("--top-k", type=click.IntRange(0), default=None)
 @click.option("--top-p", type=click.FloatRange(0, 1), default=None)
-@click.option("--seed", "sampling_seed", type=click.IntRange(0, 2**64 - 1), default=None,
-              help="Verifier seed (§6.4): makes the output reproducible.")
+@seed_option("The contract's verifier seed (§6.4, rule 2): makes the output reproducible.", dest="sampling_seed")
 @click.option("--stop", "stops", multiple=True, help="Stop token (word of the vocabulary), repeat.")
 @click.option("--stack", "stack_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Folder of a running `serve` (its stack.json); default: start an embedded stack.")
@@ -284,6 +316,9 @@ def generate(prompt: str, rule: int, max_new: int, temperature: float | None, to
         raise click.BadParameter(f"{', '.join(repr(word) for word in unknown)} not in the vocabulary of {target} "
                                  f"({tokenizer.get_vocab_size()} words; see its tokenizer.json)",
                                  param_hint="--prompt")
+    if rule == 2 and sampling_seed is None:  # rule 1 is greedy: no seed matters there
+        sampling_seed = resolve_seed(None)
+        console.print(drawn_line(sampling_seed), highlight=False)
     stop_ids = []
     for word in stops:
         token = tokenizer.token_to_id(word)

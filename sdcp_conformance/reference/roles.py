@@ -38,9 +38,12 @@ async def start_cache(base_uri: str, tls: PartyTls, *, db: Path | None = None, h
 
 async def start_verifier(base_uri: str, tls: PartyTls, model: RuntimeModel | Sequence[RuntimeModel], router_uri: str, *,
                          host: str = "127.0.0.1", pinned_load: int | None = None,
-                         app_factory: Callable[..., VerifierApp] | None = None) -> RunningRole:
-    """The reference verifier (or ``app_factory``'s app: a mutant's) as a running role."""
-    config = VerifierConfig(base_uri=base_uri, routers=frozenset({router_uri}), pinned_load=pinned_load)
+                         app_factory: Callable[..., VerifierApp] | None = None,
+                         load_hook: bool = False) -> RunningRole:
+    """The reference verifier (or ``app_factory``'s app: a mutant's) as a running role; ``load_hook`` offers the
+    router's identity ``PUT {base}test-control/load`` (:data:`~.verifier.app.LOAD_HOOK_PATH`)."""
+    config = VerifierConfig(base_uri=base_uri, routers=frozenset({router_uri}), pinned_load=pinned_load,
+                            load_hook=load_hook)
     service = await VerifierService.start(config, tls, model, router_uri, host=host, port=port_of(base_uri),
                                           app_factory=app_factory)
     return RunningRole("verifier", base_uri, service.app, service.server, [service.stop])

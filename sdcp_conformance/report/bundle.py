@@ -28,6 +28,7 @@ import hashlib
 import io
 import json
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,6 +192,9 @@ def verify_bundle(path: Path, *, key: Path | None = None) -> Verified:
             contents = {info.filename: archive.read(info) for info in archive.infolist() if not info.is_dir()}
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleRejected(f"{path}: not a readable bundle (zip): {exc}") from exc
+    except (zlib.error, EOFError, ValueError) as exc:  # a flipped byte inside a deflated member
+        raise BundleRejected(f"{path}: the bundle is corrupt (a member does not inflate: {exc}); fetch it again "
+                             "from where it was signed") from exc
     if ATTESTATION_NAME not in contents:
         raise BundleRejected(f"{path}: no {ATTESTATION_NAME}: not a signed bundle")
     if key is not None:

@@ -76,11 +76,22 @@ def merge(shards: tuple[Path, ...], out: Path) -> None:
 @report.command("diff")
 @click.argument("before", type=click.Path(exists=True, path_type=Path))
 @click.argument("after", type=click.Path(exists=True, path_type=Path))
-def diff(before: Path, after: Path) -> None:
-    """Compare two runs by case ID: regressions, fixes, new and removed cases; exit 1 on any regression."""
-    from sdcp_conformance.report.diff import diff_documents, render_diff
+@click.option("--force", is_flag=True, default=False,
+              help="Compare runs of different roles or targets anyway (their cases then mostly show as new and "
+              "removed).")
+def diff(before: Path, after: Path, force: bool) -> None:
+    """Compare two runs by case ID: regressions, fixes, new and removed cases; exit 1 on any regression.
 
-    result = diff_documents(_load(before), _load(after))
+    Runs of different roles or targets (target files; the embedded reference is one target, whatever its mutant)
+    are refused unless --force."""
+    from sdcp_conformance.report.diff import diff_documents, mismatch, render_diff
+
+    documents = _load(before), _load(after)
+    different = mismatch(*documents)
+    if different and not force:
+        raise click.UsageError(f"{before} and {after} are runs of different {different}: their cases do not "
+                               "compare; diff runs of one role and target, or pass --force")
+    result = diff_documents(*documents)
     for line in render_diff(result, str(before), str(after)):
         click.echo(line)
     sys.exit(result.exit_code)

@@ -204,7 +204,8 @@ def print_case(console: Console, record: Mapping[str, Any], run: Mapping[str, An
     evidence = record.get("evidence") or []
     if evidence:
         shown = evidence[-tail:]
-        _line(console, f"last messages ({len(shown)} of {len(evidence)}, CBOR diagnostic notation):", 2)
+        total = max(len(evidence), int(record.get("evidence_entries") or 0))  # report.json may keep only a tail
+        _line(console, f"last messages ({len(shown)} of {total}, CBOR diagnostic notation):", 2)
         for entry in shown:
             for text in render_entry(entry):
                 _line(console, text, 4)

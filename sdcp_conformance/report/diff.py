@@ -48,6 +48,17 @@ class RunDiff:
         return 1 if self.regressions else 0
 
 
+def mismatch(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
+    """Why two runs do not compare (``roles (verifier, router)``, ``targets (…)``), or None when they do: one role,
+    one target file (None for the embedded reference, whatever mutant it carried)."""
+    runs = before.get("run") or {}, after.get("run") or {}
+    for field_name, label in (("role", "roles"), ("target", "targets")):
+        first, second = (run.get(field_name) for run in runs)
+        if first != second:
+            return f"{label} ({first or 'the embedded reference'}, {second or 'the embedded reference'})"
+    return None
+
+
 def case_verdicts(document: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
     """Case ID → (its worst verdict over its runs, that run's message)."""
     verdicts: dict[str, tuple[str, str]] = {}
@@ -110,4 +121,4 @@ def render_diff(result: RunDiff, before: str, after: str) -> list[str]:
     return lines
 
 
-__all__ = ["RANK", "Change", "RunDiff", "case_verdicts", "diff_documents", "render_diff"]
+__all__ = ["RANK", "Change", "RunDiff", "case_verdicts", "diff_documents", "mismatch", "render_diff"]

@@ -7,6 +7,11 @@ metadata, the summary by role, area, section and level, filters by verdict
 and area, each case with its sentence, findings, expected/actual, notes,
 plots and a collapsible transcript, and the coverage table.
 
+The first case that needs attention is on the first screen (issue 41: at
+1400×900, checked in headless Chromium): the summary tables by role, area,
+section and level are collapsed (``<details>``) when a case needs attention,
+and a link under the counts jumps to that case.
+
 D-RPT-5: transcripts of cases needing attention are shown whole; of the
 others, the last :data:`PASSING_TAIL` exchanges, with a pointer to
 ``evidence.json.gz`` (a rule-2 statistical case exchanges over a thousand
@@ -21,7 +26,7 @@ from typing import Any
 
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.report.console import ATTENTION, render_entry, rerun_command, run_replay
-from sdcp_conformance.report.json_report import EVIDENCE_NAME, grouped
+from sdcp_conformance.report.json_report import EVIDENCE_NAME, case_anchor, grouped
 
 HTML_NAME = "report.html"
 TEMPLATE = "report.html.j2"
@@ -37,10 +42,6 @@ def _environment() -> Any:
                               trim_blocks=True, lstrip_blocks=True)
 
 
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in text)
-
-
 def _case_view(record: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
     from sdcp_conformance.report.plots import case_plots
 
@@ -49,7 +50,7 @@ def _case_view(record: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, A
     shown = evidence if attention else evidence[-PASSING_TAIL:]
     return {
         "record": record,
-        "anchor": _slug(f"case-{record['id']}-{record.get('run', 'main')}"),
+        "anchor": case_anchor(record["id"], record.get("run", "main")),
         "attention": attention,
         "plots": case_plots(record.get("attachments") or {}),
         "transcript": ["\n".join(render_entry(entry)) for entry in shown],
@@ -72,10 +73,13 @@ def render_html(document: Mapping[str, Any]) -> str:
     present = [verdict for verdict in VERDICTS if document["counts"].get(verdict)]
     groups = [(label, field, grouped(results, field))
               for label, field in (("role", "role"), ("area", "area"), ("section", "section"), ("level", "level"))]
+    cases = [_case_view(record, run) for record in _ordered(results)]
+    first = next((view["anchor"] for view in cases if view["attention"]), None)
     context = {
         "document": document, "run": run, "tool": document["tool"], "counts": document["counts"],
+        "first_attention": first,
         "present": present, "groups": groups, "areas": sorted({record["area"] for record in results}),
-        "cases": [_case_view(record, run) for record in _ordered(results)], "coverage": document.get("coverage") or [],
+        "cases": cases, "coverage": document.get("coverage") or [],
         "replay": run_replay(run), "evidence_name": EVIDENCE_NAME, "passing_tail": PASSING_TAIL,
         "attention": ATTENTION,
     }

@@ -9,7 +9,15 @@ Compact evidence (D-RPT-2): the transcripts of cases that need no attention
 ``report.json``, keyed by ``ID#run``; the record keeps ``evidence_file`` and
 ``evidence_entries`` instead. Every other case (FAILED, ERROR, XPASS, XFAIL,
 NON-STRICT) keeps its transcript inline, where the reader of a failure
-looks. :func:`load_document` puts the evidence back when asked.
+looks — within a budget, so that ``report.json`` of a failing run stays under
+1 MB for CI (issue 41): a case keeps the last exchanges of its transcript that
+fit :data:`INLINE_EVIDENCE_BYTES` (and what is left of
+:data:`INLINE_EVIDENCE_TOTAL` for the whole run); when that is not all of it,
+the whole transcript goes to the evidence file too, and the record says
+``evidence_file``, ``evidence_entries`` (all of them) and ``evidence_inline``
+(how many it kept). Any other text still over :data:`JSON_LIMIT` is cut, saying
+so (the HTML report, written from the whole document, holds it whole).
+:func:`load_document` puts the evidence back when asked.
 """
 
 from __future__ import annotations
@@ -41,6 +49,26 @@ STATUS_INTERRUPTED = "INTERRUPTED"
 
 EXTERNAL_EVIDENCE = frozenset({Verdict.PASSED.value, Verdict.INFORMATIONAL.value, Verdict.SKIPPED.value})
 """Verdicts whose transcripts go to the evidence file (D-RPT-2)."""
+INLINE_EVIDENCE_BYTES = 48 * 1024
+"""The most of one flagged case's transcript (its last exchanges, as JSON) kept inline in ``report.json``."""
+INLINE_EVIDENCE_TOTAL = 384 * 1024
+"""The most of all flagged cases' transcripts kept inline together, shared out fairly (:func:`_inline_tails`)."""
+JSON_LIMIT = 900 * 1024
+"""``report.json`` stays under this (a CI artifact viewer's 1 MB); :func:`_cut_texts` enforces it."""
+LONG_TEXTS = (2048, 512, 128)
+"""What a record's texts are cut to, in turn, while the document is still over :data:`JSON_LIMIT` (the inline
+evidence goes first)."""
+MANY = 10
+"""How many notes and findings a record keeps when the document is over :data:`JSON_LIMIT` (the rest: report.html)."""
+
+
+def case_anchor(case_id: str, run: str = "main") -> str:
+    """The ``id`` of a case's element in ``report.html`` (JUnit failures point at it)."""
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in f"case-{case_id}-{run}")
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, indent=1, ensure_ascii=False).encode("utf-8"))
 
 
 def iso_time(stamp: float) -> str:
@@ -117,18 +145,96 @@ def report_document(report: RunReport, *, command: Sequence[str] = (), target: s
 
 
 def split_evidence(document: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-    """(the compact document, the evidence moved out of it by ``ID#run``), D-RPT-2."""
+    """(the compact document, the evidence moved out of it by ``ID#run``), D-RPT-2 and the inline budget."""
     compact = dict(document)
     moved: dict[str, list[Any]] = {}
     results = []
-    for record in document["results"]:
-        if record["verdict"] in EXTERNAL_EVIDENCE and record.get("evidence"):
+    kept_of = _inline_tails(document["results"])
+    for index, record in enumerate(document["results"]):
+        evidence = record.get("evidence")
+        if evidence and record["verdict"] in EXTERNAL_EVIDENCE:
             record = dict(record)
             moved[record["key"]] = record.pop("evidence")
             record["evidence_file"], record["evidence_entries"] = EVIDENCE_NAME, len(moved[record["key"]])
+        elif evidence:
+            kept = kept_of[index]
+            if len(kept) < len(evidence):
+                record = dict(record)
+                moved[record["key"]] = list(evidence)
+                record["evidence"] = kept
+                record["evidence_file"], record["evidence_entries"] = EVIDENCE_NAME, len(evidence)
+                record["evidence_inline"] = len(kept)
         results.append(record)
     compact["results"] = results
+    for longest in LONG_TEXTS:
+        if _size(compact) <= JSON_LIMIT:
+            break
+        compact["results"] = _cut_texts(compact["results"], moved, longest)
     return compact, moved
+
+
+def _inline_tails(results: Sequence[Mapping[str, Any]]) -> dict[int, list[Any]]:
+    """What each flagged case keeps inline: the shortest transcripts first, each at most its fair share of what
+    is left of :data:`INLINE_EVIDENCE_TOTAL` (and :data:`INLINE_EVIDENCE_BYTES`), so a few long statistical
+    transcripts never crowd out the short ones a reader reads whole."""
+    flagged = [(index, record["evidence"]) for index, record in enumerate(results)
+               if record.get("evidence") and record["verdict"] not in EXTERNAL_EVIDENCE]
+    flagged.sort(key=lambda item: _size(item[1]))
+    left = INLINE_EVIDENCE_TOTAL
+    kept: dict[int, list[Any]] = {}
+    for position, (index, evidence) in enumerate(flagged):
+        kept[index] = _tail_within(evidence, min(INLINE_EVIDENCE_BYTES, left // (len(flagged) - position)))
+        left -= _size(kept[index])
+    return kept
+
+
+def _tail_within(evidence: Sequence[Any], limit: int) -> list[Any]:
+    """The last entries of ``evidence`` whose JSON fits ``limit`` bytes (none when even the last does not)."""
+    kept: list[Any] = []
+    used = 0
+    for entry in reversed(evidence):
+        used += _size(entry) + 2
+        if used > limit:
+            break
+        kept.append(entry)
+    return kept[::-1]
+
+
+def _cut_texts(results: list[dict[str, Any]], moved: dict[str, list[Any]], longest: int) -> list[dict[str, Any]]:
+    """The last resort for a run failing in very many ways: no inline evidence at all (every transcript is in the
+    evidence file), at most :data:`MANY` notes and findings, and every long text cut to ``longest`` characters,
+    saying so (the HTML page has them whole)."""
+    cut = []
+    for record in results:
+        record = dict(record)
+        if record.get("evidence"):
+            moved.setdefault(record["key"], list(record["evidence"]))
+            record["evidence_file"], record["evidence_entries"] = EVIDENCE_NAME, len(moved[record["key"]])
+            record["evidence"], record["evidence_inline"] = [], 0
+        record["message"] = _cut(record.get("message"), longest)
+        notes = [_cut(note, longest) for note in record.get("notes") or []]
+        if len(notes) > MANY:
+            notes = [*notes[:MANY], f"… and {len(notes) - MANY} more notes in report.html"]
+        record["notes"] = notes
+        findings = record.get("findings") or []
+        record["findings"] = [{**finding, **{key: _cut(finding.get(key), longest) for key in ("message", "actual",
+                                                                                           "sentence")}}
+                              for finding in findings[:MANY]]
+        if len(findings) > MANY:
+            record["findings_cut"] = len(findings) - MANY
+        for key in ("quote", "actual", "black_box_note"):
+            if key in record:
+                record[key] = _cut(record[key], longest)
+        if record.get("expected"):
+            record["expected"] = [_cut(text, longest) for text in record["expected"]]
+        cut.append(record)
+    return cut
+
+
+def _cut(text: Any, longest: int) -> Any:
+    if not isinstance(text, str) or len(text) <= longest:
+        return text
+    return text[:longest] + f"… (cut: {len(text) - longest} more characters; report.html has them all)"
 
 
 def write_json(path: Path, document: Mapping[str, Any]) -> Path:
@@ -183,8 +289,11 @@ def load_document(where: Path, *, with_evidence: bool = False) -> dict[str, Any]
             except (OSError, ValueError) as exc:
                 raise InvalidArgument(f"{evidence}: unreadable evidence file: {exc}") from exc
         for record in document["results"]:
-            if "evidence" not in record:
-                record["evidence"] = moved.get(record.get("key", ""), [])
+            whole = moved.get(record.get("key", ""))
+            if whole is not None:  # all of it, also where report.json kept only its last exchanges
+                record["evidence"] = whole
+            elif "evidence" not in record:
+                record["evidence"] = []
     return document
 
 
@@ -192,10 +301,14 @@ __all__ = [
     "EVIDENCE_NAME",
     "EXTERNAL_EVIDENCE",
     "FORMAT",
+    "INLINE_EVIDENCE_BYTES",
+    "INLINE_EVIDENCE_TOTAL",
+    "JSON_LIMIT",
     "JSON_NAME",
     "READABLE_FORMATS",
     "STATUS_INTERRUPTED",
     "areas",
+    "case_anchor",
     "grouped",
     "iso_time",
     "load_document",

@@ -6,6 +6,14 @@ INFORMATIONAL and XFAIL pass, with their verdict, findings and notes in
 ``<system-out>`` — NON-STRICT becomes a ``<failure>`` under ``--strict``. The
 ``classname`` is ``role.area``, so CI groups cases as the suite does.
 
+Sized for CI (issue 41): a failure's text is at most :data:`FAILURE_TEXT_LIMIT`
+bytes — the message, findings and sentence, then as many of the transcript's
+last exchanges as fit — and all texts of the file together stay within
+:data:`TEXT_BUDGET`, shared out so that short texts stay whole and each keeps at least :data:`TEXT_FLOOR`, so the
+file stays under 1 MB however many cases fail; a cut text ends with where the
+whole case is (its element in ``report.html``, its key in ``report.json`` /
+``evidence.json.gz``).
+
 The file validates against the JUnit schema Jenkins' xUnit plugin uses
 (``junit-10.xsd``, vendored in ``tests/report/``), which allows no
 properties on a testcase: the verdicts a plain pass would hide are
@@ -22,7 +30,7 @@ from pathlib import Path
 
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.runner import CaseResult, RunReport
-from sdcp_conformance.report.json_report import iso_time
+from sdcp_conformance.report.json_report import EVIDENCE_NAME, case_anchor, iso_time
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 """Characters XML 1.0 cannot carry (an IUT's garbage may contain them)."""
@@ -37,7 +45,50 @@ def testcase_name(result: CaseResult) -> str:
     return result.case.id if result.run == "main" else f"{result.case.id} [{result.run}]"
 
 
-def _details(result: CaseResult) -> str:
+FAILURE_TEXT_LIMIT = 64 * 1024
+"""The most bytes of one ``<failure>``/``<error>`` text."""
+SYSTEM_OUT_LIMIT = 16 * 1024
+"""The most bytes of one ``<system-out>`` text."""
+TEXT_BUDGET = 768 * 1024
+"""The most bytes of all texts of the file together (the rest of the file is tags, names and properties)."""
+TEXT_FLOOR = 768
+"""What every text keeps whatever the budget: its first lines and the pointer to the whole case."""
+
+
+def _shares(wanted: list[int], total: int) -> list[int]:
+    """Water-filling: the smallest wants are met whole, the rest share what is left equally (at least
+    :data:`TEXT_FLOOR` each), so a few long texts never crowd out the short ones."""
+    order = sorted(range(len(wanted)), key=lambda index: wanted[index])
+    shares = [0] * len(wanted)
+    left = total
+    for position, index in enumerate(order):
+        shares[index] = min(wanted[index], max(TEXT_FLOOR, left // (len(order) - position)))
+        left -= shares[index]
+    return shares
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def whole_case(result: CaseResult) -> str:
+    """Where the whole of a case is, for a text that had to be cut."""
+    key = f"{result.case.id}#{result.run}"
+    return (f"the whole case: report.html#{case_anchor(result.case.id, result.run)}; its transcript: {key} in "
+            f"report.json or {EVIDENCE_NAME}")
+
+
+def _fitted(text: str, limit: int, pointer: str) -> str:
+    """``text`` if it fits ``limit`` bytes, else its start, cut, then ``pointer``."""
+    if _size(text) <= limit:
+        return text
+    tail = f"\n… cut at {limit // 1024} KB; {pointer}"
+    room = max(0, limit - _size(tail))
+    head = text.encode("utf-8")[:room].decode("utf-8", "ignore")
+    return head + tail
+
+
+def _details(result: CaseResult, limit: int = FAILURE_TEXT_LIMIT) -> str:
     parts = [result.message]
     if result.expected:
         parts.append("expected: " + " | ".join(result.expected))
@@ -46,9 +97,26 @@ def _details(result: CaseResult) -> str:
     if len(result.findings) > 1:
         parts.append("findings:\n" + "\n".join(f"  {f.severity.value} [{f.row}] {f.message}" for f in result.findings))
     parts.append(f'{result.case.section} ({result.case.level.value}): "{result.case.quote}"')
-    if result.transcript:
-        parts.append("transcript:\n" + "\n".join(entry.render() for entry in result.transcript))
-    return _xml_text("\n".join(part for part in parts if part))
+    pointer = whole_case(result)
+    head = _fitted(_xml_text("\n".join(part for part in parts if part)), max(TEXT_FLOOR // 2, limit // 2), pointer)
+    if not result.transcript:
+        return head
+    room = limit - _size(head) - _size("\ntranscript:\n") + 1  # n lines, n - 1 newlines
+    rendered: list[str] = []  # the last exchanges first
+    for entry in reversed(result.transcript):
+        line = _xml_text(entry.render())
+        room -= _size(line) + 1
+        if room < 0:
+            break
+        rendered.append(line)
+    total = len(result.transcript)
+    if len(rendered) == total:
+        return head + "\ntranscript:\n" + "\n".join(rendered[::-1])
+    room = limit - _size(head) - _size(pointer) - 96  # the pointer and the count take their room first
+    while rendered and sum(_size(line) + 1 for line in rendered) > room:
+        rendered.pop()
+    shown = f"the last {len(rendered)} of {total} exchanges" if rendered else f"none of its {total} exchanges fit"
+    return head + f"\ntranscript ({shown}; {pointer}):\n" + "\n".join(rendered[::-1])
 
 
 def _notes(result: CaseResult) -> str:
@@ -64,24 +132,50 @@ def _notes(result: CaseResult) -> str:
     return _xml_text("\n".join(lines))
 
 
-def _testcase(result: CaseResult, strict: bool) -> ET.Element:
+MESSAGE_LIMIT = 512
+"""The most characters of a failure's ``message`` attribute (its first line)."""
+
+
+def _failing(result: CaseResult, strict: bool) -> bool:
+    failing = (Verdict.FAILED, Verdict.XPASS, Verdict.NON_STRICT) if strict else (Verdict.FAILED, Verdict.XPASS)
+    return result.verdict in failing
+
+
+ERROR_TYPES = {Verdict.ERROR: "harness-error", Verdict.INCOMPLETE: "incomplete"}
+"""ERROR, and INCOMPLETE (P1-JUDGE-4: it could not complete; the run is INCOMPLETE too), become ``<error>``."""
+
+
+def _testcase(result: CaseResult, strict: bool, limits: tuple[int, int] = (FAILURE_TEXT_LIMIT, SYSTEM_OUT_LIMIT)
+              ) -> ET.Element:
+    """The testcase of ``result``; ``limits``: the bytes its failure text and its system-out may take."""
     element = ET.Element("testcase", classname=classname(result.case.role, result.case.area),
                          name=testcase_name(result), time=f"{result.duration_s:.3f}")
     first_line = _xml_text((result.message or result.verdict.value).splitlines()[0] if result.message else "")
-    failing = (Verdict.FAILED, Verdict.XPASS, Verdict.NON_STRICT) if strict else (Verdict.FAILED, Verdict.XPASS)
-    if result.verdict in failing:
+    if len(first_line) > MESSAGE_LIMIT:
+        first_line = first_line[:MESSAGE_LIMIT] + "…"
+    kind = ERROR_TYPES.get(result.verdict)
+    if _failing(result, strict):
         failure = ET.SubElement(element, "failure", message=first_line, type=result.verdict.value)
-        failure.text = _details(result)
-    elif result.verdict is Verdict.ERROR:
-        error = ET.SubElement(element, "error", message=first_line, type="harness-error")
-        error.text = _details(result)
-    elif result.verdict is Verdict.INCOMPLETE:  # P1-JUDGE-4: it could not complete; the run is INCOMPLETE too
-        error = ET.SubElement(element, "error", message=first_line, type="incomplete")
-        error.text = _details(result)
+        failure.text = _details(result, limits[0])
+    elif kind is not None:
+        error = ET.SubElement(element, "error", message=first_line, type=kind)
+        error.text = _details(result, limits[0])
     elif result.verdict is Verdict.SKIPPED:
         ET.SubElement(element, "skipped", message=first_line)
-    ET.SubElement(element, "system-out").text = _notes(result)
+    ET.SubElement(element, "system-out").text = _fitted(_notes(result), limits[1], whole_case(result))
     return element
+
+
+def _limits(results: list[CaseResult], strict: bool) -> list[tuple[int, int]]:
+    """Each testcase's (failure text, system-out) limits: what each would take up to its own limit, shared out
+    within :data:`TEXT_BUDGET` (:func:`_shares`)."""
+    wanted: list[int] = []
+    for result in results:
+        flagged = _failing(result, strict) or result.verdict in ERROR_TYPES
+        wanted.append(_size(_details(result, FAILURE_TEXT_LIMIT)) if flagged else 0)
+        wanted.append(min(SYSTEM_OUT_LIMIT, _size(_notes(result))))
+    shares = _shares(wanted, TEXT_BUDGET)
+    return [(shares[2 * index], shares[2 * index + 1]) for index in range(len(results))]
 
 
 def classname(role: str, area: str) -> str:
@@ -122,7 +216,8 @@ def junit_tree(report: RunReport, *, name: str | None = None) -> ET.ElementTree:
     for key, value in sorted(report.environment.items()):
         shown = value if isinstance(value, str) else json.dumps(value)
         ET.SubElement(properties, "property", name=str(key), value=_xml_text(shown))
-    suite.extend(_testcase(result, report.strict) for result in results)
+    suite.extend(_testcase(result, report.strict, limits)
+                 for result, limits in zip(results, _limits(results, report.strict), strict=True))
     ET.indent(suites)
     return ET.ElementTree(suites)
 
@@ -133,4 +228,5 @@ def write_junit(path: Path, report: RunReport) -> Path:
     return path
 
 
-__all__ = ["FLAGGED", "classname", "junit_tree", "testcase_name", "write_junit"]
+__all__ = ["FAILURE_TEXT_LIMIT", "FLAGGED", "SYSTEM_OUT_LIMIT", "TEXT_BUDGET", "classname", "junit_tree",
+           "testcase_name", "whole_case", "write_junit"]

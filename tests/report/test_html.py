@@ -124,3 +124,48 @@ def test_report_html_rebuilds_the_page(full_run: Run, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     original = (full_run.folder / "report.html").read_text(encoding="utf-8")
     assert output.read_text(encoding="utf-8") == original  # the same document gives the same page
+
+
+# --------------------------------------------------------------------------- the first failure on the first screen
+
+VIEWPORT = (1400, 900)
+
+
+def _first_attention_in_view(page_file: Path) -> None:
+    """At 1400×900 the first case that needs attention is on the first screen: its summary line lies within the
+    viewport without scrolling, and the summary tables are collapsed (their rows would push it down)."""
+    with open_page(page_file) as page:
+        width, height = VIEWPORT
+        page.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+        assert page.evaluate("[innerWidth, innerHeight, scrollY]") == [width, height, 0]
+        found = page.evaluate(
+            "(() => { const a = document.querySelector('article.case.attention');"
+            " const s = a.querySelector('summary').getBoundingClientRect();"
+            " return {id: a.id, top: s.top, bottom: s.bottom,"
+            " tables: document.getElementById('summary-tables').open,"
+            " link: document.getElementById('first-attention').getAttribute('href')}; })()")
+        assert found["top"] >= 0 and found["bottom"] <= height, found
+        assert found["tables"] is False and found["link"] == f"#{found['id']}", found
+        page.drain()
+        assert page.errors == []
+
+
+def test_the_first_failure_is_on_the_first_screen(mutant_run: Run) -> None:
+    _first_attention_in_view(mutant_run.folder / "report.html")
+
+
+def test_the_first_failure_of_a_full_run_is_on_the_first_screen(full_run: Run, tmp_path: Path) -> None:
+    """A whole run's summary tables (the section table alone has about 40 rows) with one case failing in it."""
+    from sdcp_conformance.report.html import write_html
+    from sdcp_conformance.report.json_report import load_document
+
+    document = load_document(full_run.folder, with_evidence=True)
+    last = max(document["results"], key=lambda record: record["id"])
+    last["verdict"] = "FAILED"
+    document["counts"] = {**document["counts"], "PASSED": document["counts"]["PASSED"] - 1, "FAILED": 1}
+    document["run"]["status"] = "FAILED"
+    page_file = write_html(tmp_path / "report.html", document)
+    assert len({record["section"] for record in document["results"]}) > 30
+    _first_attention_in_view(page_file)
+    # a passing run keeps its tables open: there is no failure to show first
+    assert '<details id="summary-tables" open>' in (full_run.folder / "report.html").read_text(encoding="utf-8")

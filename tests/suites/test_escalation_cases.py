@@ -25,7 +25,7 @@ REPORTED_LOAD = 2
 
 @pytest.fixture
 def reported_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    def pin(ctx: CaseContext, load: int) -> bool:
+    async def pin(ctx: CaseContext, load: int) -> bool:
         ctx.env.pin_load(REPORTED_LOAD)
         return True
 

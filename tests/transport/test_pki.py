@@ -135,7 +135,7 @@ def test_load_pki_of_an_empty_directory_says_so(tmp_path: Path) -> None:
 def test_cli_init_writes_requested_parties(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         pki_group,
-        ["init", str(tmp_path / "out"), "--party", "v=https://127.0.0.1:7/v/", "--party",
+        ["init", str(tmp_path / "out"), "--custom-parties", "--party", "v=https://127.0.0.1:7/v/", "--party",
          "d=https://127.0.0.1:8/d/"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -170,6 +170,8 @@ class DrafterApp:
         self._clock = clock
         self._sleep = sleep
         self._seeds = np.random.SeedSequence(config.seed)
+        self._unreachable: set[str] = set()
+        """Routers whose last status report failed (said once, then retried quietly)."""
         self._model_thread = ThreadPoolExecutor(config.draft_concurrency, thread_name_prefix="sdcp-drafter-model")
         """Every model call (draft, forget) runs here, in the order asked for (D-DRF-19, ``MODEL_CALLS_QUEUED``)."""
         self._closed = False
@@ -483,8 +485,16 @@ class DrafterApp:
             try:
                 await self._bounded(self.router.put_status(router, self.instance_id, status),
                                     self.config.router_timeout_s)
-            except Exception as exc:  # a router may be down; the next report retries
-                log.warning("status report to %s failed: %s", router, exc)
+            except Exception as exc:  # a router may be down; the next report retries, quietly
+                if router not in self._unreachable:
+                    log.warning("status report to %s failed: %s; retrying every %.1f s, quietly until one gets "
+                                "through (a harness's router listens only while `certify` runs)", router, exc,
+                                self.status_interval_s())
+                self._unreachable.add(router)
+            else:
+                if router in self._unreachable:
+                    log.warning("status reports reach %s again", router)
+                self._unreachable.discard(router)
 
     def status_interval_s(self) -> float:
         """§6.1: "Each instance reports status at intervals shorter than its ttl_ms" (D-DRF-15: a third)."""

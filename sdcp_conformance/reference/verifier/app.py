@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,9 @@ from sdcp_conformance.transport.types import Request, Response
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
+LOAD_HOOK_PATH = "test-control/load"
+"""Where ``serve verifier --load-hook`` offers the load hook, under the verifier's base URI (not an SDCP resource)."""
+
 
 @dataclass(frozen=True)
 class VerifierConfig:
@@ -79,6 +83,9 @@ class VerifierConfig:
     """Scoring items in flight that count as 100 % load."""
     max_batch: int = 64
     status_ttl_ms: int = 5000
+    load_hook: bool = False
+    """Offer ``PUT {base}test-control/load`` (``{"load": N}`` or ``{"load": null}``, JSON) to the routers'
+    identities, so a harness can set the load (``serve verifier --load-hook``; the target's ``load_hook``)."""
 
 
 class Scorer(Protocol):
@@ -196,6 +203,8 @@ class VerifierApp:
 
     async def _route(self, request: Request) -> Response:
         path = request.path
+        if self.config.load_hook and path == f"{self._base_path}/{LOAD_HOOK_PATH}":
+            return self._set_load(request)
         if not path.startswith(self._base_path + "/"):
             return status_problem_response(404, f"no resource at {path}")
         parts = path[len(self._base_path) + 1 :].split("/")
@@ -213,6 +222,22 @@ class VerifierApp:
             status = 405 if shape in known else 404
             return status_problem_response(status, f"{request.method} {path} is not a verifier resource")
         return await route(request, parts)
+
+    def _set_load(self, request: Request) -> Response:
+        """The load hook (not SDCP; offered only when configured): a router identity sets the reported load, or
+        gives it back to the configured pin or the measure with ``null``."""
+        if request.method != "PUT":
+            return status_problem_response(405, f"{request.method} {request.path}: the load hook takes PUT")
+        if request.peer_identity not in self.config.routers:
+            return status_problem_response(403, f"{request.peer_identity!r} may not set the load (a router may)")
+        try:
+            load = json.loads(request.body)["load"]
+        except (ValueError, KeyError, TypeError):
+            return status_problem_response(400, 'the load hook takes {"load": N} or {"load": null} (JSON)')
+        if load is not None and (isinstance(load, bool) or not isinstance(load, int) or not 0 <= load <= 100):
+            return status_problem_response(400, f"load {load!r} is not an integer in 0..100 or null")
+        self.pinned_load = self.config.pinned_load if load is None else load
+        return Response(204)
 
     def load(self) -> int:
         if self.pinned_load is not None:
@@ -488,12 +513,25 @@ class VerifierApp:
         return self.config.status_ttl_ms / 3000
 
     async def report_status_forever(self) -> None:
-        """§6.1: "Each instance reports status at intervals shorter than its ttl_ms"."""
+        """§6.1: "Each instance reports status at intervals shorter than its ttl_ms".
+
+        A router that does not answer is said once, then the reports go on quietly until one reaches it again
+        (said once too): the harness's router listens only while ``certify`` runs, so a verifier started for
+        certification fails every report until then."""
+        failing = False
         while True:
             try:
                 await self.router.put_status(self.status().to_obj())
             except Exception as exc:
-                log.warning("status report failed: %s", exc)
+                if not failing:
+                    log.warning("status report to the router failed: %s; retrying every %.1f s, quietly until one "
+                                "gets through (a harness's router listens only while `certify` runs)", exc,
+                                self.status_interval_s)
+                failing = True
+            else:
+                if failing:
+                    log.warning("status reports reach the router again")
+                failing = False
             await asyncio.sleep(self.status_interval_s)
 
 

@@ -5,11 +5,13 @@ wrong proposals and good rounds with greedy ones, and predicts c, g, j and
 m_cap itself. Load-dependent behaviour is judged against the load the IUT
 itself reports in the verdict of the round that escalates (D-JUDGE-3: that
 is the load its control step used). The target says how its load is known:
-the embedded IUT's can be pinned at will (``load:control``); a vendor's is
+the embedded IUT's can be pinned at will (``load:control``), and so can a
+vendor's whose target file names a ``load_hook`` or ``load_command``
+(:mod:`sdcp_conformance.harness.load_control`); otherwise a vendor's is
 pinned at a declared value (``pinned_load``) or reported, and the cases
 choose self_load from it so that they test the branch they name (a case
 that cannot reach its branch says so, SKIPPED, rather than judging the
-other one).
+other one). A load set for a case is given back when it ends.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from sdcp_conformance.errors import MalformedMessage
-from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.case import CaseIncomplete, Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.oracle import rule2 as oracle
@@ -78,12 +80,18 @@ def _expect(ctx: CaseContext, verdict: Verdict, *, action: int | None = None, lo
                      expected=str({k: v for k, v in wanted.items() if v is not None}), actual=str(actual))
 
 
-def _pin(ctx: CaseContext, load: int) -> bool:
-    """Pin the IUT's load when the target offers it (``load:control``)."""
-    if "load:control" in ctx.env.capabilities():
-        ctx.env.pin_load(load)
-        return True
-    return False
+async def _pin(ctx: CaseContext, load: int) -> bool:
+    """Pin the IUT's load when the target offers it (``load:control``); a hook or command that fails makes the
+    case INCOMPLETE (the control step failed, P1-JUDGE-4). The environment gives the load back after the case."""
+    from sdcp_conformance.harness.load_control import LoadControlError
+
+    if "load:control" not in ctx.env.capabilities():
+        return False
+    try:
+        await ctx.env.set_load(load)
+    except LoadControlError as exc:
+        raise CaseIncomplete(f"the harness could not set the verifier's load to {load}: {exc}") from exc
+    return True
 
 
 async def _load_now(ctx: CaseContext) -> int:
@@ -136,7 +144,7 @@ async def reduce_halves(ctx: CaseContext) -> None:
     low", P1-CTL-4: "by one per round that is not low"), judged as such (NON-STRICT), not as a wrong halving
     (found by a planted bug in an independent verifier, which this case used to fail on R-6.5.2-REDUCE).
     """
-    _pin(ctx, 0)
+    await _pin(ctx, 0)
     session = await started(ctx, low_rounds=2, fallback=[1, 1, 1], m_max=8, m_init=7)
     cap = 7
     for _ in range(3):
@@ -177,7 +185,7 @@ async def m_cap_bounds(ctx: CaseContext) -> None:
 )
 async def gradual_restore(ctx: CaseContext) -> None:
     """After a reduce (4 -> 2), good rounds restore m_cap by one per round, up to min(m_max = 8, m_init = 4)."""
-    _pin(ctx, 0)
+    await _pin(ctx, 0)
     session = await started(ctx, low_rounds=1, fallback=[1, 5])
     _expect(ctx, await _low(ctx, session), action=1, m_cap=2, row="R-6.5.2-REDUCE")
     verdicts = [await _good(ctx, session, 1) for _ in range(4)]
@@ -241,7 +249,7 @@ async def _self_decoding_session(ctx: CaseContext, **contract: Any) -> tuple[Tra
 
     self_load 100: no load can exceed it, so self_decode is permitted whatever the IUT's load.
     """
-    _pin(ctx, 0)
+    await _pin(ctx, 0)
     contract.setdefault("self_load", 100)
     contract.setdefault("max_new", 200)
     session = await started(ctx, low_rounds=1, **contract)
@@ -431,15 +439,17 @@ async def second_self_decode_period(ctx: CaseContext) -> None:
     "VER-6.5-ESC-009", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
     requires=("load:control",), profile=("P1-STATE-1", "P1-EVT-1"), rows=(*SELF_ROWS, "P1-STATE-1"),
     black_box_note="Needs the IUT's load to change during the period: the harness raises it above self_load and "
-                   "self-decoding must stop with an event of kind 0. A vendor's load, pinned or reported, cannot "
-                   "be changed by the harness, so this case runs against the embedded IUT only; ESC-017 judges "
-                   "the other branch (it goes on while the load permits) against every target.",
+                   "self-decoding must stop with an event of kind 0. It runs against the embedded IUT and against "
+                   "a verifier whose target file names a load_hook or load_command (the harness sets the load "
+                   "through it); a vendor's load that is only pinned or reported cannot be changed, and the case "
+                   "is SKIPPED there. ESC-017 judges the other branch (it goes on while the load permits) against "
+                   "every target.",
 )
 async def self_decode_stops_on_load(ctx: CaseContext) -> None:
     """Without self_max, self-decoding runs (state 3) until the load exceeds self_load, then stops (event 0)."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 5], max_new=2000, self_load=50)
     state = await current_state(ctx, session)
-    ctx.env.pin_load(100)
+    await _pin(ctx, 100)
     ended = await wait_event(ctx, session, 0, timeout_s=10.0)
     ctx.check(bool(ended), "self-decoding went on after the load exceeded self_load (no event 0 in 10 s)")
     if not events_of(ctx, session, 4):
@@ -458,10 +468,12 @@ async def self_decode_stops_on_load(ctx: CaseContext) -> None:
 )
 async def self_decode_skipped_on_load(ctx: CaseContext) -> None:
     """Load above self_load: self_decode is skipped and the next entry (switch) applies; no event 3."""
-    load = 90 if _pin(ctx, 90) else await _load_now(ctx)
+    load = 90 if await _pin(ctx, 90) else await _load_now(ctx)
     for _ in range(3):
         if load == 0:
-            ctx.skip("the IUT's load is 0, which exceeds no self_load: the skipped branch cannot be reached")
+            ctx.skip("the IUT's load is 0, which exceeds no self_load: the skipped branch cannot be reached; a "
+                     "[target] load_hook or load_command (the harness sets the load), or a pinned_load above 0, "
+                     "lets it run")
         self_load = min(50, load - 1)
         session = await started(ctx, low_rounds=1, fallback=[3, 2, 5], self_load=self_load)
         verdict = await _low(ctx, session)
@@ -475,14 +487,15 @@ async def self_decode_skipped_on_load(ctx: CaseContext) -> None:
                  "permitted branch, trying again")
         _expect(ctx, verdict, action=3)
         load = verdict.load
-    ctx.skip("the IUT never reported a load above the self_load chosen from its own reports")
+    ctx.skip("the IUT never reported a load above the self_load chosen from its own reports; a [target] load_hook "
+             "or load_command (the harness sets the load) lets it run")
 
 
 @CATALOGUE.case("VER-6.5-ESC-011", area="escalation", section="6.5.2", quote=SELF_QUOTE, level=Level.MUST,
                 rows=("R-6.5.2-SELF-PERMITTED", "R-6.5.2-REDUCE"))
 async def self_decode_without_self_load(ctx: CaseContext) -> None:
     """A contract without self_load never permits self_decode: the next entry (reduce) applies."""
-    _pin(ctx, 0)
+    await _pin(ctx, 0)
     session = await started(ctx, low_rounds=1, fallback=[3, 1, 5])
     verdict = await _low(ctx, session)
     _expect(ctx, verdict, action=1)
@@ -633,7 +646,7 @@ SAMPLED_SELF_PROFILE = {"temperature_milli": 3000, "top_k": 4}
 )
 async def self_decode_samples_under_rule2(ctx: CaseContext) -> None:
     """Rule 2, seeded, top-k 4: a rejected proposal starts self-decoding; its self_max tokens are p's draws."""
-    _pin(ctx, 0)
+    await _pin(ctx, 0)
     sampling = {"seed": ctx.rng.randrange(1, 2**63), **SAMPLED_SELF_PROFILE}
     session = await started(ctx, rule=2, sampling=sampling, low_rounds=1, fallback=[3, 5], self_load=100,
                             self_max=SAMPLED_SELF_MAX, max_new=200)
