@@ -25,48 +25,23 @@ import argparse
 import contextlib
 import json
 import os
-import queue
 import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sdcp_conformance.testing.children import running, stop
+
 CLI = [sys.executable, "-m", "sdcp_conformance.cli"]
-READY_LINE = "serving "
 READY_TIMEOUT_S = 120.0
 CERTIFY_TIMEOUT_S = 1800.0
 BAD = ("FAILED", "ERROR", "XPASS", "INCOMPLETE")
-
-
-def _ready(process: subprocess.Popen[str]) -> str:
-    """The base URI from the child's ready line, within READY_TIMEOUT_S."""
-    assert process.stdout is not None
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=1.0)
-        except queue.Empty:
-            if process.poll() is not None:
-                raise RuntimeError(f"the IUT exited with {process.returncode} before its ready line") from None
-            continue
-        if line.startswith(READY_LINE):
-            return line[len(READY_LINE):].strip()
-    raise RuntimeError(f"no ready line within {READY_TIMEOUT_S:g} s")
 
 
 @contextlib.contextmanager
@@ -82,18 +57,8 @@ def served(role: str, folder: Path, keepalive: int | None) -> Iterator[Path]:
     if keepalive is not None:
         command = [sys.executable, str(Path(__file__).with_name("keepalive_verifier.py")), "--target",
                    str(folder / "target.toml"), "--goaway-after", str(keepalive)]
-    with (folder / "serve.log").open("w") as log:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
-        try:
-            _ready(process)
-            yield folder / "target.toml"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=20)
+    with running(command, folder / "serve.log", timeout_s=READY_TIMEOUT_S):
+        yield folder / "target.toml"
 
 
 class Hog:
@@ -111,9 +76,7 @@ class Hog:
 
     def __exit__(self, *exc: object) -> None:
         for process in self.processes:
-            process.kill()
-        for process in self.processes:
-            process.wait(timeout=20)
+            stop(process)
 
 
 def certify(target: Path, reports: Path, seed: int) -> tuple[int, dict[str, Any], float, float]:

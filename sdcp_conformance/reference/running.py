@@ -17,6 +17,10 @@ from sdcp_conformance.reference.verifier.service import PartyTls
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 from sdcp_conformance.transport.types import Handler
 
+READY_LINE = "serving "
+"""What a reference role started as a process (``sdcp-conformance serve ROLE``) prints, followed by its base URI,
+once it listens: whoever started it waits for this line (:mod:`sdcp_conformance.testing.children`)."""
+
 Closer = Callable[[], Awaitable[None]]
 
 
@@ -60,4 +64,4 @@ async def serve_handler(base_uri: str, handler: Handler, tls: PartyTls, host: st
 
 
 
-__all__ = ["Closer", "RunningRole", "port_of", "serve_handler"]
+__all__ = ["READY_LINE", "Closer", "RunningRole", "port_of", "serve_handler"]

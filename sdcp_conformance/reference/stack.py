@@ -22,14 +22,13 @@ import torch
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.reference.roles import RunningRole, start_cache, start_drafter, start_router, start_verifier
+from sdcp_conformance.reference.running import READY_LINE
 from sdcp_conformance.reference.scoring import RuntimeModel
 from sdcp_conformance.reference.verifier.service import PartyTls
 from sdcp_conformance.transport.pki import Pki, init_pki
 from sdcp_conformance.transport.ports import free_port
 
 STACK_FILE = "stack.json"
-READY_LINE = "serving "
-"""A role process prints this, then its base URI, once it accepts connections."""
 REPORTS_TIMEOUT_S = 60.0
 """How long a starting stack waits for every instance's first status at the router."""
 

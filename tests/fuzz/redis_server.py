@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sdcp_conformance.reference.stack import free_port
+from sdcp_conformance.testing.children import stop
 from tests.system_binaries import require_program
 
 READY = "Ready to accept connections"
@@ -87,11 +88,10 @@ def _stop(process: subprocess.Popen[bytes], port: int) -> None:
         except redis.ConnectionError:
             pass  # the client's connection closing is what a successful SHUTDOWN looks like
         except redis.RedisError:
-            process.terminate()
+            stop(process, STOP_TIMEOUT_S)  # SHUTDOWN refused: terminate, then kill
         try:
             process.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=STOP_TIMEOUT_S)
+            stop(process, STOP_TIMEOUT_S)
     if process.stdout is not None:
         process.stdout.close()

@@ -4,19 +4,18 @@ tests."""
 from __future__ import annotations
 
 import json
-import queue
 import shlex
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
-from sdcp_conformance.reference.stack import READY_LINE
+from sdcp_conformance.testing import children
+from sdcp_conformance.testing.children import ChildNotReady, ready_line
 
 CLI = [sys.executable, "-m", "sdcp_conformance.cli"]
 READY_TIMEOUT_S = 90.0
@@ -30,32 +29,12 @@ def cli_words(printed: str) -> list[str]:
     return [*CLI, *words[1:]]
 
 
-def _lines(stream: IO[str]) -> queue.Queue[str]:
-    """Lines of a child's stdout, read by a thread so that waiting for one can have a deadline."""
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        for line in stream:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return lines
-
-
 def wait_ready(process: subprocess.Popen[str]) -> str:
     """The base URI from the child's ready line (its stdout), within READY_TIMEOUT_S."""
-    assert process.stdout is not None
-    lines = _lines(process.stdout)
-    seen: list[str] = []
-    while True:
-        try:
-            line = lines.get(timeout=READY_TIMEOUT_S)
-        except queue.Empty:
-            pytest.fail(f"no {READY_LINE!r} line within {READY_TIMEOUT_S} s; got {seen}")
-        seen.append(line)
-        if line.startswith(READY_LINE):
-            return line[len(READY_LINE):].strip()
-        assert process.poll() is None, f"the IUT exited early: {seen}"
+    try:
+        return ready_line(process, READY_TIMEOUT_S)
+    except ChildNotReady as error:
+        pytest.fail(str(error))
 
 
 @contextmanager
@@ -73,17 +52,11 @@ def separate_iut(role: str, folder: Path, errors: Path, extra: tuple[str, ...] =
 @contextmanager
 def running(command: list[str], errors: Path) -> Iterator[str]:
     """``command`` as a child process (its stderr to ``errors``) until the block ends; yields its ready line's URI."""
-    with errors.open("w") as sink:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=sink, text=True)
-        try:
-            yield wait_ready(process)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=20)
+    try:
+        with children.running(command, errors, timeout_s=READY_TIMEOUT_S) as base_uri:
+            yield base_uri
+    except ChildNotReady as error:
+        pytest.fail(str(error))
 
 
 @contextmanager
