@@ -3,8 +3,10 @@
 ``bigram`` models: the closed-form table (exact). Other mock models: the
 manifest's recorded greedy continuations where the context follows one
 (``greedy_prompts.json``: what the torch runtime computes in float32, kept only
-with a bf16-safe margin), so that certifying a target needs no torch; else the
-torch runtime in float32 (the ``[reference]`` extra), which the mock-model tests
+with a bf16-safe margin); else the model's forward pass in numpy
+(:mod:`sdcp_conformance.oracle.llama_numpy`, float64 from the stored weights),
+so that certifying a target or a drafter needs no torch. The oracle tests
+cross-check it against the torch runtime in float32, which the mock-model tests
 cross-check against Hugging Face transformers. Nothing here runs the reference
 verifier or drafter.
 """
@@ -14,27 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.models.bigram import bigram_logits
 from sdcp_conformance.models.registry import GreedyPrompts, load_manifest, mock_model
-
-if TYPE_CHECKING:
-    from sdcp_conformance.models.runtime import LlamaRuntime
-
-
-@cache
-def _runtime(model_id: str) -> LlamaRuntime:
-    try:
-        from sdcp_conformance.models.runtime import LlamaRuntime  # torch: only when a non-closed-form model is asked
-    except ModuleNotFoundError as error:
-        raise InvalidArgument(f"the {model_id} oracle off the manifest's greedy prompts runs the mock model in torch: "
-                              f"pip install 'sdcp-conformance[reference]' ({error})") from error
-    return LlamaRuntime.load(mock_model(model_id).path)
+from sdcp_conformance.oracle.llama_numpy import load_model
 
 
 @cache
@@ -61,8 +49,8 @@ def next_logits(model_id: str, context: Sequence[int]) -> npt.NDArray[np.float64
     """The target's logits after ``context`` (prompt + committed output)."""
     if mock_model(model_id).closed_form == "bigram":
         return np.asarray(bigram_logits(context[-1], model_id), dtype=np.float64)
-    rows = _runtime(model_id).logits(list(context))
-    return np.asarray(rows[-1].double().numpy(), dtype=np.float64)
+    row: npt.NDArray[np.float64] = load_model(mock_model(model_id).path).logits(list(context))[-1]
+    return row
 
 
 def argmax_smallest(row: npt.NDArray[np.float64]) -> int:

@@ -10,7 +10,7 @@ from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation,
 def test_the_recorded_continuation_is_the_runtimes_greedy_decoding() -> None:
     prompt = load_manifest().greedy_prompts().prompts[0]
     computed: list[int] = []
-    for _ in range(6):  # the float32 runtime, one token at a time
+    for _ in range(6):  # the numpy forward pass, one token at a time
         computed.append(argmax_smallest(next_logits("ctx", [*prompt.tokens, *computed])))
     assert recorded_greedy("ctx", prompt.tokens, 6) == computed == list(prompt.greedy[:6])
     assert recorded_greedy("ctx", [*prompt.tokens, *computed[:4]], 2) == computed[4:6]
