@@ -22,7 +22,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from sdcp_conformance.models.registry import mock_model
-from sdcp_conformance.oracle.greedy import top_tokens
+from sdcp_conformance.oracle.greedy import top_tokens, top_tokens_each
 
 FIRST_WORD = 3
 """The additional tokens tried start after ``<unk>``, ``<s>`` and ``</s>``."""
@@ -75,11 +75,16 @@ def telling_token(model: str, committed: Sequence[int], kept: Sequence[Sequence[
     ``committed + [t]`` is one after any ``kept`` context followed by ``t``, nor in ``avoid``: a drafter drafting
     from such a context instead of the committed prefix then shows in its next proposal's first token. ``None`` when
     no token tells."""
-    for token in range(FIRST_WORD, mock_model(model).vocab_size):
-        if token in exclude:
-            continue
-        tops = top_tokens(model, [*committed, token])
-        if tops & avoid or any(tops & top_tokens(model, [*context, token]) for context in kept):
+    candidates = [token for token in range(FIRST_WORD, mock_model(model).vocab_size) if token not in exclude]
+    if not candidates:
+        return None
+    # Every candidate's continuation of every context in one pass each (the oracle's numpy forward is batched):
+    # a case waits on this while it holds the drafter's proposal.
+    committed_tops = top_tokens_each(model, committed, candidates)
+    kept_tops = [top_tokens_each(model, context, candidates) for context in kept]
+    for index, token in enumerate(candidates):
+        tops = committed_tops[index]
+        if tops & avoid or any(tops & others[index] for others in kept_tops):
             continue
         return token
     return None

@@ -14,7 +14,7 @@ verifier or drafter.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +49,23 @@ def next_logits(model_id: str, context: Sequence[int]) -> npt.NDArray[np.float64
     """The target's logits after ``context`` (prompt + committed output)."""
     if mock_model(model_id).closed_form == "bigram":
         return np.asarray(bigram_logits(context[-1], model_id), dtype=np.float64)
+    return _model_logits(model_id, tuple(context))
+
+
+@lru_cache(maxsize=4096)
+def _model_logits(model_id: str, context: tuple[int, ...]) -> npt.NDArray[np.float64]:
     row: npt.NDArray[np.float64] = load_model(mock_model(model_id).path).logits(list(context))[-1]
+    row.setflags(write=False)  # shared by every caller asking for this context
     return row
+
+
+def next_logits_each(model_id: str, context: Sequence[int], candidates: Sequence[int]) -> npt.NDArray[np.float64]:
+    """``[len(candidates), V]``: the logits after ``context + [t]`` for each candidate ``t``, in one pass."""
+    if mock_model(model_id).closed_form == "bigram":
+        return np.stack([np.asarray(bigram_logits(token, model_id), dtype=np.float64) for token in candidates])
+    contexts = [[*context, token] for token in candidates]
+    rows: npt.NDArray[np.float64] = load_model(mock_model(model_id).path).batch_logits(contexts)[:, -1, :]
+    return rows
 
 
 def argmax_smallest(row: npt.NDArray[np.float64]) -> int:
@@ -82,6 +97,13 @@ def greedy_tolerance(model_id: str) -> float:
     return 0.0 if mock_model(model_id).closed_form == "bigram" else RUNTIME_LOGIT_TOLERANCE
 
 
+def top_tokens_each(model_id: str, context: Sequence[int], candidates: Sequence[int]) -> list[set[int]]:
+    """:func:`top_tokens` after ``context + [t]`` for each candidate ``t``, computed together."""
+    rows = next_logits_each(model_id, context, candidates)
+    floor = rows.max(axis=1, keepdims=True) - greedy_tolerance(model_id)
+    return [{int(token) for token in np.flatnonzero(row >= low)} for row, low in zip(rows, floor[:, 0], strict=True)]
+
+
 def top_tokens(model_id: str, context: Sequence[int]) -> set[int]:
     """The tokens a greedy drafter may draft after ``context``: the largest logit's, under any tie-break, and
     those within :func:`greedy_tolerance` of it."""
@@ -95,4 +117,4 @@ def greedy_any_tie(model_id: str, context: Sequence[int], tokens: Sequence[int])
 
 
 __all__ = ["RUNTIME_LOGIT_TOLERANCE", "argmax_smallest", "greedy_any_tie", "greedy_continuation", "greedy_tolerance",
-           "next_logits", "recorded_greedy", "top_tokens"]
+           "next_logits", "next_logits_each", "recorded_greedy", "top_tokens", "top_tokens_each"]

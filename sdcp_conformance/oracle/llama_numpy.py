@@ -20,6 +20,7 @@ bits, so widening is ``uint16 << 16`` viewed as float32, exactly.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -150,13 +151,19 @@ class NumpyLlama:
 
     def logits(self, tokens: list[int] | tuple[int, ...]) -> Array:
         """Logits ``[len(tokens), V]``: row ``j`` is the distribution's logits after ``tokens[:j + 1]``."""
+        rows: Array = self.batch_logits([tokens])[0]
+        return rows
+
+    def batch_logits(self, contexts: Sequence[Sequence[int]]) -> Array:
+        """Logits ``[B, T, V]`` of ``B`` contexts of one length ``T`` at once (one pass of numpy over the batch: the
+        oracle asks for a token's every candidate continuation together)."""
         c = self.config
-        ids = np.asarray(tokens, dtype=np.int64)
-        if ids.ndim != 1 or ids.size == 0:
-            raise InvalidArgument("the oracle needs a non-empty context")
+        ids = np.asarray(contexts, dtype=np.int64)
+        if ids.ndim != 2 or ids.size == 0:
+            raise InvalidArgument("the oracle needs non-empty contexts of one length")
         if ids.min() < 0 or ids.max() >= c.vocab_size:
             raise InvalidArgument(f"token ids must lie in [0, {c.vocab_size})")
-        cos, sin = _rope(c, ids.size)
+        cos, sin = _rope(c, ids.shape[1])
         h = self.embed[ids]
         for layer in self.layers:
             h = h + _attention(c, layer, _rms_norm(h, layer.input_norm, c.rms_norm_eps), cos, sin)
@@ -192,19 +199,19 @@ def _rotate(x: Array, cos: Array, sin: Array) -> Array:
 
 
 def _attention(c: LlamaConfig, layer: _Layer, x: Array, cos: Array, sin: Array) -> Array:
-    """Causal grouped-query self-attention of ``x`` ``[T, hidden]``; query head h reads key/value head
+    """Causal grouped-query self-attention of ``x`` ``[B, T, hidden]``; query head h reads key/value head
     h // (heads / kv_heads), as Hugging Face's ``repeat_kv`` arranges them."""
-    t, d = x.shape[0], c.head_dim
-    q = (x @ layer.q.T).reshape(t, c.num_attention_heads, d).transpose(1, 0, 2)  # [H, T, d]
-    k = (x @ layer.k.T).reshape(t, c.num_key_value_heads, d).transpose(1, 0, 2)  # [KV, T, d]
-    v = (x @ layer.v.T).reshape(t, c.num_key_value_heads, d).transpose(1, 0, 2)
+    b, t, d = x.shape[0], x.shape[1], c.head_dim
+    q = (x @ layer.q.T).reshape(b, t, c.num_attention_heads, d).transpose(0, 2, 1, 3)  # [B, H, T, d]
+    k = (x @ layer.k.T).reshape(b, t, c.num_key_value_heads, d).transpose(0, 2, 1, 3)  # [B, KV, T, d]
+    v = (x @ layer.v.T).reshape(b, t, c.num_key_value_heads, d).transpose(0, 2, 1, 3)
     q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
-    k, v = np.repeat(k, c.kv_groups, axis=0), np.repeat(v, c.kv_groups, axis=0)  # [H, T, d]
-    scores = q @ k.transpose(0, 2, 1) / np.sqrt(d)  # [H, T, T]
+    k, v = np.repeat(k, c.kv_groups, axis=1), np.repeat(v, c.kv_groups, axis=1)  # [B, H, T, d]
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d)  # [B, H, T, T]
     scores = np.where(np.tri(t, dtype=bool), scores, -np.inf)
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
     weights = scores / scores.sum(axis=-1, keepdims=True)
-    out = (weights @ v).transpose(1, 0, 2).reshape(t, c.num_attention_heads * d)  # heads side by side
+    out = (weights @ v).transpose(0, 2, 1, 3).reshape(b, t, c.num_attention_heads * d)  # heads side by side
     result: Array = out @ layer.o.T
     return result
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from sdcp_conformance.harness.drafter_context import DrafterContext
 from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
-from sdcp_conformance.oracle.drafter_kept import telling_token
+from sdcp_conformance.oracle.drafter_kept import FIRST_WORD, telling_token
 from sdcp_conformance.protocol.messages import Verdict
 
 
@@ -48,6 +48,11 @@ def advance(ctx: DrafterContext, session: PlayedSession, counts: Sequence[int], 
     before, proposed = session.context(base), tokens_of(abandoned)
     for number, count in enumerate(counts):
         tokens = ctx.target_greedy(session.context(), count)
+        if number == 0 and ctx.context_dependent and proposed and tokens[0] == proposed[0]:
+            # The committed prefix must not begin with the stale proposal, or a context that keeps it differs from
+            # the committed one only by a repeated token, which may tell nothing: whether it does would depend on
+            # how many tokens the drafter chose to propose (a timing of its own), not on what it keeps.
+            tokens[0] = next(token for token in (FIRST_WORD, FIRST_WORD + 1) if token != proposed[0])
         if number == len(counts) - 1 and ctx.context_dependent and proposed:
             since = [*session.output[base:], *tokens[:-1]]
             told = telling_token(ctx.draft_model, [*session.context(), *tokens[:-1]], [[*before, *proposed, *since]])
