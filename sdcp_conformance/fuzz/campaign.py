@@ -58,6 +58,8 @@ class CampaignResult:
 
 @dataclass(frozen=True)
 class ReplayResult:
+    """A replay file run again (the verifier's or the drafter's campaign): whether it still fails, and where."""
+
     failure: FuzzFailure | None
     recorded: replay.ReplayFile
     against: FuzzedIut

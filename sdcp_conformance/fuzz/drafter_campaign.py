@@ -21,6 +21,7 @@ from typing import Any
 from hypothesis.database import ExampleDatabase
 
 from sdcp_conformance.fuzz import replay
+from sdcp_conformance.fuzz.campaign import ReplayResult
 from sdcp_conformance.fuzz.drafter_stateful import DrafterFuzzStats, DrafterStatefulRunner, replay_drafter_steps
 from sdcp_conformance.fuzz.identity import CLEAN, FuzzedIut, replay_subject
 from sdcp_conformance.fuzz.loop import LoopThread
@@ -51,29 +52,6 @@ class DrafterCampaignResult:
     saved: Path | None
     iut: FuzzedIut = field(default_factory=lambda: FuzzedIut("drafter"))
     """The drafter fuzzed (what the replay file records)."""
-
-
-@dataclass(frozen=True)
-class DrafterReplayResult:
-    failure: FuzzFailure | None
-    recorded: replay.ReplayFile
-    against: FuzzedIut
-    """The drafter the replay ran against."""
-    other: bool = False
-    """``against`` is not the recorded drafter (replayed there by explicit request)."""
-
-    @property
-    def fixed(self) -> bool:
-        """The recorded drafter no longer fails (never said of another one)."""
-        return self.failure is None and not self.other
-
-    @property
-    def replayed(self) -> int:
-        return len(self.recorded.steps)
-
-    @property
-    def recorded_iut(self) -> FuzzedIut:
-        return self.recorded.iut
 
 
 def app_factory(mutant: str | None) -> Callable[..., Any] | None:
@@ -124,7 +102,7 @@ def save(folder: Path, failure: FuzzFailure, *, iut: FuzzedIut, seed: int | None
 
 
 def replay_drafter_file(path: Path, *, target: TargetConfig | None = None, mutant: str | None = None,
-                        other_iut: bool = False) -> DrafterReplayResult:
+                        other_iut: bool = False) -> ReplayResult:
     """Run a saved drafter failure again against the drafter it failed against; ``fixed`` when it no longer fails.
 
     Another drafter than the recorded one is refused with :class:`InvalidArgument` unless ``other_iut``.
@@ -138,8 +116,8 @@ def replay_drafter_file(path: Path, *, target: TargetConfig | None = None, mutan
             failure = replay_drafter_steps(loop, env, recorded.stateful_steps())
         finally:
             loop.run(env.stop(), 60.0)
-    return DrafterReplayResult(failure, recorded, against, other)
+    return ReplayResult(failure, recorded, against, other)
 
 
-__all__ = ["DrafterCampaignConfig", "DrafterCampaignResult", "DrafterReplayResult", "app_factory",
+__all__ = ["DrafterCampaignConfig", "DrafterCampaignResult", "app_factory",
            "replay_drafter_file", "run_drafter_campaign", "save"]
