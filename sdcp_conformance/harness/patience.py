@@ -25,6 +25,7 @@ import asyncio
 import bisect
 import contextlib
 from collections import deque
+from collections.abc import Iterable
 
 DEADLINE_FACTOR = 4.0
 """D-JUDGE-TIME-1: a request may take this many times the IUT's usual slow answer (its 90th percentile)."""
@@ -40,6 +41,13 @@ STALL_TICK_S = 0.1
 STALL_SLACK_S = 0.02
 STALL_HISTORY = 6000
 """Ticks kept (ten minutes at :data:`STALL_TICK_S`): a request older than that is credited from the oldest."""
+
+
+def upper_decile(samples: Iterable[float]) -> float:
+    """The 90th percentile of ``samples`` (the sample at 90 % of the sorted list; 0 when there are none): how the
+    harness reads an IUT's usual slow answer, here and in the drafter suite's pace (D-JUDGE-D5)."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))] if ordered else 0.0
 
 
 class LoopStall:
@@ -97,18 +105,20 @@ class Patience:
         """:data:`RERUN_SCALE` while a case runs again alone (the runner sets it), else 1."""
         self.stall = LoopStall()
         self._answers: deque[float] = deque(maxlen=RECENT)
+        self._slow: float | None = 0.0
+        """:attr:`usual_slow_answer`, computed once per new answer (every request asks for its deadline)."""
 
     def observe(self, seconds: float) -> None:
         """An answer of the IUT took ``seconds`` (sent to answered; the harness's own holds excluded)."""
         self._answers.append(seconds)
+        self._slow = None
 
     @property
     def usual_slow_answer(self) -> float:
         """The 90th percentile of the IUT's recent answer times (0 before any)."""
-        if not self._answers:
-            return 0.0
-        ordered = sorted(self._answers)
-        return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+        if self._slow is None:
+            self._slow = upper_decile(self._answers)
+        return self._slow
 
     def request_deadline(self) -> float:
         """Deadline of a request that is not the output long poll (D-JUDGE-TIME-1)."""
@@ -135,4 +145,5 @@ __all__ = [
     "RERUN_SCALE",
     "LoopStall",
     "Patience",
+    "upper_decile",
 ]

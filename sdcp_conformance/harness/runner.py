@@ -20,7 +20,7 @@ import random
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sdcp_conformance.harness.case import Case, CaseIncomplete, CaseSkipped, CaseStopped, Catalogue, Verdict
@@ -303,10 +303,9 @@ def after_rerun(first: CaseResult, second: CaseResult) -> CaseResult:
                       f"the first time: {first.deadline_misses[0].what}",
                       expected=[f"an answer within {miss.deadline_s:g} s" if miss.deadline_s else "an answer"],
                       actual=f"{len(second.deadline_misses)} missed deadline(s) running alone")
-    last = second.transcript[-1].sequence if second.transcript else None
+    evidence = (second.transcript[-1].sequence,) if second.transcript else ()
     second.transcript = [*first.transcript, *second.transcript]  # the evidence of both misses, in order
-    second.findings = [*kept, Finding(again.row, again.severity, again.message, again.expected, again.actual,
-                                      again.source, (last,) if last is not None else ())]
+    second.findings = [*kept, replace(again, evidence=evidence)]
     second.timed = set()
     second.verdict = Verdict.PASSED
     _conclude(second)

@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from sdcp_conformance.cache.transcript import render_body
 from sdcp_conformance.errors import MalformedMessage, ProtocolError
+from sdcp_conformance.harness.patience import upper_decile
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
 from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts, review
 from sdcp_conformance.harness.transcript import CaseTranscript, Entry, next_sequence
@@ -77,9 +78,7 @@ class Pace:
     def quiet_window(self) -> float:
         if not self.samples:
             return QUIET_DEFAULT_S
-        ordered = sorted(self.samples)
-        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-        return min(QUIET_MAX_S, max(QUIET_MIN_S, 4 * p90))
+        return min(QUIET_MAX_S, max(QUIET_MIN_S, 4 * upper_decile(self.samples)))
 
 
 @dataclass
