@@ -7,7 +7,7 @@ from typing import Any
 
 from sdcp_conformance.harness.drafter_context import DrafterContext
 from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
-from sdcp_conformance.oracle.drafter_kept import FIRST_WORD, telling_token
+from sdcp_conformance.oracle.drafter_kept import FIRST_WORD, telling_pair, telling_token
 from sdcp_conformance.protocol.messages import Verdict
 
 
@@ -42,7 +42,8 @@ def advance(ctx: DrafterContext, session: PlayedSession, counts: Sequence[int], 
     """Rounds committed without this drafter, ``counts`` tokens each: the target's greedy tokens, except that with a
     context-dependent draft model the very last is one after which a drafter whose context still holds the
     ``abandoned`` proposal (before the tokens committed since) drafts otherwise than from the committed prefix
-    (:func:`~sdcp_conformance.oracle.drafter_kept.telling_token`; the drafter cannot tell the verifier's greedy
+    (:func:`~sdcp_conformance.oracle.drafter_kept.telling_token`), or where no last token tells, the last two
+    (:func:`~sdcp_conformance.oracle.drafter_kept.telling_pair`; the drafter cannot tell the verifier's greedy
     tokens from others')."""
     base = abandoned.proposal.base if abandoned.proposal is not None else len(session.output)
     before, proposed = session.context(base), tokens_of(abandoned)
@@ -54,10 +55,16 @@ def advance(ctx: DrafterContext, session: PlayedSession, counts: Sequence[int], 
             # how many tokens the drafter chose to propose (a timing of its own), not on what it keeps.
             tokens[0] = next(token for token in (FIRST_WORD, FIRST_WORD + 1) if token != proposed[0])
         if number == len(counts) - 1 and ctx.context_dependent and proposed:
-            since = [*session.output[base:], *tokens[:-1]]
-            told = telling_token(ctx.draft_model, [*session.context(), *tokens[:-1]], [[*before, *proposed, *since]])
+            kept = [*before, *proposed, *session.output[base:]]
+            told = telling_token(ctx.draft_model, [*session.context(), *tokens[:-1]], [[*kept, *tokens[:-1]]])
+            pair = None
+            if told is None and count >= 2:  # no last token tells: the last two, the first of them chosen too
+                pair = telling_pair(ctx.draft_model, [*session.context(), *tokens[:-2]], [[*kept, *tokens[:-2]]],
+                                    exclude_first=proposed[:1] if number == 0 and count == 2 else ())
             if told is not None:
                 tokens[-1] = told
+            elif pair is not None:
+                tokens[-2:] = pair
             else:
                 ctx.note(f"no token committed after {session.context()} tells a context still holding "
                          f"{proposed} apart ({ctx.draft_model}): the target's greedy token is committed")
