@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from sdcp_conformance.harness.cli import write_iut_target
 from sdcp_conformance.harness.environment import Environment
+from sdcp_conformance.harness.iut_setup import write_verifier_target
 from sdcp_conformance.harness.runner import CaseResult
 from sdcp_conformance.harness.target import TargetConfig, load_target, render_target
 from tests.standins.standin_verifier import READY_LINE
@@ -90,7 +90,7 @@ class Child:
 
 def bigram_target(folder: Path) -> TargetConfig:
     """``pki init FOLDER --iut verifier``, with the target narrowed to the one model both verifiers serve."""
-    _, path = write_iut_target(folder)
+    _, path = write_verifier_target(folder)
     target = dataclasses.replace(load_target(path), models=("bigram",))
     path.write_text(render_target(target, folder), encoding="utf-8")
     return load_target(path)

@@ -67,10 +67,10 @@ class SdcpCaseFailure(Exception):
 
 
 def _seed(text: str) -> int:
-    """``--sdcp-seed``: an integer in certify's ``--seed`` range (:mod:`sdcp_conformance.seeds`)."""
+    """``--sdcp-seed``: an integer in certify's ``--seed`` range (:mod:`sdcp_conformance.cli.seeds`)."""
     import argparse
 
-    from sdcp_conformance.seeds import SEED_MAX
+    from sdcp_conformance.cli.seeds import SEED_MAX
 
     try:
         seed = int(text)

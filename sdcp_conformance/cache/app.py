@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 
 from sdcp_conformance.cache.commit_log import PutKind, check_put
 from sdcp_conformance.cache.faults import ArmedFault, FaultKind, FaultPlan
 from sdcp_conformance.cache.store import MemoryStore, ObjectStore, StoredObject
 from sdcp_conformance.cache.transcript import Transcript
-from sdcp_conformance.errors import ProtocolError
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.transport.problem import problem_response, status_problem_response
-from sdcp_conformance.transport.types import Request, Response
+from sdcp_conformance.transport.types import Clock, Request, Response, Sleep
 
 LEASE_HEADER = "sdcp-lease"
 """P1-MLC-3: "a writer holding a lease sends ``SDCP-Lease: <ms>`` on its PUT"."""
@@ -30,8 +29,6 @@ OBJECT_MEDIA_TYPE = "application/octet-stream"
 
 ALLOWED_METHODS = "GET, HEAD, PUT, DELETE"
 
-Clock = Callable[[], float]
-Sleep = Callable[[float], Awaitable[None]]
 
 
 class CacheApp:

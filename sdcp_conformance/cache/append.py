@@ -24,7 +24,8 @@ from sdcp_conformance.cache.commit_log import (
     highest_fence,
     parse_log,
 )
-from sdcp_conformance.errors import MalformedMessage, SdcpConformanceError
+from sdcp_conformance.errors import SdcpConformanceError
+from sdcp_conformance.protocol.errors import MalformedMessage
 
 DEFAULT_MAX_CONFLICTS = 32
 """D-LOG-3: how many 412s one append survives before giving up.

@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.codec import DecodeLimits, decode_sequence, encode
+from sdcp_conformance.protocol.errors import MalformedMessage
 
 LOG_LIMITS = DecodeLimits(max_size=1 << 28, max_depth=8, max_items=1 << 25)
 """D-LOG-1: a commit log grows with its session, so it is decoded with wider bounds than a message.

@@ -1,6 +1,6 @@
 """A fuzz campaign: start the environment, fuzz for a budget or a number of examples, save failures, replay.
 
-The command line (:mod:`sdcp_conformance.fuzz.cli`) and the tests both use
+The command line (:mod:`sdcp_conformance.cli.fuzz`) and the tests both use
 these functions; they never print, they report through ``progress``.
 """
 
@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-
-from hypothesis.database import ExampleDatabase
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.fuzz import replay
 from sdcp_conformance.fuzz.identity import CLEAN, FuzzedIut, replay_subject
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.messages import MessageFuzzer, MessageStats, Recipe, run_messages
-from sdcp_conformance.fuzz.stateful import FuzzFailure, FuzzStats, StatefulRunner, replay_steps
+from sdcp_conformance.fuzz.scaffold import FuzzConfig, FuzzFailure, FuzzResult, FuzzStats, fuzz_for, save_failure
+from sdcp_conformance.fuzz.stateful import StatefulRunner, replay_steps
 from sdcp_conformance.fuzz.steps import Step, Violation
 from sdcp_conformance.harness.environment import AppFactory
 from sdcp_conformance.harness.target import TargetConfig
@@ -33,13 +31,7 @@ Stats = FuzzStats | MessageStats
 
 
 @dataclass(frozen=True)
-class CampaignConfig:
-    target: TargetConfig | None = None
-    mutant: str | None = None
-    examples: int | None = None
-    budget_s: float | None = None
-    seed: int = 0
-    database: ExampleDatabase | None = None
+class CampaignConfig(FuzzConfig):
     messages: bool = False
     step_count: int = 12
     out: Path = Path(".sdcp-fuzz") / "failures"
@@ -48,12 +40,8 @@ class CampaignConfig:
 
 
 @dataclass
-class CampaignResult:
-    stats: Stats
-    failure: FuzzFailure | None
-    saved: Path | None
-    iut: FuzzedIut = field(default_factory=FuzzedIut)
-    """The IUT fuzzed (what the replay file records)."""
+class CampaignResult(FuzzResult[Stats]):
+    """A verifier campaign's result (its stats are a message fuzzer's with ``--messages``)."""
 
 
 @dataclass(frozen=True)
@@ -114,46 +102,26 @@ def run_campaign(config: CampaignConfig, progress: Callable[[Stats], None] | Non
     saved = None
     if failure is not None:
         kind = "messages" if config.messages else "stateful"
-        saved = replay.save(config.out, kind, [step.to_json() for step in failure.steps], failure.message,
-                            failure.level, iut=iut, seed=config.seed)
+        saved = save_failure(config.out, kind, failure, iut=iut, seed=config.seed)
     return CampaignResult(stats, failure, saved, iut)
-
-
-def _chunks(config: CampaignConfig, started: float) -> list[int] | None:
-    """How many examples the next Hypothesis run gets, or None when the campaign is over."""
-    return None if config.budget_s is not None and time.monotonic() - started >= config.budget_s else [CHUNK]
 
 
 def _stateful(loop: LoopThread, config: CampaignConfig,
               progress: Callable[[Stats], None] | None) -> tuple[Stats, FuzzFailure | None]:
     nonce = f"seed{config.seed}" if config.target is None else None  # a fresh embedded IUT: fully reproducible
     runner = StatefulRunner(loop, progress, strict=config.strict, nonce=nonce)
-    if config.budget_s is None:
-        return runner.stats, runner.run(examples=config.examples or 100, seed=config.seed,
-                                        step_count=config.step_count, database=config.database)
-    started, round_ = time.monotonic(), 0
-    while _chunks(config, started) is not None:
-        failure = runner.run(examples=CHUNK, seed=config.seed + round_, step_count=config.step_count,
-                             database=config.database)
-        if failure is not None:
-            return runner.stats, failure
-        round_ += 1
-    return runner.stats, None
+    return runner.stats, fuzz_for(
+        lambda examples, seed: runner.run(examples=examples, seed=seed, step_count=config.step_count,
+                                          database=config.database),
+        examples=config.examples or 100, budget_s=config.budget_s, seed=config.seed, chunk=CHUNK)
 
 
 def _messages(loop: LoopThread, config: CampaignConfig,
               progress: Callable[[Stats], None] | None) -> tuple[Stats, FuzzFailure | None]:
     fuzzer = MessageFuzzer(loop, progress, strict=config.strict)
-    if config.budget_s is None:
-        return fuzzer.stats, run_messages(fuzzer, examples=config.examples or 1000, seed=config.seed,
-                                          database=config.database)
-    started, round_ = time.monotonic(), 0
-    while _chunks(config, started) is not None:
-        failure = run_messages(fuzzer, examples=CHUNK * 20, seed=config.seed + round_, database=config.database)
-        if failure is not None:
-            return fuzzer.stats, failure
-        round_ += 1
-    return fuzzer.stats, None
+    return fuzzer.stats, fuzz_for(
+        lambda examples, seed: run_messages(fuzzer, examples=examples, seed=seed, database=config.database),
+        examples=config.examples or 1000, budget_s=config.budget_s, seed=config.seed, chunk=CHUNK * 20)
 
 
 def replay_file(path: Path, *, target: TargetConfig | None = None, mutant: str | None = None,

@@ -48,7 +48,7 @@ def without_local_constants() -> Iterator[None]:
     D-FUZZ-REPRO: Hypothesis (6.131 and later) draws about one value in twenty from the literal constants of the
     "local" modules loaded in ``sys.modules``, so the same seed generates other sequences in another program, or
     after one more module was imported: a seeded campaign found a planted bug in a fresh process and missed it once
-    ``sdcp_conformance.fuzz.cli`` had been imported. A seed must name one campaign wherever it runs (a vendor's CI,
+    ``sdcp_conformance.cli.fuzz`` had been imported. A seed must name one campaign wherever it runs (a vendor's CI,
     a replay, our tests), so while a fuzzer runs the harvested pool is empty; Hypothesis' own constants (boundary
     values, special floats and strings) stay. The hook is a private one of Hypothesis, looked up defensively: a
     release without it has no harvest to switch off.

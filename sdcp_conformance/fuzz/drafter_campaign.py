@@ -12,20 +12,17 @@ them against that drafter only.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis.database import ExampleDatabase
-
 from sdcp_conformance.fuzz import replay
 from sdcp_conformance.fuzz.campaign import ReplayResult
-from sdcp_conformance.fuzz.drafter_stateful import DrafterFuzzStats, DrafterStatefulRunner, replay_drafter_steps
+from sdcp_conformance.fuzz.drafter_stateful import DrafterStatefulRunner, replay_drafter_steps
 from sdcp_conformance.fuzz.identity import CLEAN, FuzzedIut, replay_subject
 from sdcp_conformance.fuzz.loop import LoopThread
-from sdcp_conformance.fuzz.stateful import FuzzFailure
+from sdcp_conformance.fuzz.scaffold import FuzzConfig, FuzzFailure, FuzzResult, FuzzStats, fuzz_for, save_failure
 from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
 from sdcp_conformance.harness.target import TargetConfig
 
@@ -33,23 +30,14 @@ CHUNK = 10
 
 
 @dataclass(frozen=True)
-class DrafterCampaignConfig:
-    target: TargetConfig | None = None
-    mutant: str | None = None
-    examples: int | None = None
-    budget_s: float | None = None
-    seed: int = 0
-    database: ExampleDatabase | None = None
+class DrafterCampaignConfig(FuzzConfig):
     step_count: int = 8
     out: Path = Path(".sdcp-fuzz") / "failures"
     strict: bool = False
 
 
 @dataclass
-class DrafterCampaignResult:
-    stats: DrafterFuzzStats
-    failure: FuzzFailure | None
-    saved: Path | None
+class DrafterCampaignResult(FuzzResult[FuzzStats]):
     iut: FuzzedIut = field(default_factory=lambda: FuzzedIut("drafter"))
     """The drafter fuzzed (what the replay file records)."""
 
@@ -67,7 +55,7 @@ def _start(loop: LoopThread, target: TargetConfig | None, mutant: str | None) ->
 
 
 def run_drafter_campaign(config: DrafterCampaignConfig,
-                         progress: Callable[[DrafterFuzzStats], None] | None = None) -> DrafterCampaignResult:
+                         progress: Callable[[FuzzStats], None] | None = None) -> DrafterCampaignResult:
     logging.getLogger("sdcp_conformance.reference.drafter").setLevel(logging.CRITICAL)
     iut = FuzzedIut.of("drafter", config.target, config.mutant)
     with LoopThread() as loop:
@@ -82,23 +70,14 @@ def run_drafter_campaign(config: DrafterCampaignConfig,
 
 
 def _fuzz(runner: DrafterStatefulRunner, config: DrafterCampaignConfig) -> FuzzFailure | None:
-    if config.budget_s is None:
-        return runner.run(examples=config.examples or 50, seed=config.seed, step_count=config.step_count,
-                          database=config.database)
-    started, round_ = time.monotonic(), 0
-    while time.monotonic() - started < config.budget_s:
-        failure = runner.run(examples=CHUNK, seed=config.seed + round_, step_count=config.step_count,
-                             database=config.database)
-        if failure is not None:
-            return failure
-        round_ += 1
-    return None
+    return fuzz_for(lambda examples, seed: runner.run(examples=examples, seed=seed, step_count=config.step_count,
+                                                      database=config.database),
+                    examples=config.examples or 50, budget_s=config.budget_s, seed=config.seed, chunk=CHUNK)
 
 
 def save(folder: Path, failure: FuzzFailure, *, iut: FuzzedIut, seed: int | None) -> Path:
     """A replay file of the shrunk steps, recording the drafter they failed against."""
-    return replay.save(folder, "stateful", [step.to_json() for step in failure.steps], failure.message,
-                       failure.level, iut=iut, seed=seed)
+    return save_failure(folder, "stateful", failure, iut=iut, seed=seed)
 
 
 def replay_drafter_file(path: Path, *, target: TargetConfig | None = None, mutant: str | None = None,

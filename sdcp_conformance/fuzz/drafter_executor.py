@@ -22,13 +22,13 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sdcp_conformance.fuzz.judging import FuzzJudge
+from sdcp_conformance.fuzz.judging import FuzzJudge, judging_scope
 from sdcp_conformance.fuzz.steps import Step, Violation
-from sdcp_conformance.harness.case import Case, CaseStopped
+from sdcp_conformance.harness.case import CaseStopped
 from sdcp_conformance.harness.drafter_context import DrafterContext
 from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
 from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
-from sdcp_conformance.judge import TABLE, Level, Verdict
+from sdcp_conformance.judge import Level, Verdict
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.problems import ProblemType
 
@@ -51,15 +51,9 @@ WAIT_MIN_S = 1.0
 Handler = Callable[["DrafterStepExecutor", dict[str, Any]], Awaitable[None]]
 
 
-async def _not_a_case(ctx: Any) -> None:
-    raise NotImplementedError("the drafter fuzzer's case is a judging scope, never run")
-
-
-FUZZ_DRAFTER_CASE = Case(
-    "FUZZ-DRAFTER-STATEFUL", "fuzz", "6.2", "A drafter MUST NOT have more than one outstanding proposal per session.",
-    Level.MUST_NOT, _not_a_case, title="generated verifier answers judged against every drafter row",
-    rows=tuple(row.id for row in TABLE if row.binds in ("drafter", "any") and not row.ambient), role="drafter",
-)
+FUZZ_DRAFTER_CASE = judging_scope(
+    "FUZZ-DRAFTER-STATEFUL", "6.2", "A drafter MUST NOT have more than one outstanding proposal per session.",
+    Level.MUST_NOT, title="generated verifier answers judged against every drafter row", role="drafter")
 """The judging scope of a fuzz example: every row a drafter can be judged on."""
 
 

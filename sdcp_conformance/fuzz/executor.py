@@ -18,20 +18,19 @@ from typing import Any
 
 import numpy as np
 
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.fuzz import model as m
-from sdcp_conformance.fuzz.judging import FuzzJudge
+from sdcp_conformance.fuzz.judging import FuzzJudge, judging_scope
 from sdcp_conformance.fuzz.steps import Step, Violation
-from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.judge import TABLE, Level
+from sdcp_conformance.judge import Level
 from sdcp_conformance.models.bigram import bigram_logits
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Output, SessionState, Verdict
 from sdcp_conformance.suites.verifier.contract import loose_encode
 
@@ -49,15 +48,9 @@ SKIP_LOAD = 90
 Handler = Callable[["StepExecutor", dict[str, Any]], Awaitable[None]]
 
 
-async def _not_a_case(ctx: Any) -> None:
-    raise NotImplementedError("the fuzzer's case is a judging scope, never run")
-
-
-FUZZ_CASE = Case(
-    "FUZZ-VERIFIER-STATEFUL", "fuzz", "6.3", "On receiving a proposal, the verifier performs these steps:",
-    Level.MUST, _not_a_case, title="generated sequences judged against every verifier row",
-    rows=tuple(row.id for row in TABLE if row.binds in ("verifier", "any") and not row.ambient),
-)
+FUZZ_CASE = judging_scope(
+    "FUZZ-VERIFIER-STATEFUL", "6.3", "On receiving a proposal, the verifier performs these steps:", Level.MUST,
+    title="generated sequences judged against every verifier row", role="verifier")
 """The judging scope of a fuzz example: every row a verifier can be judged on."""
 
 

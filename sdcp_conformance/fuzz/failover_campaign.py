@@ -14,25 +14,23 @@ no longer fails.
 
 from __future__ import annotations
 
-import itertools
 import json
-import secrets
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+from hypothesis.stateful import initialize, rule
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.fuzz.database import run_machine
 from sdcp_conformance.fuzz.failover_executor import FailoverExecutor
 from sdcp_conformance.fuzz.identity import CLEAN, FuzzedIut, replay_subject
 from sdcp_conformance.fuzz.loop import LoopThread
-from sdcp_conformance.fuzz.steps import Step, Violation
+from sdcp_conformance.fuzz.scaffold import FuzzFailure, FuzzMachine, FuzzResult, FuzzStats, Runner
+from sdcp_conformance.fuzz.steps import Step
 from sdcp_conformance.harness.router_environment import RouterEnvironment
 from sdcp_conformance.harness.target import TargetConfig
 
@@ -42,157 +40,102 @@ S = st.integers(0, 3)
 
 
 @dataclass
-class FailoverFailure:
-    steps: list[Step]
-    message: str
-    level: str
-
-
-@dataclass
-class FailoverStats:
-    examples: int = 0
-    steps: int = 0
+class FailoverStats(FuzzStats):
     failovers: int = 0
-    started: float = field(default_factory=time.monotonic)
-    failure: FailoverFailure | None = None
-    flaky: bool = False
-    found_at: int | None = None
-    """The example in which the first violation showed (the rest is shrinking)."""
+    """Verifier kills and partitions that led to a completed failover."""
 
     @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
+    def found_at(self) -> int | None:
+        """The example in which the first violation showed (the rest is shrinking)."""
+        return self.first_found[0] if self.first_found is not None else None
 
 
-class FailoverRunner:
-    """Runs Hypothesis examples of the campaign against the environment on ``loop``."""
+class FailoverSchedule(FuzzMachine):
+    """The campaign's rules: sessions, commits and faults (rules are synchronous, the runner's loop does the I/O)."""
+
+    executor: FailoverExecutor
+
+    @initialize(enforcing=st.booleans(), prompt=st.integers(0, 3))
+    def start(self, enforcing: bool, prompt: int) -> None:
+        self.do("setup", enforcing=enforcing)
+        self.do("open", prompt=prompt)
+
+    @rule(prompt=st.integers(0, 3))
+    def open(self, prompt: int) -> None:
+        self.do("open", prompt=prompt)
+
+    @rule(s=S, n=st.integers(1, 3))
+    def commit(self, s: int, n: int) -> None:
+        self.do("commit", s=s, n=n)
+
+    commit_again = commit  # commits carry the history the failovers must preserve: twice the weight
+
+    @rule(s=S)
+    def kill(self, s: int) -> None:
+        self.do("kill", s=s)
+
+    @rule(s=S, late=st.integers(0, 2))
+    def partition(self, s: int, late: int) -> None:
+        self.do("partition", s=s, late=late)
+
+    # Hypothesis picks among rules uniformly: two more names give the faults the weight of four rules.
+    kill_again = kill
+    partition_again = partition
+
+    @rule(d=st.integers(0, 2))
+    def drafter_dies(self, d: int) -> None:
+        self.do("drafter_dies", d=d)
+
+    @rule(i=st.integers(0, 5))
+    def revive(self, i: int) -> None:
+        self.do("revive", i=i)
+
+    @rule(s=S)
+    def read(self, s: int) -> None:
+        self.do("read", s=s)
+
+    @rule(s=S)
+    def finish(self, s: int) -> None:
+        self.do("finish", s=s)
+
+
+class FailoverRunner(Runner[FailoverExecutor, FailoverStats]):
+    """Runs one :class:`FailoverSchedule` per example against the environment on ``loop``."""
+
+    machine = FailoverSchedule
+    step_count = 6
 
     def __init__(self, loop: LoopThread, env: RouterEnvironment,
                  progress: Callable[[FailoverStats], None] | None = None) -> None:
-        self.loop = loop
+        super().__init__(loop, FailoverStats(), progress)
         self.env = env
-        self.stats = FailoverStats()
-        self._progress = progress
-        self._nonce = secrets.token_hex(4)
-        self._counter = itertools.count()
+        self._tallied = 0
 
-    def executor(self) -> FailoverExecutor:
-        self.stats.examples += 1
-        return FailoverExecutor(self.env, f"{self._nonce}-{next(self._counter)}")
+    def new_executor(self, example: str) -> FailoverExecutor:
+        self._tallied = 0
+        return FailoverExecutor(self.env, example)
 
-    def execute(self, executor: FailoverExecutor, steps: list[Step], step: Step) -> None:
-        steps.append(step)
-        self.stats.steps += 1
-        before = executor.failovers
-        try:
-            self.loop.run(executor.apply(step))
-        except Violation as violation:
-            self.stats.failure = FailoverFailure(list(steps), violation.text, violation.level)
-            if self.stats.found_at is None:
-                self.stats.found_at = self.stats.examples
-            raise
-        except Exception as exc:  # a hang or a harness bug: still a failing, replayable schedule
-            self.stats.failure = FailoverFailure(list(steps), f"{type(exc).__name__}: {exc}", "ERROR")
-            raise
-        finally:
-            self.stats.failovers += executor.failovers - before
-            if self._progress is not None:
-                self._progress(self.stats)
+    def tally(self, executor: FailoverExecutor) -> None:
+        self.stats.failovers += executor.failovers - self._tallied
+        self._tallied = executor.failovers
 
-    def finish(self, executor: FailoverExecutor) -> None:
-        self.loop.run(executor.close())
+    def close(self, executor: FailoverExecutor) -> Coroutine[Any, Any, None]:
+        return executor.close()
 
-    def run(self, *, examples: int, seed: int, step_count: int = 6,
-            database: ExampleDatabase | None = None) -> FailoverFailure | None:
-        """Up to ``examples`` examples from ``seed``; the shrunk failure, if any."""
-        self.stats.failure = None
-        if run_machine(machine_for(self), examples=examples, seed=seed, step_count=step_count, database=database,
-                       recorded=lambda: self.stats.failure is not None):
-            self.stats.flaky = True
-        return self.stats.failure
+    def failure(self, steps: Sequence[Step], exc: Exception, executor: FailoverExecutor) -> FuzzFailure:
+        """The history checker's violation names its row in its message; the failure records no other."""
+        return replace(super().failure(steps, exc, executor), row="")
 
 
-def machine_for(runner: FailoverRunner) -> type[RuleBasedStateMachine]:
-    """A state machine class bound to ``runner``: rules are synchronous, the runner's loop does the I/O."""
-
-    class FailoverSchedule(RuleBasedStateMachine):
-        def __init__(self) -> None:
-            super().__init__()
-            self.executor = runner.executor()
-            self.steps: list[Step] = []
-
-        def do(self, rule_name: str, **args: Any) -> None:
-            runner.execute(self.executor, self.steps, Step(rule_name, args))
-
-        def teardown(self) -> None:
-            runner.finish(self.executor)
-
-        @initialize(enforcing=st.booleans(), prompt=st.integers(0, 3))
-        def start(self, enforcing: bool, prompt: int) -> None:
-            self.do("setup", enforcing=enforcing)
-            self.do("open", prompt=prompt)
-
-        @rule(prompt=st.integers(0, 3))
-        def open(self, prompt: int) -> None:
-            self.do("open", prompt=prompt)
-
-        @rule(s=S, n=st.integers(1, 3))
-        def commit(self, s: int, n: int) -> None:
-            self.do("commit", s=s, n=n)
-
-        commit_again = commit  # commits carry the history the failovers must preserve: twice the weight
-
-        @rule(s=S)
-        def kill(self, s: int) -> None:
-            self.do("kill", s=s)
-
-        @rule(s=S, late=st.integers(0, 2))
-        def partition(self, s: int, late: int) -> None:
-            self.do("partition", s=s, late=late)
-
-        # Hypothesis picks among rules uniformly: two more names give the faults the weight of four rules.
-        kill_again = kill
-        partition_again = partition
-
-        @rule(d=st.integers(0, 2))
-        def drafter_dies(self, d: int) -> None:
-            self.do("drafter_dies", d=d)
-
-        @rule(i=st.integers(0, 5))
-        def revive(self, i: int) -> None:
-            self.do("revive", i=i)
-
-        @rule(s=S)
-        def read(self, s: int) -> None:
-            self.do("read", s=s)
-
-        @rule(s=S)
-        def finish(self, s: int) -> None:
-            self.do("finish", s=s)
-
-    return FailoverSchedule
-
-
-def replay_steps(loop: LoopThread, env: RouterEnvironment, steps: Sequence[Step]) -> FailoverFailure | None:
+def replay_steps(loop: LoopThread, env: RouterEnvironment, steps: Sequence[Step]) -> FuzzFailure | None:
     """Run ``steps`` once, in order, outside Hypothesis; the first violation is the failure."""
-    executor = FailoverExecutor(env, f"replay-{secrets.token_hex(4)}")
-    done: list[Step] = []
-    try:
-        for step in steps:
-            done.append(step)
-            try:
-                loop.run(executor.apply(step))
-            except Violation as violation:
-                return FailoverFailure(done, violation.text, violation.level)
-    finally:
-        loop.run(executor.close())
-    return None
+    return FailoverRunner(loop, env).replay(steps)
 
 
 # --------------------------------------------------------------------------- replay files
 
 
-def save_failure(folder: Path, failure: FailoverFailure, *, iut: FuzzedIut, seed: int | None) -> Path:
+def save_failure(folder: Path, failure: FuzzFailure, *, iut: FuzzedIut, seed: int | None) -> Path:
     """A replay file of the shrunk schedule, recording the router it failed against."""
     folder.mkdir(parents=True, exist_ok=True)
     label = iut.mutant or "iut"
@@ -221,7 +164,7 @@ def _load(path: Path) -> tuple[list[Step], FuzzedIut]:
 
 @dataclass(frozen=True)
 class FailoverReplay:
-    failure: FailoverFailure | None
+    failure: FuzzFailure | None
     replayed: int
     """Steps replayed."""
     recorded_iut: FuzzedIut
@@ -252,10 +195,7 @@ class FailoverConfig:
 
 
 @dataclass
-class FailoverResult:
-    stats: FailoverStats
-    failure: FailoverFailure | None
-    saved: Path | None
+class FailoverResult(FuzzResult[FailoverStats]):
     iut: FuzzedIut = field(default_factory=lambda: FuzzedIut("router"))
     """The router fuzzed (what the replay file records)."""
 
@@ -317,13 +257,12 @@ def replay_failover(path: Path, *, target: TargetConfig | None = None, mutant: s
 __all__ = [
     "FORMAT",
     "FailoverConfig",
-    "FailoverFailure",
     "FailoverReplay",
     "FailoverResult",
     "FailoverRunner",
+    "FailoverSchedule",
     "FailoverStats",
     "load_failure",
-    "machine_for",
     "replay_failover",
     "replay_steps",
     "router_factory",

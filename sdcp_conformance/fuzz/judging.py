@@ -12,9 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sdcp_conformance.fuzz.steps import Violation
-from sdcp_conformance.judge import TABLE, Answered, Finding, Verdict, deviation, judge_condition, judge_refusal
+from sdcp_conformance.harness.case import Case
+from sdcp_conformance.judge import (
+    TABLE,
+    Answered,
+    Finding,
+    Level,
+    Verdict,
+    deviation,
+    judge_condition,
+    judge_refusal,
+)
 
 
 @dataclass
@@ -54,4 +65,15 @@ class FuzzJudge:
         return dict(sorted(counts.items()))
 
 
-__all__ = ["FuzzJudge"]
+async def _not_a_case(ctx: Any) -> None:
+    raise NotImplementedError("a fuzzer's case is a judging scope, never run")
+
+
+def judging_scope(case_id: str, section: str, quote: str, level: Level, *, title: str, role: str) -> Case:
+    """The judging scope of a ``role`` fuzzer's example: a case, never run, over every row that role can be judged
+    on (its own and the ``any`` rows, ambient ones left out)."""
+    return Case(case_id, "fuzz", section, quote, level, _not_a_case, title=title, role=role,
+                rows=tuple(row.id for row in TABLE if row.binds in (role, "any") and not row.ambient))
+
+
+__all__ = ["FuzzJudge", "judging_scope"]

@@ -27,18 +27,18 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.fuzz import hostile
 from sdcp_conformance.fuzz.database import seeded
 from sdcp_conformance.fuzz.executor import FUZZ_CASE
 from sdcp_conformance.fuzz.judging import FuzzJudge
 from sdcp_conformance.fuzz.loop import LoopThread
-from sdcp_conformance.fuzz.stateful import FuzzFailure
+from sdcp_conformance.fuzz.scaffold import FuzzFailure
 from sdcp_conformance.fuzz.steps import Step, Violation
 from sdcp_conformance.harness.case import CaseStopped
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import (
     Assignment,
     Contract,

@@ -5,7 +5,8 @@ requirement level, and an async ``run`` function that converses with the
 implementation under test through a :class:`~sdcp_conformance.harness.context.CaseContext`.
 The runner, the reports and the coverage table are generated from these
 declarations. A case declares the requirement rows it judges (``rows``,
-the first being the sentence it is about); its verdict is the worst of the
+the first being the sentence it is about); it quotes that row's sentence
+unless its declaration quotes more (or other) text; its verdict is the worst of the
 findings it records against those rows (and the ambient rows every
 conversation is judged on), P1-JUDGE-2. The evidence (every message
 exchanged) comes from the context's transcript.
@@ -84,6 +85,9 @@ class Case:
     """Harness listeners at the fixed addresses the IUT was configured with (``"router"``) whose traffic the case
     judges. When several harness processes certify one IUT (pytest-xdist), such cases all run in the one
     process that holds those listeners; the rest run anywhere, each process with its own cache."""
+    quote_declared: bool = field(default=True, compare=False, repr=False)
+    """Whether the declaration passed :attr:`quote`; ``False`` where it is the primary row's sentence, taken from
+    the requirement table (:meth:`Catalogue.case`). Not part of :meth:`describe`: a report shows the quote alone."""
 
     @property
     def primary_row(self) -> str:
@@ -131,7 +135,7 @@ class Catalogue:
         *,
         area: str,
         section: str,
-        quote: str,
+        quote: str | None = None,
         level: Level,
         title: str = "",
         requires: Sequence[str] = (),
@@ -144,13 +148,21 @@ class Catalogue:
         exclusive: bool = False,
         listens: Sequence[str] = (),
     ) -> Callable[[CaseFunction], CaseFunction]:
-        """Decorator declaring a case."""
+        """Decorator declaring a case.
+
+        ``quote`` defaults to the sentence of the case's primary row (the first of ``rows``), looked up in the
+        requirement table now; a case that quotes more or other text passes it. A case with neither rows nor a
+        quote is a declaration error, raised at once.
+        """
+        resolved = _resolved_quote(id, quote, rows)
 
         def register(run: CaseFunction) -> CaseFunction:
-            self.add(Case(id, area, section, quote, level, run, title or (run.__doc__ or "").strip().split("\n")[0],
+            self.add(Case(id, area, section, resolved, level, run,
+                          title or (run.__doc__ or "").strip().split("\n")[0],
                           tuple(requires), timeout_s, tuple(profile), black_box_note, tuple(rows), standalone,
                           self.role, exclusive or area in self.exclusive_areas,
-                          tuple(dict.fromkeys((*listens, *self.listening_areas.get(area, ()))))))
+                          tuple(dict.fromkeys((*listens, *self.listening_areas.get(area, ())))),
+                          quote_declared=quote is not None))
             if sanity:
                 self.sanity_id = id
             return run
@@ -187,6 +199,18 @@ class Catalogue:
         if not close:
             close = [name for name in lowered if name.startswith(selector.lower()[:7])][:3]
         return f" (did you mean {', '.join(lowered[name] for name in close)}?)" if close else ""
+
+
+def _resolved_quote(case_id: str, quote: str | None, rows: Sequence[str]) -> str:
+    """The quote of a case declared with ``quote`` and ``rows``: ``quote``, else its primary row's sentence."""
+    if quote is not None:
+        return quote
+    if not rows:
+        raise InvalidArgument(f"case {case_id} declares neither rows nor a quote: name the requirement row it judges "
+                              "(rows=...) or quote its sentence (quote=...)")
+    if rows[0] not in TABLE:
+        raise InvalidArgument(f"case {case_id} declares unknown requirement rows {[rows[0]]}")
+    return TABLE[rows[0]].quote
 
 
 def _matches(case: Case, selector: str) -> bool:

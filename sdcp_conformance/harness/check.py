@@ -151,7 +151,7 @@ def _is_settings(reply: bytes) -> bool:
 
 
 def _certificate(config: TargetConfig, ours: _Handshake) -> Check:
-    from sdcp_conformance.report.provenance import fingerprint_der
+    from sdcp_conformance.transport.certificates import fingerprint_der
 
     if ours.der is None:
         if ours.verify_error:
@@ -295,7 +295,7 @@ def _load_control(config: TargetConfig, pki: Any) -> Check | None:
 
 def iut_fingerprint(config: TargetConfig, *, timeout_s: float = TIMEOUT_S) -> str | None:
     """The fingerprint of the certificate the IUT presents (one handshake), or None if it presents none."""
-    from sdcp_conformance.report.provenance import fingerprint_der
+    from sdcp_conformance.transport.certificates import fingerprint_der
     from sdcp_conformance.transport.pki import load_pki
 
     party = client_party(config)
@@ -306,7 +306,7 @@ def iut_fingerprint(config: TargetConfig, *, timeout_s: float = TIMEOUT_S) -> st
 
 def preflight(config: TargetConfig, *, timeout_s: float = TIMEOUT_S) -> Preflight:
     """Run every check against ``config``'s IUT."""
-    from sdcp_conformance.report.provenance import fingerprint_der
+    from sdcp_conformance.transport.certificates import fingerprint_der
     from sdcp_conformance.transport.pki import load_pki
 
     host, port = _address(config.base_uri)

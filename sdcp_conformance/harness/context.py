@@ -15,17 +15,18 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.harness.judging import JudgedContext, session_id_for
+from sdcp_conformance.harness.judging import session_id_for
+from sdcp_conformance.harness.role_environment import RoleContext
 from sdcp_conformance.models.registry import MockModel, mock_model
 from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.chain import contract_digest, extend_digest, prefix_digest
 from sdcp_conformance.protocol.codec import decode_sequence
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Message, Output, SessionState, Verdict
-from sdcp_conformance.transport.server import H2Server
 
 M = TypeVar("M", bound=Message)
 
@@ -97,16 +98,12 @@ class TrackedSession:
         return [*self.prompt, *self.output]
 
 
-class CaseContext(JudgedContext):
+class CaseContext(RoleContext[Environment]):
     """One verifier case's view of the harness: its router, drafters and cache, and the sessions it tracks."""
 
     def __init__(self, env: Environment, case: Case, seed: int, run: str = "main") -> None:
-        super().__init__(case, seed, run)
-        self.env = env
+        super().__init__(env, case, seed, run)
         self.sessions: list[TrackedSession] = []
-
-    def played_servers(self) -> Sequence[H2Server]:
-        return self.env.servers
 
     def expect_ok(self, answer: Answer, kind: type[M], *, what: str = "", row: str = "R-5.1-RESOURCES") -> M:
         """A 2xx answer carrying a well-formed ``kind`` (P1-MSG-4: any 2xx is success); otherwise the case stops."""

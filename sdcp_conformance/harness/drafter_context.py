@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.harness.judging import JudgedContext
+from sdcp_conformance.harness.role_environment import RoleContext
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
 from sdcp_conformance.harness.roles.played_verifier import (
     answer_final,
@@ -40,7 +40,6 @@ from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.messages import Proposal, Verdict
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.transport.problem import status_problem_response
-from sdcp_conformance.transport.server import H2Server
 from sdcp_conformance.transport.types import Response, TransportFault
 
 if TYPE_CHECKING:
@@ -62,16 +61,12 @@ STOP_ROWS = {
 }
 
 
-class DrafterContext(JudgedContext):
+class DrafterContext(RoleContext["DrafterEnvironment"]):
     """One drafter case's view of the harness."""
 
     def __init__(self, env: DrafterEnvironment, case: Case, seed: int, run: str = "main") -> None:
-        super().__init__(case, seed, run)
-        self.env = env
+        super().__init__(env, case, seed, run)
         self.sessions: list[PlayedSession] = []
-
-    def played_servers(self) -> Sequence[H2Server]:
-        return self.env.servers
 
     # ------------------------------------------------------------------ models and contracts
 

@@ -10,28 +10,22 @@ with mutual TLS, exactly as it would reach real ones.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import tempfile
+import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from sdcp_conformance.cache.app import CacheApp
-from sdcp_conformance.harness.iut import Identity, IutLink
-from sdcp_conformance.harness.patience import Patience
+from sdcp_conformance.harness.role_environment import RoleEnvironment
 from sdcp_conformance.harness.roles.played_cache import CacheObserver
 from sdcp_conformance.harness.roles.played_router import StatusInbox
 from sdcp_conformance.harness.roles.played_verifier import Pace, PlayedVerifier, VerifierBoard
 from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts
 from sdcp_conformance.harness.target import TargetConfig
-from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.models.registry import mock_model
-from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
-from sdcp_conformance.transport.server import H2Server, ServerConfig
-from sdcp_conformance.transport.types import Handler
+from sdcp_conformance.reference.running import RunningRole
+from sdcp_conformance.transport.pki import Pki, init_pki
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Case
@@ -52,7 +46,6 @@ EMBEDDED_PROPOSAL_TIMEOUT_S = 2.0
 """The embedded reference drafter's proposal timeout: short, so that a verdict lost by silence is retried
 within a case (P1-DRF-5 "timeout"); a target file says its drafter's with [harness] proposal_timeout_s."""
 EMBEDDED_STATUS_TTL_MS = 3000
-BIND_ATTEMPTS = 3
 MAX_TIMEOUT_CASE_S = 10.0
 """A lost-by-silence case runs only when the drafter's proposal timeout is known and at most this long."""
 
@@ -60,62 +53,25 @@ DrafterAppFactory = Callable[..., Any]
 """Builds the embedded IUT: ``factory(config, model, cache, verifier, router)`` → a drafter app (a mutant's)."""
 
 
-@dataclass
-class _Embedded:
-    app: Any
-    server: H2Server
-    closers: list[Callable[[], Any]] = field(default_factory=list)
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
-
-    async def stop(self) -> None:
-        for task in self.tasks:
-            task.cancel()
-        for task in self.tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        with contextlib.suppress(Exception):
-            await self.app.close()
-        await self.server.stop()
-        for close in self.closers:
-            with contextlib.suppress(Exception):
-                await close()
-
-
-class DrafterEnvironment:
+class DrafterEnvironment(RoleEnvironment):
     """Everything a drafter case talks to and through; :meth:`start` it, :meth:`stop` it."""
 
+    role = "drafter"
+
     def __init__(self, config: TargetConfig, pki: Pki) -> None:
-        self.config = config
-        self.pki = pki
-        self.current: CaseTranscript | None = None
+        super().__init__(config, pki)
         self.context: DrafterContext | None = None
         self.cache = CacheApp()
         self.cache_observer = CacheObserver(self.cache, lambda: self.current)
         self.inbox = StatusInbox(lambda: self.current)
         self.board = VerifierBoard(self.facts, transcript=lambda: self.current)
-        self.servers: list[H2Server] = []
-        self.embedded: _Embedded | None = None
+        self.embedded: RunningRole | None = None
         self.draft_model = DRAFT_MODEL if DRAFT_MODEL in config.models else config.models[0]
         self.target_model = mock_model(self.draft_model).drafts_for or "bigram"
         timeout = config.extra.get("proposal_timeout_s")
         self.proposal_timeout_s: float | None = float(timeout) if timeout is not None else None
-        self.iut = IutLink(config.base_uri, config.ca, self._identities(), lambda: self.current,
-                           request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
-                           max_response_bytes=config.max_response_bytes)
-        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
-
-    def _identities(self) -> dict[str, Identity]:
-        pki = self.pki
-        identities = {name: Identity(name, pki.cert(name), pki.key(name)) for name in pki.parties}
-        identities["no-cert"] = Identity("no-cert", None, None)
-        identities["wrong-ca"] = Identity("wrong-ca", pki.wrong_ca.cert, pki.wrong_ca.key)
-        identities["expired"] = Identity("expired", pki.expired.cert, pki.expired.key)
-        return identities
 
     # ------------------------------------------------------------------ what cases use
-
-    def now(self) -> float:
-        return asyncio.get_running_loop().time()
 
     def put(self, uri: str, data: bytes) -> None:
         """Store an object in the harness's MLC directly (as the router would have written it)."""
@@ -138,13 +94,8 @@ class DrafterEnvironment:
     def pace(self) -> Pace:
         return self.board.pace
 
-    @property
-    def patience(self) -> Patience:
-        """The deadlines of this certification's requests to the IUT (P1-JUDGE-5; the runner scales them)."""
-        return self.iut.patience
-
     def capabilities(self) -> set[str]:
-        found = {f"model:{model}" for model in self.config.models}
+        found = super().capabilities()
         timeout = self.proposal_timeout_s
         if timeout is not None and timeout <= MAX_TIMEOUT_CASE_S:
             found.add("timeout:proposal")
@@ -174,77 +125,51 @@ class DrafterEnvironment:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    async def start(cls, config: TargetConfig | None = None, *, app_factory: DrafterAppFactory | None = None,
-                    workdir: Path | None = None, reproducible: bool = False) -> DrafterEnvironment:
-        """``reproducible``: the embedded drafter chooses M from its priors and seeds its randomness (D-DRF-17),
-        so that the fuzzer's replays and shrinking see the same drafter every time."""
-        if config is not None:
-            return await cls._started(config, None, app_factory, reproducible)
-        for attempt in range(1, BIND_ATTEMPTS + 1):
-            tempdir = tempfile.TemporaryDirectory(prefix="sdcp-certify-drafter-")
-            embedded = embedded_drafter_target(Path(workdir or tempdir.name) / f"attempt-{attempt}")
-            try:
-                return await cls._started(embedded, tempdir, app_factory, reproducible)
-            except OSError:
-                # D-DRF-19: a free port is only free until someone binds it (parallel certifications pick
-                # theirs at the same time); the embedded target is drawn again on fresh ports.
-                if attempt == BIND_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")
+    def embedded_target(cls, folder: Path) -> TargetConfig:
+        return embedded_drafter_target(folder)
 
-    @classmethod
-    async def _started(cls, config: TargetConfig, tempdir: tempfile.TemporaryDirectory[str] | None,
-                       app_factory: DrafterAppFactory | None, reproducible: bool) -> DrafterEnvironment:
-        environment = cls(config, load_pki(config.pki))
-        environment._tempdir = tempdir
-        try:
-            await environment._serve_harness()
-            if config.embedded:
-                await environment._start_embedded(app_factory, reproducible)
-        except BaseException:
-            await environment.stop()
-            raise
-        return environment
-
-    async def _serve_harness(self) -> None:
-        served: list[tuple[str, str, Handler]] = [
-            ("cache", self.config.cache, self.cache_observer), ("router", self.config.router, self.inbox)]
+    async def serve_played(self) -> None:
+        await self.serve("cache", self.config.cache, self.cache_observer)
+        await self.serve("router", self.config.router, self.inbox)
         for index, uri in enumerate(self.config.verifiers):
             name = VERIFIER_PARTIES[index] if index < len(VERIFIER_PARTIES) else f"verifier-{index + 1}"
-            served.append((name, uri, PlayedVerifier(uri, self.board)))
-        for name, uri, handler in served:
-            server = H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name),
-                                                    ca=self.pki.ca_cert, host=urlsplit(uri).hostname or "127.0.0.1",
-                                                    port=urlsplit(uri).port or 443, label=name))
-            await server.start()
-            self.servers.append(server)
+            await self.serve(name, uri, PlayedVerifier(uri, self.board))
 
-    async def _start_embedded(self, app_factory: DrafterAppFactory | None, reproducible: bool = False) -> None:
-        from sdcp_conformance.harness.drafter_embedded import start_embedded_drafter
+    async def start_embedded(self, app_factory: DrafterAppFactory | None, **options: Any) -> None:
+        """``reproducible=True``: the embedded drafter chooses M from its priors and seeds its randomness
+        (D-DRF-17), so that the fuzzer's replays and shrinking see the same drafter every time."""
+        from sdcp_conformance.reference.roles import start_drafter
+        from sdcp_conformance.reference.stack import load_model
+        from sdcp_conformance.reference.verifier.service import PartyTls
 
+        reproducible = bool(options.pop("reproducible", False))
+        if options:
+            raise TypeError(f"unknown options of the embedded drafter: {sorted(options)}")
+        # The IUT's own log lines (it stops sessions the cases end) are noise in a certification's console;
+        # what it did is in the transcripts.
+        logging.getLogger("sdcp_conformance.reference.drafter").setLevel(logging.CRITICAL)
         self.proposal_timeout_s = EMBEDDED_PROPOSAL_TIMEOUT_S
-        app, server, closers, tasks = await start_embedded_drafter(self.config, self.pki, self.config.models,
-                                                                   app_factory, reproducible=reproducible)
-        self.embedded = _Embedded(app, server, closers, tasks)
+        config = self.config
+        tls = PartyTls(self.pki.cert(IUT_PARTY), self.pki.key(IUT_PARTY), self.pki.ca_cert)
+        self.embedded = await start_drafter(
+            config.base_uri, tls, [load_model(model) for model in config.models], [config.router], config.cache,
+            host=urlsplit(config.base_uri).hostname or "127.0.0.1", seed=0 if reproducible else None,
+            measured_timing=not reproducible, app_factory=app_factory,
+            proposal_timeout_s=EMBEDDED_PROPOSAL_TIMEOUT_S, status_ttl_ms=EMBEDDED_STATUS_TTL_MS)
 
-    async def stop(self) -> None:
-        await self.iut.aclose()
+    async def stop_embedded(self) -> None:
         if self.embedded is not None:
             await self.embedded.stop()
             self.embedded = None
         self.board.close_all()
-        for server in self.servers:
-            await server.stop()
-        self.servers.clear()
+
+    def close_cache(self) -> None:
         self.cache.store.close()
-        if self._tempdir is not None:
-            self._tempdir.cleanup()
-            self._tempdir = None
 
 
 def embedded_drafter_target(folder: Path) -> TargetConfig:
     """A PKI and target for the reference drafter run in-process, on free loopback ports."""
-    from sdcp_conformance.harness.drafter_setup import drafter_parties
+    from sdcp_conformance.harness.iut_setup import drafter_parties
 
     uris = drafter_parties()
     pki = init_pki(folder / "pki", uris, subject=IUT_PARTY)

@@ -7,36 +7,30 @@ IUT (the embedded default), optionally as a named mutant.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
-import errno
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from sdcp_conformance.cache.app import CacheApp
-from sdcp_conformance.errors import MalformedMessage
-from sdcp_conformance.harness.arrivals import wait_until
-from sdcp_conformance.harness.iut import Identity, IutLink
 from sdcp_conformance.harness.judging import run_nonce
-from sdcp_conformance.harness.patience import Patience
-from sdcp_conformance.harness.roles.played_router import StatusInbox
+from sdcp_conformance.harness.role_environment import RoleEnvironment
+from sdcp_conformance.harness.roles.played_router import RouterInbox
+from sdcp_conformance.harness.roles.recording import Recorder
 from sdcp_conformance.harness.rule2_judging import JudgeHost, new_judge_host
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.protocol.codec import decode
-from sdcp_conformance.protocol.messages import Event
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.reference.running import RunningRole, port_of
 from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.service import PartyTls, VerifierService
 from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
 from sdcp_conformance.transport.ports import free_port, loopback_base_uris
-from sdcp_conformance.transport.server import H2Server, ServerConfig
-from sdcp_conformance.transport.types import Handler, Request, Response
+from sdcp_conformance.transport.types import Handler, Request
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Case
@@ -48,88 +42,25 @@ AppFactory = Callable[..., VerifierApp]
 HARNESS_PARTIES = ("router", "cache", "drafter-1", "drafter-2")
 
 
-EMBEDDED_BIND_ATTEMPTS = 3
-"""Attempts at starting the embedded IUT and the harness's listeners on freshly chosen free ports."""
 
-class Recorder:
-    """Wraps a handler so that every request the IUT sends it lands in the transcript of the case it serves.
-
-    ``transcript(request)`` finds that case: by the object's path for the
-    cache (each case names its objects under its own prefix), by the session
-    for the router (an event names it), so cases running at the same time
-    keep their evidence apart.
-    """
-
-    def __init__(self, party: str, inner: Handler,
-                 transcript: Callable[[Request], list[CaseTranscript]]) -> None:
-        self.party = party
-        self._inner = inner
-        self._transcript = transcript
-
-    async def __call__(self, request: Request) -> Response:
-        response = await self._inner(request)
-        transcripts = self._transcript(request)
-        if transcripts:
-            target = request.path + (f"?{request.query}" if request.query else "")
-            note = f"fault: {response.fault.value}" if response.fault is not None else ""
-            for transcript in transcripts:
-                transcript.record("from-iut", self.party, request.method, target, request.body, response.status,
-                                  response.body, content_type=response.header("content-type"), note=note)
-        return response
-
-
-@dataclass
-class RouterInbox:
-    """The harness's router listener: accepts events and status reports (§5.1 Table 1), records them; the status
-    reports, each with its arrival time, path, label and why its body is not a status message (if it is not), go
-    to :attr:`status` for the §6.1 case to judge."""
-
-    events: list[tuple[str | None, Event]] = field(default_factory=list)
-    status: StatusInbox = field(default_factory=StatusInbox)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def __call__(self, request: Request) -> Response:
-        if request.method == "PUT" and "/instances/" in request.path and request.path.endswith("/status"):
-            return await self.status(request)
-        try:
-            if request.method == "POST" and request.path.endswith("/events"):
-                self.events.append((request.peer_identity, Event.from_cbor(request.body)))
-            else:
-                return Response(404)
-        except Exception:  # the IUT sent something malformed: record it as refused, judge it in the case
-            return Response(400)
-        self.changed.set()
-        return Response(204)
-
-    async def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
-        """Wait until ``predicate()`` holds or the timeout passes; no sleeping, woken by arrivals."""
-        return await wait_until(self.changed, predicate, timeout_s)
-
-
-class Environment:
+class Environment(RoleEnvironment):
     """Everything the cases talk to and through; start with :meth:`start`, end with :meth:`stop`."""
 
+    role = "verifier"
     supports_concurrency = True
-    """Cases that declare no global state may run at the same time (:func:`~.runner.run_catalogue`)."""
 
     def __init__(self, config: TargetConfig, pki: Pki) -> None:
-        self.config = config
-        self.pki = pki
         self._current: contextvars.ContextVar[CaseTranscript | None] = contextvars.ContextVar("sdcp_transcript",
                                                                                                default=None)
+        super().__init__(config, pki)
         self._active: dict[str, CaseContext] = {}
         """Running cases by their cache prefix (the path under which they name their objects)."""
         self._owners: dict[bytes, CaseContext] = {}
         """Which running case opened a session: the router's events are recorded there."""
         self.cache = CacheApp()
         self.inbox = RouterInbox()
-        self.servers: list[H2Server] = []
         self.embedded: RunningRole | None = None
         self.embedded_app: VerifierApp | None = None
-        self.iut = IutLink(config.base_uri, config.ca, self._identities(), lambda: self._current.get(),
-                           request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
-                           max_response_bytes=config.max_response_bytes)
-        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self.session_nonce = run_nonce(config.embedded)
         """Mixed into every session ID the cases draw (D-ID-1: a rerun never meets the last run's sessions)."""
         self._serving: set[str] = set()
@@ -145,20 +76,6 @@ class Environment:
 
     def drafter_uris(self) -> tuple[str, ...]:
         return self.config.drafters
-
-    def _identities(self) -> dict[str, Identity]:
-        pki = self.pki
-        identities = {name: Identity(name, pki.cert(name), pki.key(name)) for name in pki.parties}
-        identities["no-cert"] = Identity("no-cert", None, None)
-        identities["wrong-ca"] = Identity("wrong-ca", pki.wrong_ca.cert, pki.wrong_ca.key)
-        identities["expired"] = Identity("expired", pki.expired.cert, pki.expired.key)
-        identities["other-party"] = Identity("other-party", pki.other_party.cert, pki.other_party.key)
-        return identities
-
-    @property
-    def patience(self) -> Patience:
-        """The deadlines of this certification's requests to the IUT (P1-JUDGE-5; the runner scales them)."""
-        return self.iut.patience
 
     def capabilities(self) -> set[str]:
         """What the target offers beyond the protocol: its models, and how its load is known."""
@@ -240,35 +157,8 @@ class Environment:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    async def start(cls, config: TargetConfig | None = None, *, app_factory: AppFactory | None = None,
-                    workdir: Path | None = None) -> Environment:
-        if config is not None:
-            return await cls._started(config, None, app_factory)
-        for attempt in range(1, EMBEDDED_BIND_ATTEMPTS + 1):
-            tempdir = tempfile.TemporaryDirectory(prefix="sdcp-certify-")
-            folder = Path(workdir or tempdir.name) / f"attempt-{attempt}"
-            try:
-                return await cls._started(embedded_target(folder), tempdir, app_factory)
-            except OSError as error:
-                # A free port is free only until someone binds it: another process can take it between
-                # choosing and binding; the embedded target is drawn again on fresh ports (as for the other roles).
-                if error.errno != errno.EADDRINUSE or attempt == EMBEDDED_BIND_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")
-
-    @classmethod
-    async def _started(cls, config: TargetConfig, tempdir: tempfile.TemporaryDirectory[str] | None,
-                       app_factory: AppFactory | None) -> Environment:
-        environment = cls(config, load_pki(config.pki))
-        environment._tempdir = tempdir
-        try:
-            await environment._serve_harness()
-            if config.embedded:
-                await environment._start_embedded(app_factory)
-        except BaseException:
-            await environment.stop()
-            raise
-        return environment
+    def embedded_target(cls, folder: Path) -> TargetConfig:
+        return embedded_target(folder)
 
     @classmethod
     async def start_beside_others(cls, config: TargetConfig) -> Environment:
@@ -294,7 +184,7 @@ class Environment:
         if "router" in case.listens and "router" not in self._serving:
             await self._serve("router")
 
-    async def _serve_harness(self) -> None:
+    async def serve_played(self) -> None:
         for name in ("cache", "router"):
             await self._serve(name)
 
@@ -302,14 +192,10 @@ class Environment:
         uri = self.config.cache if name == "cache" else self.config.router
         handler: Handler = (Recorder("cache", self.cache, self._cache_transcripts) if name == "cache"
                             else Recorder("router", self.inbox, self._router_transcripts))
-        started = H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name),
-                                                 ca=self.pki.ca_cert, host=urlsplit(uri).hostname or "127.0.0.1",
-                                                 port=port_of(uri), label=name))
-        await started.start()
-        self.servers.append(started)
+        await self.serve(name, uri, handler)
         self._serving.add(name)
 
-    async def _start_embedded(self, app_factory: AppFactory | None) -> None:
+    async def start_embedded(self, app_factory: AppFactory | None, **options: Any) -> None:
         from sdcp_conformance.reference.stack import load_model  # torch: only for the embedded reference
 
         config = self.config
@@ -322,24 +208,21 @@ class Environment:
         self.embedded = RunningRole("verifier", config.base_uri, service.app, service.server, [service.stop])
         self.embedded_app = service.app
 
-    async def stop(self) -> None:
+    async def stop_role(self) -> None:
         if self._load_set and self.embedded_app is None:  # a case ended without giving the load back
             with contextlib.suppress(Exception):
                 await self.set_load(None)
-        await self.iut.aclose()
+
+    async def stop_embedded(self) -> None:
         if self._judges is not None:
             await self._judges.aclose()
             self._judges = None
         if self.embedded is not None:
             await self.embedded.stop()
             self.embedded = None
-        for server in self.servers:
-            await server.stop()
-        self.servers.clear()
+
+    def close_cache(self) -> None:
         self.cache.store.close()
-        if self._tempdir is not None:
-            self._tempdir.cleanup()
-            self._tempdir = None
 
     # ------------------------------------------------------------------ load control
 
@@ -400,4 +283,4 @@ def embedded_target(folder: Path) -> TargetConfig:
     )
 
 
-__all__ = ["HARNESS_PARTIES", "AppFactory", "Environment", "Recorder", "RouterInbox", "embedded_target"]
+__all__ = ["HARNESS_PARTIES", "AppFactory", "Environment", "embedded_target"]

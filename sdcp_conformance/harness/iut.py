@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.patience import Patience
 from sdcp_conformance.harness.transcript import CaseTranscript, DeadlineMiss
 from sdcp_conformance.protocol.codec import decode, encode
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Message
 from sdcp_conformance.protocol.problems import (
     PROBLEM_CBOR_MEDIA_TYPE,

@@ -94,6 +94,11 @@ class LoopStall:
         before = self._totals[index - 1] if index > 0 else 0.0
         return max(0.0, self.total - before)
 
+    def between(self, start: float, end: float) -> float:
+        """Stall (seconds) measured between loop times ``start`` and ``end``: how much later than it came a message
+        stamped at ``end`` may have been stamped, beyond one stamped at ``start``."""
+        return max(0.0, self.since(start) - self.since(end))
+
 
 class Patience:
     """The deadlines of one certification's requests to the IUT (P1-JUDGE-5)."""

@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.harness.judging import JudgedContext, session_id_for
+from sdcp_conformance.harness.judging import session_id_for
+from sdcp_conformance.harness.role_environment import RoleContext
 from sdcp_conformance.harness.roles.router_checks import Violation, check_session
 from sdcp_conformance.harness.roles.router_drafters import PlayedDrafter
 from sdcp_conformance.harness.roles.router_history import AssignSeen, OpenSeen, PutSeen
@@ -30,8 +30,8 @@ from sdcp_conformance.harness.router_environment import TARGET_MODEL, RouterEnvi
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.codec import decode
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Output
-from sdcp_conformance.transport.server import H2Server
 
 DEFAULT_PROMPT = (5, 9, 14)
 ACT_S = 10.0
@@ -43,18 +43,14 @@ SHORT_TTL_MS = 150
 """The TTL of the last status an instance sends before its status is made to expire."""
 
 
-class RouterContext(JudgedContext):
+class RouterContext(RoleContext[RouterEnvironment]):
     """One router case's view of the harness."""
 
     def __init__(self, env: RouterEnvironment, case: Case, seed: int, run: str = "main") -> None:
-        super().__init__(case, seed, run)
-        self.env = env
+        super().__init__(env, case, seed, run)
         self.history = env.history
         self.sessions: list[FrontSession] = []
         self.act_s = EMBEDDED_ACT_S if env.config.embedded else ACT_S
-
-    def played_servers(self) -> Sequence[H2Server]:
-        return self.env.servers
 
     def helper_row(self, row: str) -> str:
         """The row a shared helper judges against: ``row`` where the case declares it (or it is ambient), else

@@ -12,19 +12,16 @@ they see goes into one :class:`~.roles.router_history.History`.
 from __future__ import annotations
 
 import asyncio
-import errno
-import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.harness.iut import Answer, Identity, IutLink
+from sdcp_conformance.harness.iut import Answer, IutLink
 from sdcp_conformance.harness.judging import run_nonce
-from sdcp_conformance.harness.patience import Patience
+from sdcp_conformance.harness.role_environment import RoleEnvironment
+from sdcp_conformance.harness.roles.recording import Recorder, current_only
 from sdcp_conformance.harness.roles.router_drafters import PlayedDrafter
 from sdcp_conformance.harness.roles.router_front import CLIENT_IDENTITY, FrontClient
 from sdcp_conformance.harness.roles.router_history import History, PutSeen
@@ -33,13 +30,11 @@ from sdcp_conformance.harness.roles.router_status import StatusReporter
 from sdcp_conformance.harness.roles.router_truth import Facts, FrontSession
 from sdcp_conformance.harness.roles.router_verifiers import PlayedVerifier
 from sdcp_conformance.harness.target import TargetConfig
-from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.messages import ROLE_DRAFTER, ROLE_VERIFIER
-from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
+from sdcp_conformance.transport.pki import Pki, init_pki
 from sdcp_conformance.transport.ports import loopback_base_uris
-from sdcp_conformance.transport.server import H2Server, ServerConfig
-from sdcp_conformance.transport.types import Handler, Request, Response
+from sdcp_conformance.transport.types import Handler
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Case
@@ -55,45 +50,22 @@ DRAFTER_MODELS = (("drafter-1", "bigram-draft-near"), ("drafter-2", "bigram-draf
 IUT_PARTY = "router"
 EMBEDDED_WATCHDOG_S = 0.05
 """The embedded reference router's watchdog interval: small, so failover cases stay short."""
-EMBEDDED_BIND_ATTEMPTS = 3
-"""Free ports are chosen before they are bound; another process may take one meanwhile: choose again."""
 
 
-class _Recorder:
-    """Puts every request the IUT sends a played role into the current case's transcript."""
-
-    def __init__(self, party: str, inner: Handler, transcript: Callable[[], CaseTranscript | None]) -> None:
-        self.party, self._inner, self._transcript = party, inner, transcript
-
-    async def __call__(self, request: Request) -> Response:
-        response = await self._inner(request)
-        transcript = self._transcript()
-        if transcript is not None:
-            target = request.path + (f"?{request.query}" if request.query else "")
-            note = f"fault: {response.fault.value}" if response.fault is not None else ""
-            transcript.record("from-iut", self.party, request.method, target, request.body, response.status,
-                              response.body, content_type=response.header("content-type"), note=note)
-        return response
-
-
-class RouterEnvironment:
+class RouterEnvironment(RoleEnvironment):
     """Everything a router case talks to and through; start with :meth:`start`, end with :meth:`stop`."""
 
+    role = "router"
+
     def __init__(self, config: TargetConfig, pki: Pki) -> None:
-        self.config = config
-        self.pki = pki
-        self.current: CaseTranscript | None = None
+        super().__init__(config, pki)
         self.session_nonce = run_nonce(config.embedded)
         """Mixed into the session IDs the cases choose (D-ID-1: a rerun never meets the last run's sessions)."""
         self.history = History()
         self.cache_app = CacheApp(clock=time.time)
         self.mlc = ObservedMlc(self.cache_app, self.history, config.cache, clock=time.time)
         names = {uri: name for name, uri in pki.base_uris.items()}
-        identities = self._identities()
-        self.iut = IutLink(config.base_uri, config.ca, identities, lambda: self.current,
-                           request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
-                           max_response_bytes=config.max_response_bytes)
-        self._quiet = IutLink(config.base_uri, config.ca, identities, lambda: None,
+        self._quiet = IutLink(config.base_uri, config.ca, self.identities(), lambda: None,
                               max_response_bytes=config.max_response_bytes, patience=self.iut.patience)
         self.front = FrontClient(self.iut.send, self.history)
         self.verifiers: dict[str, PlayedVerifier] = {}
@@ -111,19 +83,10 @@ class RouterEnvironment:
                 status=self._reporter(name, uri, ROLE_DRAFTER), put_lookup=self._latest_put)
         self.fronts: dict[bytes, FrontSession] = {}
         """Every session a case asked the front to open, by id."""
-        self.servers: list[H2Server] = []
         self.embedded: RunningRole | None = None
         self.embedded_app: Any = None
-        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
 
     # ------------------------------------------------------------------ wiring
-
-    def _identities(self) -> dict[str, Identity]:
-        pki = self.pki
-        identities = {name: Identity(name, pki.cert(name), pki.key(name)) for name in pki.parties}
-        identities["no-cert"] = Identity("no-cert", None, None)
-        identities["wrong-ca"] = Identity("wrong-ca", pki.wrong_ca.cert, pki.wrong_ca.key)
-        return identities
 
     def _reporter(self, name: str, uri: str, role: int) -> StatusReporter:
         return StatusReporter(name, uri, role, self.history, quiet=self._quiet.send, recorded=self.iut.send)
@@ -149,11 +112,6 @@ class RouterEnvironment:
         return next((v for v in self.verifiers.values() if v.uri == uri), None)
 
     # ------------------------------------------------------------------ cases
-
-    @property
-    def patience(self) -> Patience:
-        """The deadlines of this certification's requests to the IUT (P1-JUDGE-5; the runner scales them)."""
-        return self.iut.patience
 
     def capabilities(self) -> set[str]:
         found = {f"verifiers:{count}" for count in range(1, len(self.verifiers) + 1)}
@@ -188,52 +146,25 @@ class RouterEnvironment:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    async def start(cls, config: TargetConfig | None = None, *, app_factory: RouterFactory | None = None,
-                    workdir: Path | None = None) -> RouterEnvironment:
-        if config is not None:
-            return await cls._started(config, app_factory, None)
-        for attempt in range(EMBEDDED_BIND_ATTEMPTS):
-            tempdir = tempfile.TemporaryDirectory(prefix="sdcp-certify-router-")
-            folder = Path(workdir or tempdir.name) / f"attempt-{attempt}"
-            try:
-                return await cls._started(embedded_router_target(folder), app_factory, tempdir)
-            except OSError as error:  # a free port taken by another process between choosing and binding it
-                if error.errno != errno.EADDRINUSE or attempt + 1 == EMBEDDED_BIND_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")
+    def embedded_target(cls, folder: Path) -> TargetConfig:
+        return embedded_router_target(folder)
 
-    @classmethod
-    async def _started(cls, config: TargetConfig, app_factory: RouterFactory | None,
-                       tempdir: tempfile.TemporaryDirectory[str] | None) -> RouterEnvironment:
-        environment = cls(config, load_pki(config.pki))
-        environment._tempdir = tempdir
-        try:
-            await environment._serve_harness()
-            if config.embedded:
-                await environment._start_embedded(app_factory)
-            # together: against a router that never answers, one after another cost a request timeout each
-            started = await asyncio.gather(*(reporter.start() for reporter in environment.reporters()),
-                                           return_exceptions=True)  # all settled before stop() below
-            for outcome in started:
-                if isinstance(outcome, BaseException):
-                    raise outcome
-        except BaseException:
-            await environment.stop()
-            raise
-        return environment
+    async def ready(self) -> None:
+        # together: against a router that never answers, one after another cost a request timeout each
+        started = await asyncio.gather(*(reporter.start() for reporter in self.reporters()),
+                                       return_exceptions=True)  # all settled before stop()
+        for outcome in started:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
-    async def _serve_harness(self) -> None:
+    async def serve_played(self) -> None:
         handlers: list[tuple[str, str, Handler]] = [("cache", self.config.cache, self.mlc)]
         handlers += [(name, v.uri, v) for name, v in self.verifiers.items()]
         handlers += [(name, d.uri, d) for name, d in self.drafters.items()]
         for name, uri, handler in handlers:
-            server = H2Server(_Recorder(name, handler, lambda: self.current), ServerConfig(
-                cert=self.pki.cert(name), key=self.pki.key(name), ca=self.pki.ca_cert,
-                host=urlsplit(uri).hostname or "127.0.0.1", port=urlsplit(uri).port or 443, label=name))
-            await server.start()
-            self.servers.append(server)
+            await self.serve(name, uri, Recorder(name, handler, current_only(lambda: self.current)))
 
-    async def _start_embedded(self, app_factory: RouterFactory | None) -> None:
+    async def start_embedded(self, app_factory: RouterFactory | None, **options: Any) -> None:
         from sdcp_conformance.reference.router.service import start_router
         from sdcp_conformance.reference.verifier.service import PartyTls
 
@@ -245,21 +176,18 @@ class RouterEnvironment:
             app_factory=app_factory)
         self.embedded_app = self.embedded.app
 
-    async def stop(self) -> None:
+    async def stop_role(self) -> None:
         for reporter in self.reporters():
             await reporter.stop()
-        await self.iut.aclose()
         await self._quiet.aclose()
+
+    async def stop_embedded(self) -> None:
         if self.embedded is not None:
             await self.embedded.stop()
             self.embedded = None
-        for server in self.servers:
-            await server.stop()
-        self.servers.clear()
+
+    def close_cache(self) -> None:
         self.cache_app.store.close()
-        if self._tempdir is not None:
-            self._tempdir.cleanup()
-            self._tempdir = None
 
     def describe(self) -> dict[str, Any]:
         return {

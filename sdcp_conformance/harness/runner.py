@@ -178,13 +178,11 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     missing = [need for need in case.requires if need not in env.capabilities()]
     if missing:
         return CaseResult(case, Verdict.SKIPPED, skip_reason(missing), run=run)
-    before_case = getattr(env, "before_case", None)
-    if before_case is not None:
-        try:
-            await before_case(case)
-        except OSError as exc:
-            return CaseResult(case, Verdict.ERROR, f"harness error: a listener this case needs could not start: "
-                              f"{exc}", run=run)
+    try:
+        await env.before_case(case)
+    except OSError as exc:
+        return CaseResult(case, Verdict.ERROR, f"harness error: a listener this case needs could not start: "
+                          f"{exc}", run=run)
     if not shared:
         env.reset()
     # A case run again draws other sessions: a target IUT still holds the first run's (D-ID-1).
@@ -214,14 +212,10 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
         result.message = f"harness error: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
     finally:
         env.patience.scale = 1.0
-        release = getattr(env, "release", None)
-        if release is not None:
-            release(context)
+        env.release(context)
         if not shared:
             env.reset()
-        after_case = getattr(env, "after_case", None)  # async undoing (a load set through the target's hook)
-        if after_case is not None:
-            await after_case(context)
+        await env.after_case(context)  # async undoing (a load set through the target's hook)
     _note_lost_answers(context)
     result.duration_s = time.perf_counter() - started
     result.transcript = context.transcript.entries()
@@ -230,7 +224,7 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     result.timed = set(context.timed)
     result.deadline_misses = list(context.transcript.deadline_misses)
     result.disturbed = list(context.transcript.disturbed)
-    result.attachments = dict(getattr(context, "attachments", {}))
+    result.attachments = dict(context.attachments)
     if result.verdict is Verdict.PASSED:
         _conclude(result)
     return result
@@ -439,7 +433,7 @@ async def run_catalogue(env: HarnessEnvironment, catalogue: Catalogue, selected:
     started = time.time()
     plan = order_cases(catalogue, selected, seed)
     results: list[CaseResult | None] = [None] * len(plan)
-    concurrent = jobs > 1 and getattr(env, "supports_concurrency", False)
+    concurrent = jobs > 1 and env.supports_concurrency
     state = _Schedule(env, seed, expected_failures, progress, results)
     running: set[asyncio.Task[None]] = set()
     slots = asyncio.Semaphore(max(1, jobs))

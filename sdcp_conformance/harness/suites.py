@@ -35,6 +35,8 @@ class HarnessEnvironment(Protocol):
 
     config: TargetConfig
     current: CaseTranscript | None
+    supports_concurrency: bool
+    """Cases that declare no global state may run at the same time."""
 
     @property
     def patience(self) -> Patience: ...
@@ -44,6 +46,12 @@ class HarnessEnvironment(Protocol):
     def new_context(self, case: Case, seed: int, run: str) -> JudgedContext: ...
 
     def reset(self) -> None: ...
+
+    async def before_case(self, case: Case) -> None: ...
+
+    def release(self, context: Any) -> None: ...
+
+    async def after_case(self, context: Any) -> None: ...
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -72,17 +80,17 @@ class RoleSuite:
 SUITES: dict[str, RoleSuite] = {
     "verifier": RoleSuite(
         "verifier", "sdcp_conformance.suites.verifier", "sdcp_conformance.harness.environment:Environment",
-        frozenset({"pki", "router", "cache", "drafters"}), "sdcp_conformance.harness.cli:verifier_iut_setup",
+        frozenset({"pki", "router", "cache", "drafters"}), "sdcp_conformance.harness.iut_setup:verifier_iut_setup",
         "target"),
     "drafter": RoleSuite(
         "drafter", "sdcp_conformance.suites.drafter",
         "sdcp_conformance.harness.drafter_environment:DrafterEnvironment",
         frozenset({"pki", "router", "cache", "verifiers", "proposal_timeout_s"}),
-        "sdcp_conformance.harness.drafter_setup:drafter_iut_setup", "draft"),
+        "sdcp_conformance.harness.iut_setup:drafter_iut_setup", "draft"),
     "router": RoleSuite(
         "router", "sdcp_conformance.suites.router", "sdcp_conformance.harness.router_environment:RouterEnvironment",
         frozenset({"pki", "cache", "verifiers", "drafters", "drafter_models"}),
-        "sdcp_conformance.harness.router_setup:router_iut_setup", "none"),
+        "sdcp_conformance.harness.iut_setup:router_iut_setup", "none"),
 }
 
 

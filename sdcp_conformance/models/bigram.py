@@ -79,10 +79,15 @@ def _near_uniform(label: str) -> Numerators:
     return _base(label, -4, 4)
 
 
-def _peaked(label: str) -> Numerators:
-    row = _base(label, -16, 16)
-    row[_word(label + "/peak")] = 128
+def _with_peak(label: str, low: int, high: int, peak: int) -> Numerators:
+    """A :func:`_base` row with one token (the label's ``/peak`` word) raised to ``peak``."""
+    row = _base(label, low, high)
+    row[_word(label + "/peak")] = peak
     return row
+
+
+def _peaked(label: str) -> Numerators:
+    return _with_peak(label, -16, 16, 128)
 
 
 def _tie_top2(label: str) -> Numerators:
@@ -120,9 +125,7 @@ def _wide_random(label: str) -> Numerators:
 
 
 def _near_deterministic(label: str) -> Numerators:
-    row = _base(label, -16, 0)
-    row[_word(label + "/peak")] = 240
-    return row
+    return _with_peak(label, -16, 0, 240)
 
 
 _ROW_BUILDERS: dict[str, Callable[[str], Numerators]] = {

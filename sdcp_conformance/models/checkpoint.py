@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,11 +11,8 @@ import torch
 from safetensors.torch import load_file
 from tokenizers import Tokenizer
 
-from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.models.config import LlamaConfig
+from sdcp_conformance.models.config import CONFIG_FILE, WEIGHTS_FILE, LlamaConfig, read_checkpoint_config
 
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
 
 
@@ -40,10 +36,7 @@ class Checkpoint:
     @classmethod
     def open(cls, path: Path | str) -> Checkpoint:
         folder = Path(path)
-        for name in (CONFIG_FILE, WEIGHTS_FILE):
-            if not (folder / name).is_file():
-                raise InvalidArgument(f"{folder} has no {name}")
-        raw = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+        raw = read_checkpoint_config(folder)
         return cls(path=folder, config=LlamaConfig.from_hf(raw), raw_config=raw)
 
     @property

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from sdcp_conformance.errors import InvalidArgument
@@ -82,4 +84,17 @@ def _rope_theta(raw: Mapping[str, Any]) -> float:
     return float(params.get("rope_theta", raw.get("rope_theta", DEFAULT_ROPE_THETA)))
 
 
-__all__ = ["DEFAULT_ROPE_THETA", "LlamaConfig"]
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+
+
+def read_checkpoint_config(folder: Path) -> dict[str, Any]:
+    """The raw ``config.json`` of a checkpoint folder, which must hold it and ``model.safetensors``."""
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
+        if not (folder / name).is_file():
+            raise InvalidArgument(f"{folder} has no {name}")
+    raw: dict[str, Any] = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+    return raw
+
+
+__all__ = ["CONFIG_FILE", "DEFAULT_ROPE_THETA", "WEIGHTS_FILE", "LlamaConfig", "read_checkpoint_config"]

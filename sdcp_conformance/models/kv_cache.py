@@ -6,12 +6,13 @@ import torch
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.models.config import LlamaConfig
+from sdcp_conformance.models.placement import OnDevice
 
 INITIAL_CAPACITY = 64
 """Positions allocated at first; capacity doubles when a pass needs more."""
 
 
-class KVCache:
+class KVCache(OnDevice):
     """Rotated keys and values of the first :attr:`length` tokens of one session, for every layer.
 
     Storage is ``[layers, 2, kv_heads, capacity, head_dim]``; positions at or
@@ -44,13 +45,8 @@ class KVCache:
     def config(self) -> LlamaConfig:
         return self._config
 
-    @property
-    def device(self) -> torch.device:
-        return self._store.device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self._store.dtype
+    def _placed(self) -> torch.Tensor:
+        return self._store
 
     def truncate(self, length: int) -> None:
         """Forget every position from ``length`` on (keep the first ``length`` tokens)."""

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.models.config import LlamaConfig
+from sdcp_conformance.models.placement import OnDevice
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class LayerWeights:
 
 
 @dataclass(frozen=True)
-class LlamaWeights:
+class LlamaWeights(OnDevice):
     """All tensors of a ``LlamaForCausalLM``, on one device, in one dtype."""
 
     config: LlamaConfig
@@ -43,13 +44,8 @@ class LlamaWeights:
     norm: torch.Tensor
     lm_head: torch.Tensor
 
-    @property
-    def device(self) -> torch.device:
-        return self.embed.device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.embed.dtype
+    def _placed(self) -> torch.Tensor:
+        return self.embed
 
     @classmethod
     def from_state_dict(

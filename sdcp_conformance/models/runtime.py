@@ -27,9 +27,10 @@ from sdcp_conformance.models.checkpoint import Checkpoint
 from sdcp_conformance.models.config import LlamaConfig
 from sdcp_conformance.models.kv_cache import KVCache
 from sdcp_conformance.models.llama import LlamaWeights, forward
+from sdcp_conformance.models.placement import OnDevice
 
 
-class LlamaRuntime:
+class LlamaRuntime(OnDevice):
     """A Llama model on one device in one dtype, scoring many sessions per forward pass."""
 
     def __init__(self, weights: LlamaWeights) -> None:
@@ -61,13 +62,8 @@ class LlamaRuntime:
     def config(self) -> LlamaConfig:
         return self.weights.config
 
-    @property
-    def device(self) -> torch.device:
-        return self.weights.device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.weights.dtype
+    def _placed(self) -> torch.Tensor:
+        return self.weights.embed
 
     def new_cache(self) -> KVCache:
         """An empty cache for one session, on this runtime's device and dtype."""

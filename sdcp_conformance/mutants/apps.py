@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.mutants.base import MutantApp, MutantSession
 from sdcp_conformance.mutants.faulty import raw_member
 from sdcp_conformance.protocol.chain import CONTRACT_DOMAIN, prefix_digest
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import SessionOpen, Status
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.verifier.app import _HttpError, _SessionSlot

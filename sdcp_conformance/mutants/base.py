@@ -16,12 +16,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from sdcp_conformance.harness.case import Verdict as CaseVerdict
+from sdcp_conformance.mutants.record import PROFILE_KILLS, STRICT_KILLS, MutantRecord
 from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.control import EscalationPolicy, SpeculationControl
 from sdcp_conformance.protocol.messages import SessionOpen
@@ -78,32 +78,15 @@ class MutantApp(VerifierApp):
         return self.session_class(opening, prompt, vocab_size=vocab_size, committed_output=committed)
 
 
-STRICT_KILLS = frozenset({CaseVerdict.FAILED})
-PROFILE_KILLS = frozenset({CaseVerdict.FAILED, CaseVerdict.NON_STRICT})
-
-
 @dataclass(frozen=True)
-class Mutant:
+class Mutant(MutantRecord):
     """One named faulty variant of the reference verifier."""
 
-    name: str
-    """Stable forever (killers.json and test IDs use it)."""
-    area: str
-    description: str
-    section: str
-    violates: str
-    """The sentence of the draft (or profile item) the bug breaks."""
+    role: ClassVar[str] = "verifier"
     session: type[MutantSession] = MutantSession
     app: type[MutantApp] = MutantApp
     wrap_cache: Callable[[Cache], Cache] | None = None
     wrap_model: Callable[[TargetModel], TargetModel] | None = None
-    profile_only: bool = False
-    """The bug breaks only a profile choice, so the suite can at most say NON-STRICT about it."""
-
-    @property
-    def kill_verdicts(self) -> frozenset[CaseVerdict]:
-        """Verdicts that count as detecting this mutant (NON-STRICT only for a profile-only bug)."""
-        return PROFILE_KILLS if self.profile_only else STRICT_KILLS
 
     def factory(self, config: VerifierConfig, model: TargetModel | Sequence[TargetModel], cache: Cache,
                 router: RouterLink) -> VerifierApp:
@@ -114,10 +97,6 @@ class Mutant:
         if self.wrap_cache is not None:
             cache = self.wrap_cache(cache)
         return self.app(config, models, cache, router, session_class=self.session)
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "area": self.area, "description": self.description, "section": self.section,
-                "violates": self.violates, "profile_only": self.profile_only}
 
 
 UNMUTATED = Mutant("unmutated", "none", "the hookable base classes with no bug planted (a control)", "-", "-")

@@ -16,37 +16,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from sdcp_conformance.harness.case import Verdict as CaseVerdict
+from sdcp_conformance.mutants.record import PROFILE_KILLS, STRICT_KILLS, MutantRecord
 from sdcp_conformance.reference.drafter.app import DrafterApp, DrafterConfig
 from sdcp_conformance.reference.drafter.session import DrafterSession
 
-STRICT_KILLS = frozenset({CaseVerdict.FAILED})
-PROFILE_KILLS = frozenset({CaseVerdict.FAILED, CaseVerdict.NON_STRICT})
-
 
 @dataclass(frozen=True)
-class DrafterMutant:
+class DrafterMutant(MutantRecord):
     """One named faulty variant of the reference drafter."""
 
-    name: str
-    """Stable forever (killers-drafter.json and test IDs use it); unique across roles."""
-    area: str
-    description: str
-    section: str
-    violates: str
-    """The sentence of the draft (or profile item) the bug breaks, verbatim."""
+    role: ClassVar[str] = "drafter"
     app: type[DrafterApp] = DrafterApp
     session: type[DrafterSession] | None = None
     model: Callable[[Any], Any] | None = None
     """Wraps the draft model, each of them when the drafter serves several (the sampling bugs)."""
-    profile_only: bool = False
-    """The bug breaks only a profile choice, so the suite can at most say NON-STRICT about it."""
-
-    @property
-    def kill_verdicts(self) -> frozenset[CaseVerdict]:
-        return PROFILE_KILLS if self.profile_only else STRICT_KILLS
 
     def factory(self, config: DrafterConfig, model: Any, cache: Any, verifier: Any, router: Any) -> DrafterApp:
         """``factory(config, model, cache, verifier, router)`` for ``certify(app_factory=..., role="drafter")``."""
@@ -57,10 +42,6 @@ class DrafterMutant:
         if self.session is not None:
             app.session_class = self.session
         return app
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "area": self.area, "description": self.description, "section": self.section,
-                "violates": self.violates, "profile_only": self.profile_only, "role": "drafter"}
 
 
 UNMUTATED_DRAFTER = DrafterMutant("unmutated-drafter", "none", "the reference drafter built through the mutant "

@@ -19,9 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from sdcp_conformance.cache.append import CacheReply, ObjectClient
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage, ProtocolError
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.chain import uint32
 from sdcp_conformance.protocol.codec import decode_sequence, encode
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.rng import PURPOSE_ACCEPT, PURPOSE_DRAW, UniformSource
 from sdcp_conformance.protocol.rules import RuleOutcome, residual

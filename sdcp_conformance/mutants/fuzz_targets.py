@@ -8,8 +8,8 @@ knows both lists.
 
 from __future__ import annotations
 
-from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.mutants.base import Mutant, MutantSession
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Proposal
 from sdcp_conformance.protocol.problems import ProblemType
 

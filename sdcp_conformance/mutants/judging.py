@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.mutants.base import MutantApp, MutantSession
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Proposal, SessionOpen
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.verifier.session import Committed, PendingCommit

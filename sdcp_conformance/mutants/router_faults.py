@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sdcp_conformance.cache.commit_log import CommitRecord, FenceRecord, encode_record
-from sdcp_conformance.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.messages import Assignment, Contract, Event, Output, Policy, SessionState, Status
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.frontend import RouterFrontend

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.mutants.base import MutantSession
 from sdcp_conformance.mutants.faulty import (
     Rule1Fault,
@@ -21,6 +20,7 @@ from sdcp_conformance.mutants.faulty import (
 )
 from sdcp_conformance.protocol.contract import RULE_SPECULATIVE_SAMPLING
 from sdcp_conformance.protocol.control import Action, EscalationPolicy, RoundControl, SpeculationControl
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import (
     Assignment,
     Event,

@@ -29,10 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.models.config import LlamaConfig
-
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
+from sdcp_conformance.models.config import WEIGHTS_FILE, LlamaConfig, read_checkpoint_config
 
 Array = npt.NDArray[np.float64]
 
@@ -106,10 +103,7 @@ class NumpyLlama:
     def load(cls, folder: Path | str) -> NumpyLlama:
         """Read ``config.json`` and ``model.safetensors`` of a checkpoint folder."""
         root = Path(folder)
-        for name in (CONFIG_FILE, WEIGHTS_FILE):
-            if not (root / name).is_file():
-                raise InvalidArgument(f"{root} has no {name}")
-        config = LlamaConfig.from_hf(json.loads((root / CONFIG_FILE).read_text(encoding="utf-8")))
+        config = LlamaConfig.from_hf(read_checkpoint_config(root))
         return cls.from_tensors(config, read_safetensors(root / WEIGHTS_FILE))
 
     @classmethod

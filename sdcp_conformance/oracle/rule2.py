@@ -32,12 +32,7 @@ def distribution(logits: Sequence[float], sampling: Mapping[str, int] | None, ru
         best = max(logits)
         top = min(index for index, value in enumerate(logits) if value == best)
         return [1.0 if index == top else 0.0 for index in range(len(logits))]
-    scaled = [value / temperature for value in logits]
-    k = profile.get("top_k") or 0
-    if 0 < k < len(scaled):
-        ranked = sorted(range(len(scaled)), key=lambda index: (-scaled[index], index))
-        kept = set(ranked[:k])
-        scaled = [value if index in kept else -math.inf for index, value in enumerate(scaled)]
+    scaled = mask_top_k([value / temperature for value in logits], profile.get("top_k") or 0)
     peak = max(scaled)
     weights = [math.exp(value - peak) if value != -math.inf else 0.0 for value in scaled]
     total = sum(weights)
@@ -45,20 +40,35 @@ def distribution(logits: Sequence[float], sampling: Mapping[str, int] | None, ru
     top_p = profile.get("top_p_milli", 1000)
     if top_p >= 1000:
         return probs
-    order = sorted(range(len(probs)), key=lambda index: (-probs[index], index))
-    kept_ids, running = [], 0.0
-    for index in order:
-        if probs[index] == 0.0:
-            break
-        kept_ids.append(index)
-        running += probs[index]
-        if running >= top_p / 1000:
-            break
+    kept_ids = nucleus(probs, top_p)
     mass = 0.0
     for index in kept_ids:
         mass += probs[index]
     chosen = set(kept_ids)
     return [probs[index] / mass if index in chosen else 0.0 for index in range(len(probs))]
+
+
+def mask_top_k(logits: list[float], k: int) -> list[float]:
+    """Top-k: the ``k`` largest logits kept (ties to the smaller id), the others -inf; all kept unless 0 < k < V."""
+    if not 0 < k < len(logits):
+        return logits
+    ranked = sorted(range(len(logits)), key=lambda index: (-logits[index], index))
+    kept = set(ranked[:k])
+    return [value if index in kept else -math.inf for index, value in enumerate(logits)]
+
+
+def nucleus(probs: Sequence[float], top_p_milli: int) -> list[int]:
+    """Top-p: the ids of the shortest prefix, by probability descending (ties by id), whose sum reaches top_p."""
+    kept: list[int] = []
+    running = 0.0
+    for index in sorted(range(len(probs)), key=lambda index: (-probs[index], index)):
+        if probs[index] == 0.0:
+            break
+        kept.append(index)
+        running += probs[index]
+        if running >= top_p_milli / 1000:
+            break
+    return kept
 
 
 def draw(weights: Sequence[float], u: float) -> int:
@@ -107,4 +117,14 @@ def rule2(p_rows: Sequence[Sequence[float]], q_rows: Sequence[Sequence[float]], 
     return Rule2Expectation(m, [*tokens, extra])
 
 
-__all__ = ["PURPOSE_ACCEPT", "PURPOSE_DRAW", "Rule2Expectation", "distribution", "draw", "rule2", "uniform"]
+__all__ = [
+    "PURPOSE_ACCEPT",
+    "PURPOSE_DRAW",
+    "Rule2Expectation",
+    "distribution",
+    "draw",
+    "mask_top_k",
+    "nucleus",
+    "rule2",
+    "uniform",
+]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from sdcp_conformance.oracle.rule2 import distribution
+from sdcp_conformance.oracle.rule2 import distribution, mask_top_k, nucleus
 
 TEMPERATURE, TOP_K, TOP_P = "temperature", "top-k", "top-p"
 DRAFT_ORDER = (TEMPERATURE, TOP_K, TOP_P)
@@ -58,7 +58,7 @@ def ordered_distribution(logits: Sequence[float], sampling: Mapping[str, int] | 
         if step == TEMPERATURE:
             current = [value / temperature if value != -math.inf else -math.inf for value in current]
         elif step == TOP_K:
-            current = _top_k(current, profile.get("top_k") or 0)
+            current = mask_top_k(current, profile.get("top_k") or 0)
         else:
             current = _top_p(current, profile.get("top_p_milli", 1000))
     return _softmax(current)
@@ -80,26 +80,10 @@ def support(row: Sequence[float]) -> frozenset[int]:
     return frozenset(index for index, value in enumerate(row) if value > 0.0)
 
 
-def _top_k(logits: list[float], k: int) -> list[float]:
-    if not 0 < k < len(logits):
-        return logits
-    ranked = sorted(range(len(logits)), key=lambda index: (-logits[index], index))
-    kept = set(ranked[:k])
-    return [value if index in kept else -math.inf for index, value in enumerate(logits)]
-
-
 def _top_p(logits: list[float], top_p_milli: int) -> list[float]:
     if top_p_milli >= 1000:
         return logits
-    probs = _softmax(logits)
-    kept, running = set(), 0.0
-    for index in sorted(range(len(probs)), key=lambda index: (-probs[index], index)):
-        if probs[index] == 0.0:
-            break
-        kept.add(index)
-        running += probs[index]
-        if running >= top_p_milli / 1000:
-            break
+    kept = set(nucleus(_softmax(logits), top_p_milli))
     return [value if index in kept else -math.inf for index, value in enumerate(logits)]
 
 

@@ -305,22 +305,6 @@ def _at_tokens(rows: F, x: Ints) -> F:
     return taken
 
 
-class _Rows(Protocol):
-    """What the alternative families read of a round, or of a stack of rounds (a leading axis each)."""
-
-    p: F
-    q: F
-    x: Ints
-    px: F
-    qx: F
-    alpha: F
-    residual: F
-    draws: F
-
-    @property
-    def m(self) -> int: ...
-
-
 @dataclass
 class _Derived:
     """A round's (or a stack of rounds') exact law and its interval bounds on (a, y), before cells."""
@@ -460,7 +444,7 @@ def _shape_key(law: RoundLaw) -> tuple[object, ...]:
 
 @dataclass
 class _Stack:
-    """The rows of rounds of one shape, stacked on a leading axis: what the families read (see :class:`_Rows`)."""
+    """The rows of rounds of one shape, stacked on a leading axis: what the families read (see :data:`_Rows`)."""
 
     p: F
     q: F
@@ -475,6 +459,10 @@ class _Stack:
     def m(self) -> int:
         return int(self.x.shape[-1])
 
+
+_Rows = RoundLaw | _Stack
+"""What the alternative families read: one round, or a stack of rounds (a leading axis each);
+both hold ``p``, ``q``, ``x``, ``px``, ``qx``, ``alpha``, ``residual``, ``draws`` and ``m``."""
 
 LawArguments = tuple[F, F, tuple[int, ...], frozenset[int], dict[str, F], Tolerance, "npt.NDArray[np.bool_] | None"]
 """:class:`RoundLaw`'s constructor arguments, in order."""
@@ -535,7 +523,7 @@ def laws_with_alternatives(rounds: Sequence[LawArguments]) -> list[tuple[RoundLa
 Parts = tuple[F, F, F]
 """A family's (acceptance probabilities M, draw rows M x V, bonus row V): its law is their :func:`outcome_law`.
 
-Every family reads a round's rows through :class:`_Rows` and works on any leading axes: one round, or a stack."""
+Every family reads a round's rows through :data:`_Rows` and works on any leading axes: one round, or a stack."""
 
 
 def _family_rows(law: _Rows, p: F, *, draw_only: bool = False) -> Parts:

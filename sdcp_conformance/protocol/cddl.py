@@ -25,8 +25,9 @@ from typing import Any
 
 import cddl_verifier
 
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol import codec
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.problems import ProblemType
 
 SCHEMA_RESOURCE = "sdcp.cddl"

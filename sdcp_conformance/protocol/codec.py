@@ -27,7 +27,8 @@ from typing import Any
 
 import cbor2
 
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.protocol.errors import MalformedMessage
 
 MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 """P1-MSG-2: bodies over 16 MiB may be refused."""

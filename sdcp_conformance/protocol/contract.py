@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.protocol.chain import contract_digest
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Contract
 from sdcp_conformance.protocol.problems import ProblemType
 

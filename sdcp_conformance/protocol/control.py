@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sdcp_conformance.errors import InvalidArgument, ProtocolError
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.rules import is_low_round
 
@@ -40,6 +41,16 @@ class Action(enum.IntEnum):
             return cls(value)
         except ValueError:
             return cls.FAIL
+
+
+class Phase(enum.IntEnum):
+    """P1-STATE-1: the values of ``session-state.state`` (the action codes a session can be in), declared once for
+    the reference verifier and for every party the harness plays."""
+
+    ACTIVE = Action.CONTINUE
+    SELF_DECODING = Action.SELF_DECODE
+    FINISHED = Action.FINISH
+    FAILED = Action.FAIL
 
 
 LADDER_ACTIONS = frozenset({Action.REDUCE, Action.SWITCH, Action.SELF_DECODE, Action.FAIL})
@@ -208,6 +219,7 @@ __all__ = [
     "M_MAX_LIMIT",
     "Action",
     "EscalationPolicy",
+    "Phase",
     "RoundControl",
     "SpeculationControl",
 ]

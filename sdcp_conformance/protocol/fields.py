@@ -66,22 +66,23 @@ def bstr(*, size: int | None = None) -> Field:
     return Field(f"bstr .size {size}" if size is not None else "bstr", parse)
 
 
-def tstr() -> Field:
-    def parse(value: Any, path: str) -> str:
-        if not isinstance(value, str):
-            raise FieldError(path, f"expected tstr, got {_describe(value)}")
+def _instance_of(name: str, kind: type) -> Field:
+    """The CDDL type ``name``: any value of the Python type ``kind``, kept as it is."""
+
+    def parse(value: Any, path: str) -> Any:
+        if not isinstance(value, kind):
+            raise FieldError(path, f"expected {name}, got {_describe(value)}")
         return value
 
-    return Field("tstr", parse)
+    return Field(name, parse)
+
+
+def tstr() -> Field:
+    return _instance_of("tstr", str)
 
 
 def boolean() -> Field:
-    def parse(value: Any, path: str) -> bool:
-        if not isinstance(value, bool):
-            raise FieldError(path, f"expected bool, got {_describe(value)}")
-        return value
-
-    return Field("bool", parse)
+    return _instance_of("bool", bool)
 
 
 def array(item: Field, *, min_items: int = 0) -> Field:

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.protocol import fields as f
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.problems import ProblemType
 
 LADDER_ACTIONS = (Action.REDUCE, Action.SWITCH, Action.SELF_DECODE, Action.FAIL)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sdcp_conformance.errors import InvalidArgument, ProtocolError
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.rng import PURPOSE_ACCEPT, PURPOSE_DRAW, UniformSource
 from sdcp_conformance.protocol.sampling import FloatRow, draw_token, greedy_token

@@ -19,9 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcp_conformance.errors import MalformedMessage, SdcpConformanceError
+from sdcp_conformance.errors import SdcpConformanceError
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Output, Sampling
 from sdcp_conformance.reference.frontend import CLIENT_PREFIX
 from sdcp_conformance.reference.verifier.service import PartyTls

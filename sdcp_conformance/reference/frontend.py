@@ -23,8 +23,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage, ProtocolError
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.codec import decode, encode
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.messages import Event, Sampling
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.reference.router.app import NoEligibleInstance, PolicyRefused, RouterApp, RouterError

@@ -7,6 +7,7 @@ One function per role, used by the stack (all roles in one process), by
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -62,11 +63,18 @@ async def start_drafter(base_uri: str, tls: PartyTls, model: RuntimeModel | Sequ
                         routers: Sequence[str], cache_base: str,
                         *, host: str = "127.0.0.1", seed: int | None = None,
                         measured_timing: bool = True,
-                        app_factory: Callable[..., DrafterApp] | None = None) -> RunningRole:
+                        app_factory: Callable[..., DrafterApp] | None = None,
+                        proposal_timeout_s: float | None = None, status_ttl_ms: int | None = None) -> RunningRole:
     """The reference drafter (or ``app_factory``'s app: a mutant's) as a running role, reporting its status; it
-    serves every model given (D-DRF-20)."""
+    serves every model given (D-DRF-20). ``proposal_timeout_s`` and ``status_ttl_ms``, when given, replace the
+    served defaults (the embedded IUT of a drafter certification shortens both, so that a verdict lost by silence
+    is retried within a case)."""
     config = DrafterConfig(base_uri=base_uri, routers=frozenset(routers), cache_base=cache_base, seed=seed,
                            measured_timing=measured_timing)
+    if proposal_timeout_s is not None:
+        config = dataclasses.replace(config, proposal_timeout_s=proposal_timeout_s)
+    if status_ttl_ms is not None:
+        config = dataclasses.replace(config, status_ttl_ms=status_ttl_ms)
     http = party_http_client(tls.cert, tls.key, tls.ca)
     clients: dict[str, SdcpClient] = {}
     factory = _client_factory(tls, clients, Timeouts())

@@ -9,7 +9,7 @@ forward pass. Thread-confined: one caller thread at a time (the verifier's
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,17 +108,8 @@ class RuntimeDraftModel(LogitsDraftModel):
         self._model = model
         self._session = b""
 
-    def draft(
-        self,
-        session_key: bytes,
-        context: tuple[int, ...],
-        m: int,
-        sampling: Mapping[str, int] | None,
-        rule: int,
-        rng: np.random.Generator,
-    ) -> tuple[tuple[int, ...], npt.NDArray[np.float32] | None]:
+    def _begin(self, session_key: bytes) -> None:
         self._session = session_key
-        return super().draft(session_key, context, m, sampling, rule, rng)
 
     def _next_logits(self, context: Sequence[int]) -> npt.NDArray[np.float64]:
         rows = self._model.score([ScoreItem(self._session, tuple(context), ())])[0]

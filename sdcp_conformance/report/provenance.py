@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sdcp_conformance import __version__
+from sdcp_conformance.transport.certificates import fingerprint_der, fingerprint_pem
 
 PACKAGE = Path(__file__).resolve().parents[1]
 HASHED_SUFFIXES = frozenset({".py", ".cddl", ".json", ".md", ".txt", ".j2"})
@@ -36,23 +37,6 @@ def source_hash(root: Path = PACKAGE) -> str:
 
 def harness_info() -> dict[str, Any]:
     return {"name": "sdcp-conformance", "version": __version__, "source_sha256": source_hash()}
-
-
-def fingerprint_der(der: bytes) -> str:
-    """``sha256:`` and the hex SHA-256 of a DER certificate (what ``openssl x509 -fingerprint -sha256`` shows)."""
-    return "sha256:" + hashlib.sha256(der).hexdigest()
-
-
-def fingerprint_pem(path: Path) -> str | None:
-    """The fingerprint of the first certificate in a PEM file; None if it cannot be read."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives.serialization import Encoding
-
-    try:
-        cert = x509.load_pem_x509_certificate(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    return fingerprint_der(cert.public_bytes(Encoding.DER))
 
 
 def embedded_iut_fingerprint(workdir: Path, iut_uri: str) -> str | None:

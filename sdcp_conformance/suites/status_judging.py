@@ -13,8 +13,10 @@ import functools
 import itertools
 
 from sdcp_conformance.harness.judging import JudgedContext
+from sdcp_conformance.harness.patience import LoopStall
 from sdcp_conformance.harness.roles.played_router import StatusInbox, StatusReport
 from sdcp_conformance.harness.roles.router_status import instance_id
+from sdcp_conformance.judge.status_budget import STATUS_TIMED_TTL_MS, WAIT_BUDGET_S
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.transport.types import media_type
 
@@ -23,11 +25,6 @@ RTR_1 = "In `PUT instances/{id}/status`, `{id}` is the base64url (no padding) of
 INTERVAL_ROW = "R-6.1-STATUS-INTERVAL"
 REPORTS = 4
 """Intervals judged: the first report and the four after it (fewer when ttl_ms is long, see ``WAIT_BUDGET_S``)."""
-WAIT_BUDGET_S = 40.0
-"""D-JUDGE-STATUS-TTL: the case waits for reports for at most this long, so a long ttl_ms times fewer intervals; one
-of over half of it leaves fewer than the two intervals the span check needs, and the case is SKIPPED after judging
-the reports in hand, naming the ttl_ms that would let it run (a long ttl_ms is no fault, but it cannot be timed
-within a case)."""
 FIRST_REPORT_S = 30.0
 """How long the first report may take when none has arrived yet (the instance may have started just now)."""
 JITTER_S = 0.1
@@ -38,8 +35,6 @@ SPAN_FROM = 1
 the arrival jitter cancels but for (delay of the last - delay of the first) / n, so an interval of ttl_ms itself, not
 shorter, shows as a mean gap of at least ttl_ms, which no slack per gap tells from jitter. The first report may have
 been stamped while the harness was busy with the case before (late, so the first gap reads short): it is left out."""
-STATUS_TIMED_TTL_MS = int(1000 * WAIT_BUDGET_S / 2)
-"""The longest ttl_ms whose two intervals fit in the case's wait (what `pki init` tells a vendor)."""
 ROLES = {1: "drafter", 2: "verifier"}
 
 
@@ -48,11 +43,15 @@ def _newer(inbox: StatusInbox, sequence: int) -> bool:
 
 
 async def judge_status_reports(ctx: JudgedContext, inbox: StatusInbox, *, base_uri: str, role: int,
-                               message_row: str, path_row: str) -> None:
+                               message_row: str, path_row: str, stall: LoopStall | None = None) -> None:
     """Five consecutive status reports (fewer for a long ttl_ms): each within ttl_ms of the last, the mean gap of the
     last four under ttl_ms (``INTERVAL_ROW``); each a status message naming ``base_uri`` with ``role``
     (``message_row``), labelled application/sdcp+cbor (R-5.1-MEDIA-TYPE), at instances/<b64url(base_uri)>/status
-    (``path_row``)."""
+    (``path_row``).
+
+    ``stall``: the harness's own event-loop stalls (D-JUDGE-TIME-2). A report is stamped when the harness's loop
+    gets to it; a gap during which that loop could not run is shortened by the stall, and the wait for a report
+    due is moved on by it: a busy machine is not a late instance (P1-JUDGE-5)."""
     loop = asyncio.get_running_loop()
     first = inbox.reports[-1] if inbox.reports else None
     if first is None:  # none yet: the instance's first report starts the clock
@@ -79,12 +78,15 @@ async def judge_status_reports(ctx: JudgedContext, inbox: StatusInbox, *, base_u
         # Waiting for the next report is bounded by the last one's ttl_ms: it is due before then (§6.1).
         due = max(0.0, last.at + ttl_s + JITTER_S - loop.time())
         await inbox.wait_for(functools.partial(_newer, inbox, last.sequence), due)
+        while not inbox.since(last.sequence) and stall is not None and \
+                (moved := last.at + ttl_s + JITTER_S + stall.since(last.at) - loop.time()) > 0:
+            await inbox.wait_for(functools.partial(_newer, inbox, last.sequence), moved)
         following = inbox.since(last.sequence)
         if not following:
             ctx.fail(f"no status report within ttl_ms ({ttl_s * 1000:.0f} ms) of the last one", row=INTERVAL_ROW,
                      expected=[f"a report within {ttl_s * 1000:.0f} ms"], actual="none")
         reports.append(following[0])
-    _judge_intervals(ctx, reports)
+    _judge_intervals(ctx, reports, stall)
     _judge_fields(ctx, reports[1:], base_uri, role, message_row, path_row)
 
 
@@ -109,15 +111,21 @@ def _judge_fields(ctx: JudgedContext, reports: list[StatusReport], base_uri: str
                       row=path_row, expected=base_uri, actual=report.status.instance)
 
 
-def _judge_intervals(ctx: JudgedContext, reports: list[StatusReport]) -> None:
+def _gap(earlier: StatusReport, later: StatusReport, stall: LoopStall | None) -> float:
+    """The time between two reports' arrivals, less the harness's own stall in between (D-JUDGE-TIME-2)."""
+    gap = later.at - earlier.at
+    return gap - (stall.between(earlier.at, later.at) if stall is not None else 0.0)
+
+
+def _judge_intervals(ctx: JudgedContext, reports: list[StatusReport], stall: LoopStall | None = None) -> None:
     for earlier, later in itertools.pairwise(reports):
         if earlier.status is None:
             continue
-        gap = later.at - earlier.at
+        gap = _gap(earlier, later, stall)
         ctx.check(gap < earlier.status.ttl_ms / 1000 + JITTER_S, f"{gap:.2f} s between status reports, ttl_ms "
                   f"{earlier.status.ttl_ms}", row=INTERVAL_ROW, expected=f"< {earlier.status.ttl_ms} ms",
                   actual=f"{gap * 1000:.0f} ms")
-    timed = [(earlier.status.ttl_ms / 1000, later.at - earlier.at)
+    timed = [(earlier.status.ttl_ms / 1000, _gap(earlier, later, stall))
              for earlier, later in itertools.pairwise(reports[SPAN_FROM:]) if earlier.status is not None]
     if timed:
         allowed, span = (sum(column) for column in zip(*timed, strict=True))

@@ -46,6 +46,7 @@ from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.transport.h2state import GoawayAwareConnection
 from sdcp_conformance.transport.problem import status_problem_response
+from sdcp_conformance.transport.server import listening_port
 from sdcp_conformance.transport.server_connection import make_request
 from sdcp_conformance.transport.tls import peer_uri_san, serve_tls
 from sdcp_conformance.transport.types import Handler, Request, Response
@@ -283,9 +284,7 @@ class MisbehavingServer:
 
     @property
     def port(self) -> int:
-        if self._server is None:
-            raise InvalidArgument("the server is not started")
-        return int(self._server.sockets[0].getsockname()[1])
+        return listening_port(self._server)
 
     async def __aenter__(self) -> MisbehavingServer:
         await self.start()

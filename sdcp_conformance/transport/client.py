@@ -15,15 +15,12 @@ functions) live in :mod:`.exchange` and the failure types in
 
 from __future__ import annotations
 
-from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from sdcp_conformance.protocol import codec
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.transport.exchange import (
     MAX_ATTEMPTS,
-    MAX_RESPONSE_BYTES,
     ClientResponse,
     Timeouts,
     is_retry_safe,
@@ -34,64 +31,13 @@ from sdcp_conformance.transport.failures import ConnectionInfo, FailureKind, Sta
 from sdcp_conformance.transport.h2client import H2Client
 
 
-class SdcpClient:
+class SdcpClient(H2Client):
     """An async HTTP/2 client for one peer, authenticated as one party (D-CLI-3: async only).
 
-    ``async with SdcpClient(base_uri, cert, key, ca) as client: await client.request(...)``.
+    ``async with SdcpClient(base_uri, cert, key, ca) as client: await client.request(...)``: an
+    :class:`~.h2client.H2Client` (``retry`` defaults to :func:`is_retry_safe`; a refused handshake is
+    never retried; ``timeout`` overrides the attempt's deadline) that also sends typed messages.
     """
-
-    def __init__(
-        self,
-        base_uri: str,
-        cert: Path | None,
-        key: Path | None,
-        ca: Path,
-        *,
-        timeouts: Timeouts | None = None,
-        max_attempts: int = MAX_ATTEMPTS,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-    ) -> None:
-        self.base_uri = base_uri if base_uri.endswith("/") else base_uri + "/"
-        self.timeouts = timeouts or Timeouts()
-        self.max_attempts = max_attempts
-        self._h2 = H2Client(self.base_uri, cert, key, ca, timeouts=self.timeouts, max_attempts=max_attempts,
-                            max_response_bytes=max_response_bytes)
-
-    async def __aenter__(self) -> SdcpClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self._h2.aclose()
-
-    @property
-    def connections(self) -> list[ConnectionInfo]:
-        """Every connection opened so far, with its TLS version and ALPN."""
-        return self._h2.connections
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None = None,
-        *,
-        headers: dict[str, str] | None = None,
-        retry: bool | None = None,
-        timeout: float | None = None,
-    ) -> ClientResponse:
-        """Send one request (path relative to the base URI) and read the whole response.
-
-        ``retry`` defaults to :func:`is_retry_safe`; a refused handshake is never
-        retried; ``timeout`` overrides the attempt's deadline.
-        """
-        return await self._h2.request(method, path, body, headers=headers, retry=retry, timeout=timeout)
 
     async def send_message(self, method: str, path: str, message: Any, *, retry: bool | None = None) -> ClientResponse:
         """Encode ``message`` deterministically (P1-MSG-1) and send it as application/sdcp+cbor."""

@@ -11,8 +11,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol import codec
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.problems import PROBLEM_CBOR_MEDIA_TYPE, PROBLEM_MEDIA_TYPE, SDCP_MEDIA_TYPE
 from sdcp_conformance.transport.failures import ConnectionInfo, FailureKind, TransportFailure
 from sdcp_conformance.transport.problem import Problem, parse_problem

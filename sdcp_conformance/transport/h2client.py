@@ -50,7 +50,7 @@ import ssl
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 import h2.exceptions
@@ -206,7 +206,7 @@ class H2Client:
         """Every connection opened (the newest :data:`MAX_CONNECTION_RECORDS`): number, TLS version, ALPN."""
         self.connections_opened = 0
 
-    async def __aenter__(self) -> H2Client:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

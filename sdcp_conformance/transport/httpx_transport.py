@@ -19,9 +19,10 @@ from pathlib import Path
 
 import httpx
 
-from sdcp_conformance.transport.exchange import MAX_RESPONSE_BYTES, Timeouts
+from sdcp_conformance.transport.exchange import MAX_RESPONSE_BYTES
 from sdcp_conformance.transport.failures import FailureKind, Stage, TransportFailure
 from sdcp_conformance.transport.h2client import H2Client
+from sdcp_conformance.transport.origins import H2Origins
 
 _NOT_FORWARDED = frozenset({"host", "content-length", "connection", "transfer-encoding", "keep-alive",
                             "accept-encoding", "upgrade", "proxy-connection"})
@@ -33,21 +34,12 @@ class H2Transport(httpx.AsyncBaseTransport):
 
     def __init__(self, cert: Path | None, key: Path | None, ca: Path, *,
                  max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
-        self._cert, self._key, self._ca = cert, key, ca
-        self._max_response_bytes = max_response_bytes
-        self._clients: dict[tuple[str, int], H2Client] = {}
+        self._origins = H2Origins(cert, key, ca, max_response_bytes=max_response_bytes)
 
     def _client(self, url: httpx.URL) -> H2Client:
         if url.scheme != "https":
             raise httpx.UnsupportedProtocol(f"SDCP is HTTPS only (§5.1), not {url.scheme!r}")
-        origin = (url.host, url.port or 443)
-        client = self._clients.get(origin)
-        if client is None:
-            host = f"[{url.host}]" if ":" in url.host else url.host
-            client = self._clients[origin] = H2Client(
-                f"https://{host}:{origin[1]}/", self._cert, self._key, self._ca, timeouts=Timeouts(), max_attempts=1,
-                max_response_bytes=self._max_response_bytes)
-        return client
+        return self._origins.origin_client(url.host, url.port or 443)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         client = self._client(request.url)
@@ -62,9 +54,7 @@ class H2Transport(httpx.AsyncBaseTransport):
                               request=request, extensions={"http_version": b"HTTP/2"})
 
     async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.aclose()
+        await self._origins.aclose()
 
 
 def _deadline(request: httpx.Request) -> float | None:

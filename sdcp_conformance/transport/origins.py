@@ -33,15 +33,19 @@ class H2Origins:
             raise TransportFailure(FailureKind.REFUSED, f"{uri!r} is not a usable URI: {exc}") from exc
         if parts.scheme != "https" or not parts.hostname:
             raise TransportFailure(FailureKind.REFUSED, f"{uri!r} is not an https URI (§5.1)")
-        origin = (parts.hostname, port)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return self.origin_client(parts.hostname, port), target
+
+    def origin_client(self, hostname: str, port: int) -> H2Client:
+        """The client of the origin ``(hostname, port)``, made on first use (one attempt per request)."""
+        origin = (hostname, port)
         client = self._clients.get(origin)
         if client is None:
-            host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+            host = f"[{hostname}]" if ":" in hostname else hostname
             client = self._clients[origin] = H2Client(
                 f"https://{host}:{port}/", self._cert, self._key, self._ca, timeouts=Timeouts(), max_attempts=1,
                 max_response_bytes=self._max_response_bytes)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        return client, target
+        return client
 
     async def request(self, method: str, uri: str, body: bytes | None = None, *,
                       headers: dict[str, str] | None = None, timeout: float | None = None) -> ClientResponse:

@@ -9,14 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sdcp_conformance.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol import codec
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.problems import (
     PROBLEM_CBOR_MEDIA_TYPE,
     PROBLEM_MEDIA_TYPE,
     ProblemType,
 )
-from sdcp_conformance.transport.types import Response, media_type
+from sdcp_conformance.transport.types import Handler, Request, Response, media_type
 
 ABOUT_BLANK = "about:blank"
 """RFC 9457 §4.2.1: the type of a problem with no more semantics than its status code."""
@@ -54,6 +54,14 @@ def problem_response(error: ProtocolError) -> Response:
     if error.state is not None:
         members["state"] = state_to_json(error.state)
     return _json_response(error.status, members)
+
+
+async def answered_as_problem(route: Handler, request: Request) -> Response:
+    """``route``'s response, or the problem document of the :class:`ProtocolError` it raised (P1-ERR-1)."""
+    try:
+        return await route(request)
+    except ProtocolError as error:
+        return problem_response(error)
 
 
 def status_problem_response(status: int, detail: str) -> Response:
@@ -155,6 +163,7 @@ def _problem_from_members(status: int, members: dict[str, Any]) -> Problem:
 __all__ = [
     "ABOUT_BLANK",
     "Problem",
+    "answered_as_problem",
     "b64url_decode",
     "parse_problem",
     "problem_response",

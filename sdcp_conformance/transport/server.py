@@ -24,7 +24,7 @@ connection with GOAWAY(ENHANCE_YOUR_CALM). ``max_requests`` sends a graceful
 GOAWAY every N requests, as hypercorn and nginx do.
 
 The handler interface is :mod:`sdcp_conformance.transport.types`; a handler
-raising :class:`~sdcp_conformance.errors.ProtocolError` gets its problem
+raising :class:`~sdcp_conformance.protocol.errors.ProtocolError` gets its problem
 document (P1-ERR-1), any other exception a 500 problem, and the server lives on.
 
 D-SRV-4: the server checks transport, not media types: requests carry
@@ -153,6 +153,13 @@ def handshake_words(error: BaseException) -> str:
     return f"{type(error).__name__}: {reason or error}"
 
 
+def listening_port(server: asyncio.Server | None) -> int:
+    """The port a started listener is bound to (InvalidArgument if it is not started)."""
+    if server is None:
+        raise InvalidArgument("the server is not started")
+    return int(server.sockets[0].getsockname()[1])
+
+
 class H2Server:
     """Serves one :data:`Handler` over HTTP/2 + TLS 1.3 (+ mTLS by default) on asyncio."""
 
@@ -210,9 +217,7 @@ class H2Server:
 
     @property
     def port(self) -> int:
-        if self._server is None:
-            raise InvalidArgument("the server is not started")
-        return int(self._server.sockets[0].getsockname()[1])
+        return listening_port(self._server)
 
     @property
     def base_uri(self) -> str:
@@ -349,5 +354,6 @@ __all__ = [
     "ServerStats",
     "default_limits",
     "handshake_words",
+    "listening_port",
     "run_server_in_thread",
 ]

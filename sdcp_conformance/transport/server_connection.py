@@ -24,7 +24,7 @@ import h2.exceptions
 import h2.settings
 from h2.errors import ErrorCodes
 
-from sdcp_conformance.errors import ProtocolError
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.transport.h2state import GoawayAwareConnection
 from sdcp_conformance.transport.limits import TokenBucket
 from sdcp_conformance.transport.problem import problem_response, status_problem_response

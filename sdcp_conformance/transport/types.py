@@ -68,9 +68,14 @@ class Response:
 
 Handler = Callable[[Request], Awaitable[Response]]
 
+Clock = Callable[[], float]
+"""Seconds on a monotonic clock, as a handler is given it (injected, so tests can move time)."""
+Sleep = Callable[[float], Awaitable[None]]
+"""Waiting that many seconds, as a handler is given it (injected, like :data:`Clock`)."""
+
 def media_type(content_type: str | None) -> str:
     """The media type of a Content-Type value, lower-cased, without parameters (RFC 9110 §8.3.1)."""
     return (content_type or "").split(";", 1)[0].strip().lower()
 
 
-__all__ = ["Handler", "Request", "Response", "TransportFault", "media_type"]
+__all__ = ["Clock", "Handler", "Request", "Response", "Sleep", "TransportFault", "media_type"]

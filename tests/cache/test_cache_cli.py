@@ -14,12 +14,12 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from sdcp_conformance.cache.cli import READY_PREFIX, serve_cache
+from sdcp_conformance.cli.serve_cache import READY_PREFIX, serve_cache
 from sdcp_conformance.transport.pki import Pki, init_pki
 from sdcp_conformance.transport.tls import client_ssl_context
 
 STARTUP_TIMEOUT = 30.0
-LAUNCH = "import sys; from sdcp_conformance.cache.cli import serve_cache; serve_cache(sys.argv[1:])"
+LAUNCH = "import sys; from sdcp_conformance.cli.serve_cache import serve_cache; serve_cache(sys.argv[1:])"
 LOG = "logs/s"
 FENCED_LOG = b"\xa1\x65epoch\x02"  # {"epoch": 2}
 STALE_RECORD = b"\xa5\x65epoch\x01\x65round\x01\x66digest\x58\x20" + bytes(32) + b"\x67emitted\x80\x69committed\x00"

@@ -22,7 +22,8 @@ from sdcp_conformance.cache.commit_log import (
     parse_log,
     try_parse_log,
 )
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.protocol.errors import MalformedMessage
 
 DIGEST = bytes(range(32))
 

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
 from sdcp_conformance.harness.target import load_target
-from tests.harness.separate_process import certify_target, separate_iut
+from tests.harness.separate_process import certify_mutant, certify_separate, run_plugin, separate_iut
 
 STEP_TIMEOUT_S = 240.0
 CASES = ("DRF-SANITY-001", "DRF-6.2-PROPOSAL-001", "DRF-6.2-ARTIFACTS-001", "DRF-6.3-DISCARD-001",
@@ -42,9 +39,7 @@ def test_pki_init_says_what_the_drafter_is_configured_with(separate_drafter: tup
 def test_certify_a_separately_started_reference_drafter(separate_drafter: tuple[Path, str, str],
                                                          tmp_path: Path) -> None:
     target, base_uri, _ = separate_drafter
-    done, document = certify_target(target, CASES, tmp_path / "reports", timeout_s=STEP_TIMEOUT_S)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert document["environment"]["embedded"] is False and document["environment"]["iut"] == base_uri
+    document = certify_separate(target, base_uri, CASES, tmp_path / "reports", timeout_s=STEP_TIMEOUT_S)
     assert set(document["counts"]) == {"PASSED"}, document["counts"]
     assert document["counts"]["PASSED"] == len(CASES) + 1  # the sanity case runs first and last
 
@@ -55,12 +50,7 @@ def test_pytest_plugin_against_a_separately_started_drafter(separate_drafter: tu
     target, _, _ = separate_drafter
     empty = tmp_path / "empty"
     empty.mkdir()
-    plugin = [] if any(ep.name == "sdcp_conformance" for ep in entry_points(group="pytest11")) else [
-        "-p", "sdcp_conformance.pytest_plugin"]
-    done = subprocess.run([sys.executable, "-m", "pytest", *plugin, "-p", "no:cacheprovider", "--sdcp-target",
-                           str(target), "--sdcp-only", "DRF-SANITY-001", "--sdcp-only", "DRF-6.5.2-FINISH-001",
-                           "--sdcp-seed", "2", "-v"], cwd=empty, capture_output=True, text=True,
-                          timeout=STEP_TIMEOUT_S)
+    done = run_plugin(target, ["DRF-SANITY-001", "DRF-6.5.2-FINISH-001"], empty, timeout_s=STEP_TIMEOUT_S)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "DRF-SANITY-001 PASSED" in done.stdout and "DRF-6.5.2-FINISH-001 PASSED" in done.stdout
     assert "3 passed" in done.stdout
@@ -70,10 +60,6 @@ def test_pytest_plugin_against_a_separately_started_drafter(separate_drafter: tu
 def test_a_separately_served_drafter_mutant_is_failed_by_its_killer(tmp_path: Path) -> None:
     """`serve drafter --mutant NAME`: what a vendor sees when a drafter is wrong (the bug: it goes on proposing after
     a switch, a §6.5.2 MUST)."""
-    with separate_iut("drafter", tmp_path / "pki", tmp_path / "drafter.err",
-                      ("--mutant", "drf-continues-after-switch")) as (target, _, _):
-        done, document = certify_target(target, ["DRF-6.5.2-SWITCH-001"], tmp_path / "reports",
-                                        timeout_s=STEP_TIMEOUT_S)
-    assert done.returncode == 1, done.stdout + done.stderr
-    verdicts = {result["id"]: result["verdict"] for result in document["results"]}
+    verdicts = certify_mutant("drafter", "drf-continues-after-switch", ["DRF-6.5.2-SWITCH-001"], tmp_path / "pki",
+                              tmp_path / "drafter.err", timeout_s=STEP_TIMEOUT_S)
     assert verdicts["DRF-6.5.2-SWITCH-001"] == "FAILED", verdicts

@@ -10,7 +10,7 @@ import pytest
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.certify import default_catalogue, models_required
-from sdcp_conformance.harness.drafter_setup import drafter_iut_setup
+from sdcp_conformance.harness.iut_setup import drafter_iut_setup
 from sdcp_conformance.harness.runner import run_case
 from sdcp_conformance.harness.suites import role_suite
 from sdcp_conformance.harness.target import load_target, require_models

@@ -34,10 +34,10 @@ def test_fuzz_command_runs_keeps_its_database_and_replays(tmp_path: Path) -> Non
 def test_a_flaky_drafter_campaign_fails_and_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A failure seen once and not again on its steps (kept or not) exits 1, and nothing says it passed."""
     from sdcp_conformance.fuzz import drafter_campaign
-    from sdcp_conformance.fuzz.drafter_stateful import DrafterFuzzStats
+    from sdcp_conformance.fuzz.scaffold import FuzzStats
 
     def flaky_campaign(config: Any, progress: Any = None) -> Any:
-        stats = DrafterFuzzStats(examples=3, steps=9, flaky=True)
+        stats = FuzzStats(examples=3, steps=9, flaky=True)
         return drafter_campaign.DrafterCampaignResult(stats, None, None)
 
     monkeypatch.setattr(drafter_campaign, "run_drafter_campaign", flaky_campaign)

@@ -14,7 +14,7 @@ import pytest
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.fuzz.campaign import CampaignConfig, replay_file, run_campaign
 from sdcp_conformance.fuzz.messages import MessageStats
-from sdcp_conformance.fuzz.stateful import FuzzStats
+from sdcp_conformance.fuzz.scaffold import FuzzStats
 
 # `stored-verdict-refreshed` is left out: whether 300 examples reach a retry after the counters changed
 # depends on timing (the IUT's measured load), so the fuzzer finds it only sometimes; the suite's

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.fuzz import hostile, replay
 from sdcp_conformance.fuzz.campaign import parse_budget
 from sdcp_conformance.fuzz.identity import FuzzedIut
 from sdcp_conformance.fuzz.model import truncate
 from sdcp_conformance.fuzz.steps import Step
 from sdcp_conformance.protocol.codec import decode, encode
+from sdcp_conformance.protocol.errors import MalformedMessage
 
 MESSAGE = {"session": bytes(16), "epoch": 1, "tokens": [1, 2, 3], "contract": {"m_max": 8, "stop": []}}
 

@@ -7,8 +7,9 @@ import json
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +42,18 @@ def wait_ready(process: subprocess.Popen[str]) -> str:
 def separate_iut(role: str, folder: Path, errors: Path, extra: tuple[str, ...] = ()) -> Iterator[tuple[Path, str, str]]:
     """``pki init FOLDER --iut ROLE``, then the printed ``serve ROLE`` command (plus ``extra``) as a child process;
     yields (target file, base URI, what ``pki init`` printed) and stops the child."""
+    printed, said = pki_init(role, folder)
+    with running([*cli_words(printed), *extra], errors) as base_uri:
+        yield folder / "target.toml", base_uri, said
+
+
+def pki_init(role: str, folder: Path) -> tuple[str, str]:
+    """``pki init FOLDER --iut ROLE``: (the ``serve ROLE`` command it printed, all it printed)."""
     made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", role], capture_output=True, text=True,
                           timeout=STEP_TIMEOUT_S, check=True)
     printed = next(line.strip() for line in made.stdout.splitlines()
                    if line.strip().startswith(f"sdcp-conformance serve {role}"))
-    with running([*cli_words(printed), *extra], errors) as base_uri:
-        yield folder / "target.toml", base_uri, made.stdout
+    return printed, made.stdout
 
 
 @contextmanager
@@ -74,3 +81,33 @@ def certify_target(target: Path, cases: tuple[str, ...] | list[str], reports: Pa
                            str(reports)], capture_output=True, text=True, timeout=timeout_s)
     found = reports / "report.json"
     return done, json.loads(found.read_text(encoding="utf-8")) if found.exists() else {}
+
+
+def certify_separate(target: Path, base_uri: str, cases: Sequence[str], reports: Path, *, seed: int = 5,
+                     timeout_s: float = 240.0) -> dict[str, Any]:
+    """:func:`certify_target`, which must finish with 0 and report the separate IUT at ``base_uri``; its report."""
+    done, document = certify_target(target, list(cases), reports, seed=seed, timeout_s=timeout_s)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert document["environment"]["embedded"] is False and document["environment"]["iut"] == base_uri
+    return document
+
+
+def certify_mutant(role: str, mutant: str, cases: Sequence[str], folder: Path, errors: Path, *,
+                   timeout_s: float) -> dict[str, str]:
+    """``serve ROLE --mutant MUTANT`` (its PKI in ``folder``, the reports beside it) certified on ``cases``, which
+    must fail it: the verdict of each case."""
+    with separate_iut(role, folder, errors, ("--mutant", mutant)) as (target, _, _):
+        done, document = certify_target(target, list(cases), folder.parent / "reports", timeout_s=timeout_s)
+    assert done.returncode == 1, done.stdout + done.stderr
+    return {result["id"]: result["verdict"] for result in document["results"]}
+
+
+def run_plugin(target: Path, cases: Sequence[str], cwd: Path, *, seed: int = 2,
+               timeout_s: float = STEP_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """The pytest plugin (``--sdcp-target``) on ``cases`` in ``cwd``, as a vendor's own pytest runs it."""
+    plugin = [] if any(ep.name == "sdcp_conformance" for ep in entry_points(group="pytest11")) else [
+        "-p", "sdcp_conformance.pytest_plugin"]
+    only = [word for case in cases for word in ("--sdcp-only", case)]
+    return subprocess.run([sys.executable, "-m", "pytest", *plugin, "-p", "no:cacheprovider", "--sdcp-target",
+                           str(target), *only, "--sdcp-seed", str(seed), "-v"], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout_s)

@@ -21,7 +21,18 @@ class BareEnvironment:
     def capabilities(self) -> frozenset[str]:
         return frozenset()
 
+    supports_concurrency = False
+
     def reset(self) -> None:
+        return None
+
+    async def before_case(self, case: Any) -> None:
+        return None
+
+    def release(self, context: Any) -> None:
+        return None
+
+    async def after_case(self, context: Any) -> None:
         return None
 
     def new_context(self, case: Any, seed: int, run: str) -> JudgedContext:

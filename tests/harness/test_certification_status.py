@@ -10,8 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from sdcp_conformance.cli import main
+from sdcp_conformance.cli.certify import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_USAGE
 from sdcp_conformance.harness.certify import certify
-from sdcp_conformance.harness.cli import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_USAGE, write_iut_target
+from sdcp_conformance.harness.iut_setup import write_verifier_target
 from sdcp_conformance.harness.runner import RUN_INCOMPLETE, RUN_PASSED
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.mutants import get_mutant
@@ -26,7 +27,7 @@ def _invoke(*args: str) -> tuple[int, str]:
 
 
 def _target(tmp_path: Path, text_change: tuple[str, str] | None = None, extra: str = "") -> Path:
-    _, path = write_iut_target(tmp_path / "pki")
+    _, path = write_verifier_target(tmp_path / "pki")
     text = path.read_text(encoding="utf-8")
     if text_change is not None:
         assert text_change[0] in text

@@ -10,7 +10,7 @@ import pytest
 # twice in a process: import everything the plugin loads lazily here, once, before any run (the embedded
 # reference's models and scoring too: without them this file failed when run alone, its second run reimporting
 # torch).
-import sdcp_conformance.harness.cli
+import sdcp_conformance.cli.certify
 import sdcp_conformance.harness.environment
 import sdcp_conformance.models.checkpoint
 import sdcp_conformance.models.runtime

@@ -6,9 +6,7 @@ import gzip
 import json
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,7 +14,16 @@ from urllib.parse import urlsplit
 import pytest
 
 from sdcp_conformance.harness.target import load_target
-from tests.harness.separate_process import CLI, STEP_TIMEOUT_S, cli_words, wait_ready
+from sdcp_conformance.testing.children import stop
+from tests.harness.separate_process import (
+    CLI,
+    STEP_TIMEOUT_S,
+    certify_separate,
+    cli_words,
+    pki_init,
+    run_plugin,
+    wait_ready,
+)
 
 
 def _port_is_free(uri: str) -> bool:
@@ -31,10 +38,7 @@ def _port_is_free(uri: str) -> bool:
 @pytest.fixture
 def separate_verifier(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     folder = tmp_path / "iut"
-    made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", "verifier"], capture_output=True, text=True,
-                          timeout=STEP_TIMEOUT_S, check=True)
-    printed = next(line.strip() for line in made.stdout.splitlines()
-                   if line.strip().startswith("sdcp-conformance serve verifier"))
+    printed, _ = pki_init("verifier", folder)
     with (tmp_path / "verifier.err").open("w") as errors:
         process = subprocess.Popen(cli_words(printed), stdout=subprocess.PIPE, stderr=errors, text=True)
         try:
@@ -42,12 +46,7 @@ def separate_verifier(tmp_path: Path) -> Iterator[tuple[Path, str]]:
             base_uri = wait_ready(process)
             yield folder / "target.toml", base_uri
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=20)
+            stop(process)
     assert _port_is_free(base_uri), "the verifier's port is still taken after it stopped"
 
 
@@ -56,11 +55,7 @@ def test_certify_a_separately_started_reference_verifier(separate_verifier: tupl
     target, base_uri = separate_verifier
     assert load_target(target).base_uri == base_uri
     reports = tmp_path / "reports"
-    done = subprocess.run([*CLI, "certify", "--target", str(target), "--only", "VER-SANITY-001", "--seed", "11",
-                           "--report-dir", str(reports)], capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
-    assert done.returncode == 0, done.stdout + done.stderr
-    document = json.loads((reports / "report.json").read_text(encoding="utf-8"))
-    assert document["environment"]["embedded"] is False and document["environment"]["iut"] == base_uri
+    document = certify_separate(target, base_uri, ["VER-SANITY-001"], reports, seed=11, timeout_s=STEP_TIMEOUT_S)
     assert document["counts"] == {"PASSED": 2}
     first = document["results"][0]
     with gzip.open(reports / first["evidence_file"], "rt", encoding="utf-8") as evidence:
@@ -73,11 +68,7 @@ def test_pytest_plugin_against_a_separately_started_verifier(separate_verifier: 
     target, _ = separate_verifier
     empty = tmp_path / "empty"
     empty.mkdir()
-    plugin = [] if any(ep.name == "sdcp_conformance" for ep in entry_points(group="pytest11")) else [
-        "-p", "sdcp_conformance.pytest_plugin"]
-    done = subprocess.run([sys.executable, "-m", "pytest", *plugin, "-p", "no:cacheprovider", "--sdcp-target",
-                           str(target), "--sdcp-only", "VER-SANITY-001", "--sdcp-seed", "2", "-v"],
-                          cwd=empty, capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+    done = run_plugin(target, ["VER-SANITY-001"], empty, timeout_s=STEP_TIMEOUT_S)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "VER-SANITY-001 PASSED" in done.stdout and "2 passed" in done.stdout
 
@@ -86,10 +77,7 @@ def test_pytest_plugin_against_a_separately_started_verifier(separate_verifier: 
 def pinned_verifier(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
     """The reference verifier as a separate process with its load pinned at 60 (and the mutant the test names)."""
     folder = tmp_path / "iut"
-    made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", "verifier"], capture_output=True, text=True,
-                          timeout=STEP_TIMEOUT_S, check=True)
-    printed = next(line.strip() for line in made.stdout.splitlines()
-                   if line.strip().startswith("sdcp-conformance serve verifier"))
+    printed, _ = pki_init("verifier", folder)
     extra = ["--pin-load", str(PINNED_LOAD)]
     mutant = getattr(request, "param", None)
     if mutant:
@@ -104,12 +92,7 @@ def pinned_verifier(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[
             wait_ready(process)
             yield target
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=20)
+            stop(process)
 
 
 PINNED_LOAD = 60

@@ -16,7 +16,7 @@ import pytest
 
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify
-from sdcp_conformance.harness.environment import Recorder
+from sdcp_conformance.harness.roles.recording import Recorder
 from sdcp_conformance.harness.runner import RunReport
 from sdcp_conformance.reference.verifier.app import VerifierApp
 from sdcp_conformance.testing.misbehaving import MisbehavingServer, Mode

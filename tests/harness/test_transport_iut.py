@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.harness.iut import Answer, Identity, IutLink
 from sdcp_conformance.harness.probes import ProbeOutcome, TlsOffer, tls_probe
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import SessionState
 from sdcp_conformance.reference.roles import port_of
 from sdcp_conformance.reference.stack import free_port

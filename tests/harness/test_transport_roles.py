@@ -17,9 +17,8 @@ import pytest
 from sdcp_conformance.harness import drafter_context, router_context
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify
-from sdcp_conformance.harness.drafter_setup import write_drafter_target
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.harness.router_setup import write_router_target
+from sdcp_conformance.harness.iut_setup import write_drafter_target, write_router_target
 from sdcp_conformance.harness.runner import RUN_INCOMPLETE, RunReport
 from sdcp_conformance.harness.target import load_target
 from sdcp_conformance.reference.roles import port_of
@@ -171,14 +170,13 @@ def test_a_drafter_without_a_client_certificate_is_judged_on_its_transport_not_o
     """The embedded reference drafter, its outbound clients stripped of their certificate: the harness's verifier
     and router refuse its handshakes, so no proposal ever arrives. The sanity case must say so on §5.1
     (D-JUDGE-REFUSED-CLIENT), not blame the proposal it waited for (R-6.5.2-CONTINUE)."""
-    from sdcp_conformance.reference import links
-    from sdcp_conformance.transport import client as transport_client
+    from sdcp_conformance.reference import links, roles
 
     monkeypatch.setattr(drafter_context, "FIRST_PROPOSAL_S", 2.0)
-    certified = transport_client.SdcpClient
-    monkeypatch.setattr(transport_client, "SdcpClient",
+    certified = roles.SdcpClient  # the embedded drafter is started by reference.roles.start_drafter
+    monkeypatch.setattr(roles, "SdcpClient",
                         lambda base_uri, cert, key, ca, **kw: certified(base_uri, None, None, ca, **kw))
-    monkeypatch.setattr(links, "party_http_client", lambda cert, key, ca, **kw: links.httpx.AsyncClient(
+    monkeypatch.setattr(roles, "party_http_client", lambda cert, key, ca, **kw: links.httpx.AsyncClient(
         transport=links.H2Transport(None, None, ca)))
     report = asyncio.run(asyncio.wait_for(certify(role="drafter", selectors=["DRF-SANITY-001"], seed=3),
                                           RUN_DEADLINE_S))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from sdcp_conformance.extras import EXTRAS
+from sdcp_conformance.cli.extras import EXTRAS
 from sdcp_conformance.models.checkpoint import Checkpoint
 from sdcp_conformance.models.registry import load_manifest, mock_model
 from sdcp_conformance.models.runtime import LlamaRuntime

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sdcp_conformance.extras import EXTRAS
+from sdcp_conformance.cli.extras import EXTRAS
 from tests.harness.separate_process import separate_verifier
 
 STEP_TIMEOUT_S = 120.0

@@ -21,9 +21,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol import cddl
 from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.problems import ProblemType
 
 Path = tuple[str, ...]

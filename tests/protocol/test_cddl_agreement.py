@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.protocol import cddl
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import MESSAGE_TYPES
 from tests.protocol.message_examples import example
 

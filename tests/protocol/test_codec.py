@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdcp_conformance.cache.transcript import render_body
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.codec import (
     DecodeLimits,
     decode,
@@ -23,6 +23,7 @@ from sdcp_conformance.protocol.codec import (
     encode,
     sequence_diagnostic,
 )
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.problems import ProblemType
 
 VECTORS = json.loads((Path(__file__).parents[2] / "fixtures/vectors/rfc8949_appendix_a.json").read_text())

@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
-from sdcp_conformance.errors import InvalidArgument, ProtocolError
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.control import (
     Action,
     EscalationPolicy,
     RoundControl,
     SpeculationControl,
 )
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.problems import ProblemType
 
 VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "escalation_traces.json"

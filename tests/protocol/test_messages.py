@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdcp_conformance.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol import contract_digest, decode, encode
 from sdcp_conformance.protocol.contract import digest_of, parse_contract
 from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.messages import (
     MESSAGE_TYPES,
     Contract,

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdcp_conformance.errors import InvalidArgument, ProtocolError
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.rng import SeededUniforms
 from sdcp_conformance.protocol.rules import (

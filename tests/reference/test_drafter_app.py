@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import json
 import math
 import threading
@@ -32,6 +31,7 @@ from sdcp_conformance.reference.drafter.ports import (
     TransportFailure,
 )
 from sdcp_conformance.transport.types import Request
+from tests.reference.digests import chain, prefix_digest
 
 V = 8
 SESSION = bytes(range(16))
@@ -67,20 +67,8 @@ def contract(**changes: Any) -> dict[str, Any]:
     } | changes
 
 
-def sha(data: bytes) -> bytes:
-    return hashlib.sha256(data).digest()
-
-
 def d0(contract_obj: dict[str, Any]) -> bytes:
-    body = b"".join(t.to_bytes(4, "big") for t in PROMPT)
-    contract_digest = sha(b"SDCP-CONTRACT-1\x00" + encode(contract_obj))
-    return sha(b"SDCP-PREFIX-1\x00" + contract_digest + len(PROMPT).to_bytes(4, "big") + body)
-
-
-def chain(digest: bytes, tokens: Sequence[int]) -> bytes:
-    for token in tokens:
-        digest = sha(digest + token.to_bytes(4, "big"))
-    return digest
+    return prefix_digest(contract_obj, PROMPT)
 
 
 def b64url(raw: bytes) -> str:

@@ -6,14 +6,13 @@ Expected digests are recomputed here with SHA-256 over the prompt and tokens
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from sdcp_conformance.errors import InvalidArgument, ProtocolError
-from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Assignment, Output, SessionState, Status, Verdict
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.drafter.ports import Problem
@@ -24,6 +23,7 @@ from sdcp_conformance.reference.drafter.session import (
     Next,
     check_epoch,
 )
+from tests.reference.digests import chain, prefix_digest
 
 V = 8
 SESSION = bytes(range(16))
@@ -42,20 +42,8 @@ def contract(**changes: Any) -> dict[str, Any]:
     } | changes
 
 
-def sha(data: bytes) -> bytes:
-    return hashlib.sha256(data).digest()
-
-
 def d0(contract_obj: dict[str, Any], prompt: Sequence[int] = PROMPT) -> bytes:
-    contract_digest = sha(b"SDCP-CONTRACT-1\x00" + encode(contract_obj))
-    body = b"".join(t.to_bytes(4, "big") for t in prompt)
-    return sha(b"SDCP-PREFIX-1\x00" + contract_digest + len(prompt).to_bytes(4, "big") + body)
-
-
-def chain(digest: bytes, tokens: Sequence[int]) -> bytes:
-    for token in tokens:
-        digest = sha(digest + token.to_bytes(4, "big"))
-    return digest
+    return prefix_digest(contract_obj, prompt)
 
 
 def assignment(committed: Sequence[int] = (), **changes: Any) -> Assignment:

@@ -34,16 +34,10 @@ from sdcp_conformance.reference.router.app import NoEligibleInstance, RouterApp,
 from sdcp_conformance.reference.router.ports import Answer, CacheUnavailable, LinkFailure, Refused
 from sdcp_conformance.reference.router.session import Phase, RouterSession
 from sdcp_conformance.transport.types import Request
+from tests.reference.router_parties import DA, DB, DC, MODEL_1, MODEL_2, V1, V2
 
 ROUTER = "https://127.0.0.1:1/router/"
 CACHE = "https://127.0.0.1:1/mlc/"
-V1 = "https://127.0.0.1:1/verifier-1/"
-V2 = "https://127.0.0.1:1/verifier-2/"
-DA = "https://127.0.0.1:1/drafter-a/"
-DB = "https://127.0.0.1:1/drafter-b/"
-DC = "https://127.0.0.1:1/drafter-c/"
-MODEL_1 = bytes([0x11]) * 32
-MODEL_2 = bytes([0x22]) * 32
 SESSION = bytes(range(16))
 SID = base64.urlsafe_b64encode(SESSION).rstrip(b"=").decode()
 PROMPT = [5, 6, 7]

@@ -14,10 +14,10 @@ from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.cache.append import append_record
 from sdcp_conformance.cache.clients import HandlerObjectClient
 from sdcp_conformance.cache.commit_log import CommitRecord, FenceRecord, parse_log
-from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.contract import digest_of
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Assignment, Contract, Policy, Sampling, SessionState
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE, ProblemType
 from sdcp_conformance.reference.router.links import HttpLinks, MlcRouterCache

@@ -10,18 +10,11 @@ from typing import Any
 
 import pytest
 
-from sdcp_conformance.errors import ProtocolError
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Contract, Status
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.router.registry import InstanceRegistry
-
-DA = "https://127.0.0.1:1/drafter-a/"
-DB = "https://127.0.0.1:1/drafter-b/"
-DC = "https://127.0.0.1:1/drafter-c/"
-V1 = "https://127.0.0.1:1/verifier-1/"
-V2 = "https://127.0.0.1:1/verifier-2/"
-MODEL_1 = bytes([0x11]) * 32
-MODEL_2 = bytes([0x22]) * 32
+from tests.reference.router_parties import DA, DB, DC, MODEL_1, MODEL_2, V1, V2
 
 
 def contract(**changes: Any) -> Contract:
@@ -148,11 +141,17 @@ def test_verifier_choice_prefers_low_load() -> None:
     assert reg.ranked_verifiers(0.5, exclude=[V2]) == [V1]
 
 
-def test_three_failures_over_half_a_second_fail_a_verifier() -> None:
+def verifier_with_failures(*times: float) -> InstanceRegistry:
+    """A registry that V1 reported to (as a verifier, 60 s TTL) and then failed at each of ``times``."""
     reg = registry()
     report(reg, status(V1, role=2, ttl_ms=60_000))
-    for now in (1.0, 1.2, 1.4):
+    for now in times:
         reg.note_failure(V1, now)
+    return reg
+
+
+def test_three_failures_over_half_a_second_fail_a_verifier() -> None:
+    reg = verifier_with_failures(1.0, 1.2, 1.4)
     assert not reg.failed(V1, 1.4)  # three in a row, but over 0.4 s only
     reg.note_failure(V1, 1.5)
     assert reg.failed(V1, 1.5)
@@ -160,10 +159,7 @@ def test_three_failures_over_half_a_second_fail_a_verifier() -> None:
 
 
 def test_a_success_breaks_the_streak() -> None:
-    reg = registry()
-    report(reg, status(V1, role=2, ttl_ms=60_000))
-    reg.note_failure(V1, 1.0)
-    reg.note_failure(V1, 1.3)
+    reg = verifier_with_failures(1.0, 1.3)
     reg.note_success(V1)
     reg.note_failure(V1, 1.6)
     reg.note_failure(V1, 2.0)
@@ -171,18 +167,12 @@ def test_a_success_breaks_the_streak() -> None:
 
 
 def test_two_failures_are_not_enough_however_long_apart() -> None:
-    reg = registry()
-    report(reg, status(V1, role=2, ttl_ms=60_000))
-    reg.note_failure(V1, 1.0)
-    reg.note_failure(V1, 5.0)
+    reg = verifier_with_failures(1.0, 5.0)
     assert not reg.failed(V1, 5.0)
 
 
 def test_a_status_after_the_declaration_clears_it() -> None:
-    reg = registry()
-    report(reg, status(V1, role=2, ttl_ms=60_000))
-    for now in (1.0, 1.3, 1.6):
-        reg.note_failure(V1, now)
+    reg = verifier_with_failures(1.0, 1.3, 1.6)
     assert reg.failed(V1, 1.7)
     report(reg, status(V1, role=2, ttl_ms=60_000), now=2.0)
     assert not reg.failed(V1, 2.1)
@@ -190,10 +180,7 @@ def test_a_status_after_the_declaration_clears_it() -> None:
 
 def test_a_success_after_the_declaration_does_not_clear_it() -> None:
     """D-RTR-6: a declared failure stands until a status report, whatever answers come meanwhile."""
-    reg = registry()
-    report(reg, status(V1, role=2, ttl_ms=60_000))
-    for now in (1.0, 1.3, 1.6):
-        reg.note_failure(V1, now)
+    reg = verifier_with_failures(1.0, 1.3, 1.6)
     reg.note_success(V1)
     assert reg.failed(V1, 1.7) and reg.ranked_verifiers(1.7) == []
     report(reg, status(V1, role=2, ttl_ms=60_000), now=2.0)
@@ -201,10 +188,7 @@ def test_a_success_after_the_declaration_does_not_clear_it() -> None:
 
 
 def test_a_status_before_the_declaration_does_not_clear_the_streak() -> None:
-    reg = registry()
-    report(reg, status(V1, role=2, ttl_ms=60_000))
-    reg.note_failure(V1, 1.0)
-    reg.note_failure(V1, 1.3)
+    reg = verifier_with_failures(1.0, 1.3)
     report(reg, status(V1, role=2, ttl_ms=60_000), now=1.4)
     reg.note_failure(V1, 1.6)
     assert reg.failed(V1, 1.6)

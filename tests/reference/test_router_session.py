@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from sdcp_conformance.cache.commit_log import CommitRecord, FenceRecord, LogRecord, encode_record
-from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.contract import digest_of
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Contract, Event, Sampling, SessionState
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.router.session import (

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.contract import digest_of
 from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Assignment, Policy, Proposal, Sampling, SessionOpen
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.rng import SeededUniforms

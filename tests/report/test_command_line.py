@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -143,11 +145,17 @@ def test_misuses_are_one_line_errors(tmp_path: Path) -> None:
                     "--model", "nosuch")
 
 
-def test_serve_verifier_on_a_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
+@contextmanager
+def port_held() -> Iterator[int]:
+    """A loopback port this test listens on (so no one else can) until the block ends."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        port = taken.getsockname()[1]
+        yield taken.getsockname()[1]
+
+
+def test_serve_verifier_on_a_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
+    with port_held() as port:
         folder = tmp_path / "p"
         assert cli("pki", "init", str(folder), "--party", f"verifier=https://127.0.0.1:{port}/verifier/").returncode \
             == 0
@@ -200,10 +208,7 @@ def test_ctrl_c_writes_a_partial_report_marked_interrupted_and_exits_130(tmp_pat
 
 
 def test_certify_with_a_harness_port_held_elsewhere_says_which_and_what_to_do(tmp_path: Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with port_held() as port:
         folder = tmp_path / "certs"
         assert cli("pki", "init", str(folder), "--iut", "verifier",
                    "--party", f"cache=https://127.0.0.1:{port}/cache/").returncode == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sdcp_conformance.fuzz.cli import _table, cbor_text
+from sdcp_conformance.cli.fuzz import _table, cbor_text
 from sdcp_conformance.fuzz.stateful import FuzzStats
 from tests.report.conftest import cli
 from tests.report.interrupts import interrupt, start_interruptible

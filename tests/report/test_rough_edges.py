@@ -23,9 +23,9 @@ import pytest
 from click.testing import CliRunner
 
 from sdcp_conformance.cli import main, role_areas
-from sdcp_conformance.harness.pki_cli import DEFAULT_PARTIES, IUT_PARTY_NAMES, party_names
+from sdcp_conformance.cli.pki import DEFAULT_PARTIES, IUT_PARTY_NAMES, party_names
+from sdcp_conformance.cli.seeds import SEED_MAX
 from sdcp_conformance.report.bundle import ATTESTATION_NAME
-from sdcp_conformance.seeds import SEED_MAX
 from tests.report.conftest import cli
 
 SANITY = "VER-SANITY-001"
@@ -100,11 +100,10 @@ def test_pki_init_refuses_an_unknown_party_naming_the_valid_ones(tmp_path: Path)
 
 
 def test_the_iut_party_names_are_the_setups_parties() -> None:
-    from sdcp_conformance.harness.cli import iut_parties
-    from sdcp_conformance.harness.drafter_setup import drafter_parties
+    from sdcp_conformance.harness.iut_setup import drafter_parties, verifier_parties
     from sdcp_conformance.harness.router_environment import router_parties
 
-    assert set(IUT_PARTY_NAMES["verifier"]) == set(iut_parties())
+    assert set(IUT_PARTY_NAMES["verifier"]) == set(verifier_parties())
     assert set(IUT_PARTY_NAMES["drafter"]) == set(drafter_parties())
     assert set(IUT_PARTY_NAMES["router"]) == set(router_parties())
     assert party_names() == tuple(spec.split("=")[0] for spec in DEFAULT_PARTIES)

@@ -12,8 +12,8 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
+from sdcp_conformance.harness.iut_setup import router_iut_setup
 from sdcp_conformance.harness.router_environment import RouterEnvironment
-from sdcp_conformance.harness.router_setup import router_iut_setup
 from sdcp_conformance.harness.target import load_target
 from sdcp_conformance.reference.roles import port_of
 from sdcp_conformance.transport.pki import load_pki

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.harness.router_setup import router_iut_setup, serve_router_command
+from sdcp_conformance.harness.iut_setup import router_iut_setup, serve_router_command
 from sdcp_conformance.harness.target import load_target
 from sdcp_conformance.models.registry import mock_model
 

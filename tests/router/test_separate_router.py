@@ -4,15 +4,13 @@ pytest plugin) through the target file it wrote."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
 from sdcp_conformance.harness.target import load_target
-from tests.harness.separate_process import CLI, certify_target, separate_iut
+from tests.harness.separate_process import CLI, certify_mutant, certify_separate, run_plugin, separate_iut
 
 STEP_TIMEOUT_S = 180.0
 SELECTED = ["RTR-SANITY-001", "RTR-6.9-FAILOVER-001", "RTR-6.9-PARTITION-001", "RTR-6.1-ASSIGN-001",
@@ -42,9 +40,7 @@ def test_pki_init_prints_the_routers_configuration(separate_router: tuple[Path, 
 def test_certify_a_separately_started_reference_router(separate_router: tuple[Path, str, str],
                                                        tmp_path: Path) -> None:
     target, base_uri, _ = separate_router
-    done, document = certify_target(target, SELECTED, tmp_path / "reports", timeout_s=STEP_TIMEOUT_S)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert document["environment"]["embedded"] is False and document["environment"]["iut"] == base_uri
+    document = certify_separate(target, base_uri, SELECTED, tmp_path / "reports", timeout_s=STEP_TIMEOUT_S)
     assert document["counts"] == {"PASSED": len(SELECTED) + 1}
 
 
@@ -52,11 +48,7 @@ def test_certify_a_separately_started_reference_router(separate_router: tuple[Pa
 def test_pytest_plugin_against_a_separately_started_router(separate_router: tuple[Path, str, str],
                                                            tmp_path: Path) -> None:
     target, _, _ = separate_router
-    plugin = [] if any(ep.name == "sdcp_conformance" for ep in entry_points(group="pytest11")) else [
-        "-p", "sdcp_conformance.pytest_plugin"]
-    done = subprocess.run([sys.executable, "-m", "pytest", *plugin, "-p", "no:cacheprovider", "--sdcp-target",
-                           str(target), "--sdcp-only", "RTR-6.9-FAILOVER-001", "--sdcp-seed", "2", "-v"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+    done = run_plugin(target, ["RTR-6.9-FAILOVER-001"], tmp_path, timeout_s=STEP_TIMEOUT_S)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "RTR-6.9-FAILOVER-001 PASSED" in done.stdout and "3 passed" in done.stdout
 
@@ -65,12 +57,8 @@ def test_pytest_plugin_against_a_separately_started_router(separate_router: tupl
 def test_a_separately_served_router_mutant_is_failed_by_its_killer(tmp_path: Path) -> None:
     """`serve router --mutant NAME`: what a vendor sees when a router is wrong (the bug: it assigns a drafter whose
     status expired, §6.1 MUST NOT; the profile-only `status-from-anyone` is NON-STRICT, P1-JUDGE-1)."""
-    with separate_iut("router", tmp_path / "iut", tmp_path / "router.err",
-                      ("--mutant", "assign-expired-drafter")) as (target, _, _):
-        done, document = certify_target(target, ["RTR-6.1-EXPIRED-003"], tmp_path / "reports",
-                                        timeout_s=STEP_TIMEOUT_S)
-    assert done.returncode == 1, done.stdout + done.stderr
-    verdicts = {result["id"]: result["verdict"] for result in document["results"]}
+    verdicts = certify_mutant("router", "assign-expired-drafter", ["RTR-6.1-EXPIRED-003"], tmp_path / "iut",
+                              tmp_path / "router.err", timeout_s=STEP_TIMEOUT_S)
     assert verdicts["RTR-6.1-EXPIRED-003"] == "FAILED", verdicts
 
 

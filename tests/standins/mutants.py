@@ -37,9 +37,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sdcp_conformance.harness.certify import cases_needing, default_catalogue
-from sdcp_conformance.harness.cli import write_iut_target
-from sdcp_conformance.harness.drafter_setup import drafter_serve_command, write_drafter_target
-from sdcp_conformance.harness.router_setup import serve_router_command, write_router_target
+from sdcp_conformance.harness.iut_setup import (
+    serve_drafter_command,
+    serve_router_command,
+    write_drafter_target,
+    write_router_target,
+    write_verifier_target,
+)
 from sdcp_conformance.harness.target import load_target, render_target
 from sdcp_conformance.transport.pki import load_pki
 from tests.standins import standin_node, standin_node_drafter, standin_node_router
@@ -64,7 +68,7 @@ class Role(NamedTuple):
 
 def _verifier_target(folder: Path) -> tuple[Path, list[str]]:
     """A verifier target serving ``bigram`` only (all the stand-in serves), and the cases it must leave out."""
-    _, path = write_iut_target(folder)
+    _, path = write_verifier_target(folder)
     target = dataclasses.replace(load_target(path), models=("bigram",))
     path.write_text(render_target(target, folder), encoding="utf-8")
     catalogue = default_catalogue()
@@ -104,7 +108,7 @@ def _drafter_target(folder: Path) -> tuple[Path, list[str]]:
 
 def _drafter_command(copy: Path, path: Path) -> tuple[list[str], dict[str, str]]:
     target = load_target(path)
-    words = drafter_serve_command(load_pki(target.pki))
+    words = serve_drafter_command(load_pki(target.pki))
     value = {word: words[i + 1] for i, word in enumerate(words[:-1]) if word.startswith("--")}
     config = standin_node_drafter.configuration(
         target.pki, value["--party"], [value["--router"]], value["--cache"], target.models[0], None

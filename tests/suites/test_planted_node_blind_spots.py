@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy.typing as npt
 import pytest
 
-from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.mutants.base import Mutant, MutantApp, MutantSession
@@ -27,6 +26,7 @@ from sdcp_conformance.mutants.router_base import RouterMutant
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.contract import Contract
 from sdcp_conformance.protocol.control import Action, SpeculationControl
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Output, Proposal, SessionOpen, Status
 from sdcp_conformance.protocol.messages import Verdict as VerdictMessage
 from sdcp_conformance.protocol.problems import ProblemType

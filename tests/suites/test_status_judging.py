@@ -14,9 +14,11 @@ import pytest
 
 from sdcp_conformance.harness.case import CaseSkipped, CaseStopped, Catalogue, Level
 from sdcp_conformance.harness.judging import JudgedContext
-from sdcp_conformance.harness.roles.played_router import StatusInbox
+from sdcp_conformance.harness.patience import LoopStall
+from sdcp_conformance.harness.roles.played_router import StatusInbox, StatusReport
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.protocol.messages import Status
 from sdcp_conformance.suites import status_judging
 from sdcp_conformance.suites.status_judging import judge_status_reports
 from sdcp_conformance.transport.types import Request
@@ -82,3 +84,36 @@ def test_no_report_at_all_fails_the_interval(monkeypatch: pytest.MonkeyPatch) ->
                                          message_row="R-5.2-STATUS-REPORT", path_row="P1-RTR-1/VERIFIER"))
     assert [(finding.row, finding.severity) for finding in ctx.findings] == [
         ("R-6.1-STATUS-INTERVAL", Verdict.FAILED)]
+
+
+class _Stalled(LoopStall):
+    """The harness's loop could not run for ``seconds`` between ``start`` and ``end`` (and at no other time)."""
+
+    def __init__(self, start: float, end: float, seconds: float) -> None:
+        super().__init__()
+        self.window, self.seconds = (start, end), seconds
+
+    def between(self, start: float, end: float) -> float:
+        return self.seconds if start <= self.window[0] and self.window[1] <= end else 0.0
+
+
+def _reports(arrivals: list[float], ttl_ms: int = 1000) -> list[StatusReport]:
+    status = Status(instance=URI, role=2, load=0, queue=0, ttl_ms=ttl_ms)
+    return [StatusReport(number, at, "/router/instances/x/status", URI, "application/sdcp+cbor", status)
+            for number, at in enumerate(arrivals)]
+
+
+def test_a_gap_is_shortened_by_the_harness_stall_within_it_and_only_by_that() -> None:
+    """D-JUDGE-TIME-2: reports every 0.9 s of a ttl_ms of 1 s, one stamped 0.5 s late because the harness's loop
+    could not run: within ttl_ms once the stall is credited; without the stall, or with a stall elsewhere, the
+    same arrivals deviate from §6.1."""
+    arrivals = [0.0, 0.9, 1.8, 3.2, 3.6, 4.5]  # the fourth report was stamped 0.5 s after it came (2.7 + 0.5)
+
+    def judged(stall: LoopStall | None) -> list[str]:
+        ctx = JudgedContext(CATALOGUE.cases["T-STATUS-1"], 1, "main")
+        status_judging._judge_intervals(ctx, _reports(arrivals), stall)
+        return [finding.row for finding in ctx.findings if finding.severity is not Verdict.PASSED]
+
+    assert judged(_Stalled(1.8, 3.2, 0.5)) == []
+    assert judged(None) == ["R-6.1-STATUS-INTERVAL"]
+    assert judged(_Stalled(3.6, 4.5, 0.5)) == ["R-6.1-STATUS-INTERVAL"]

@@ -20,10 +20,11 @@ from typing import IO
 import numpy as np
 import pytest
 
-from sdcp_conformance.harness.cli import write_iut_target
+from sdcp_conformance.harness.iut_setup import write_verifier_target
 from sdcp_conformance.harness.target import load_target, render_target
 from sdcp_conformance.models.bigram import VOCAB_SIZE
 from sdcp_conformance.reference.verifier.ports import ScoreItem
+from sdcp_conformance.testing.children import stop
 from tests.standins.standin_verifier import READY_LINE, ClosedFormBigram
 
 CLI = [sys.executable, "-m", "sdcp_conformance.cli"]
@@ -47,7 +48,7 @@ def _pump(stream: IO[str], lines: queue.Queue[str]) -> None:
 @pytest.fixture
 def standin(tmp_path: Path) -> Iterator[tuple[Path, queue.Queue[str], subprocess.Popen[str]]]:
     folder = tmp_path / "iut"
-    _, path = write_iut_target(folder)
+    _, path = write_verifier_target(folder)
     path.write_text(render_target(dataclasses.replace(load_target(path), models=("bigram",)), folder),
                     encoding="utf-8")
     target = load_target(path)
@@ -62,13 +63,7 @@ def standin(tmp_path: Path) -> Iterator[tuple[Path, queue.Queue[str], subprocess
             assert first.startswith(READY_LINE) and first[len(READY_LINE):].strip() == target.base_uri, first
             yield path, lines, process
         finally:
-            if process.poll() is None:
-                process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=20)
+            stop(process)
 
 
 @pytest.mark.slow

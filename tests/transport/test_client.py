@@ -3,39 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import cbor2
 import pytest
 
-from sdcp_conformance.errors import MalformedMessage, ProtocolError
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.problems import PROBLEM_CBOR_MEDIA_TYPE, ProblemType
 from sdcp_conformance.transport.client import (
     FailureKind,
     SdcpClient,
     Timeouts,
-    TransportFailure,
     is_retry_safe,
 )
 from sdcp_conformance.transport.pki import Pki
 from sdcp_conformance.transport.types import Request, Response, TransportFault
 
-from .conftest import PARTIES, StartServer
+from .conftest import (
+    PARTIES,
+    REFUSED_CERTIFICATES,
+    SHORT,
+    StartServer,
+    drafter_client,
+    handshake_material,
+    request_failure,
+    run,
+)
 
-T = TypeVar("T")
-SHORT = Timeouts(connect=5, read=5, write=5, total=10)
-
-
-def run(factory: Callable[[], Awaitable[T]]) -> T:
-    return asyncio.run(asyncio.wait_for(factory(), timeout=30))
-
-
-def _client(pki: Pki, base_uri: str, pair: tuple[Any, Any] | None = None, **kw: Any) -> SdcpClient:
-    cert, key = pair or (pki.cert("drafter-1"), pki.key("drafter-1"))
-    kw.setdefault("timeouts", SHORT)
-    return SdcpClient(base_uri, cert, key, pki.ca_cert, **kw)
+_client = functools.partial(drafter_client, SdcpClient)
 
 
 async def cbor_echo(request: Request) -> Response:
@@ -125,40 +123,23 @@ def test_cbor_problem_is_accepted(pki: Pki, start_server: StartServer) -> None:
     assert problem is not None and problem.problem_type is ProblemType.NOT_ASSIGNED
 
 
-@pytest.mark.parametrize("case", ["no-certificate", "wrong-ca", "expired"])
+@pytest.mark.parametrize("case", REFUSED_CERTIFICATES)
 def test_refused_client_certificate_is_classified_refused(pki: Pki, start_server: StartServer, case: str) -> None:
     server = start_server()
-    pair = {
-        "no-certificate": (None, None),
-        "wrong-ca": (pki.wrong_ca.cert, pki.wrong_ca.key),
-        "expired": (pki.expired.cert, pki.expired.key),
-    }[case]
-
-    async def go() -> None:
-        async with _client(pki, server.base_uri, pair) as client:
-            await client.request("GET", "output")  # retry-safe, yet a refusal is final
-
-    with pytest.raises(TransportFailure) as caught:
-        run(go)
-    assert caught.value.kind is FailureKind.REFUSED
-    assert caught.value.attempts == 1
+    pair = handshake_material(pki, case)
+    # GET output is retry-safe, yet a refusal is final
+    failure = request_failure(lambda: _client(pki, server.base_uri, pair), "GET", "output")
+    assert failure.kind is FailureKind.REFUSED
+    assert failure.attempts == 1
     assert server.stats.requests == 0
 
 
 def test_server_certificate_from_unknown_ca_is_refused(pki: Pki, start_server: StartServer) -> None:
     server = start_server()
 
-    async def go() -> None:
-        client = SdcpClient(
-            server.base_uri, pki.cert("drafter-1"), pki.key("drafter-1"), pki.wrong_ca_cert,
-            timeouts=SHORT,
-        )  # fmt: skip
-        async with client:
-            await client.request("GET", "x")
-
-    with pytest.raises(TransportFailure) as caught:
-        run(go)
-    assert caught.value.kind is FailureKind.REFUSED
+    failure = request_failure(lambda: SdcpClient(server.base_uri, pki.cert("drafter-1"), pki.key("drafter-1"),
+                                                 pki.wrong_ca_cert, timeouts=SHORT), "GET", "x")
+    assert failure.kind is FailureKind.REFUSED
 
 
 def _flaky(fault: TransportFault | int, failures: int) -> tuple[Callable[..., Any], list[str]]:
@@ -192,15 +173,9 @@ def test_proposal_is_retried_until_answered(pki: Pki, start_server: StartServer,
 def test_retries_are_bounded(pki: Pki, start_server: StartServer) -> None:
     handler, seen = _flaky(TransportFault.RESET_STREAM, failures=10)
     server = start_server(handler)
-
-    async def go() -> None:
-        async with _client(pki, server.base_uri) as client:
-            await client.request("POST", "proposals", b"\xa0")
-
-    with pytest.raises(TransportFailure) as caught:
-        run(go)
-    assert caught.value.kind is FailureKind.CONNECTION_LOST
-    assert caught.value.attempts == 3 and len(seen) == 3
+    failure = request_failure(lambda: _client(pki, server.base_uri), "POST", "proposals", b"\xa0")
+    assert failure.kind is FailureKind.CONNECTION_LOST
+    assert failure.attempts == 3 and len(seen) == 3
 
 
 def test_non_idempotent_request_is_sent_once(pki: Pki, start_server: StartServer) -> None:
@@ -224,18 +199,8 @@ def test_read_timeout_is_classified(pki: Pki, start_server: StartServer) -> None
 
     server = start_server(stall)
     quick = Timeouts(connect=5, read=0.2, write=5, total=5)
-
-    async def go() -> None:
-        client = SdcpClient(
-            server.base_uri, pki.cert("drafter-1"), pki.key("drafter-1"), pki.ca_cert,
-            timeouts=quick, max_attempts=1,
-        )  # fmt: skip
-        async with client:
-            await client.request("GET", "output")
-
-    with pytest.raises(TransportFailure) as caught:
-        run(go)
-    assert caught.value.kind is FailureKind.TIMEOUT
+    failure = request_failure(lambda: _client(pki, server.base_uri, timeouts=quick, max_attempts=1), "GET", "output")
+    assert failure.kind is FailureKind.TIMEOUT
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 from typing import Any
 
@@ -13,16 +14,17 @@ from sdcp_conformance.transport.h2client import H2Client
 from sdcp_conformance.transport.pki import Pki
 from sdcp_conformance.transport.types import Request, Response, TransportFault
 
-from .conftest import PARTIES, StartServer
-from .test_client import run
+from .conftest import (
+    PARTIES,
+    REFUSED_CERTIFICATES,
+    StartServer,
+    drafter_client,
+    handshake_material,
+    request_failure,
+    run,
+)
 
-SHORT = Timeouts(connect=5, read=5, write=5, total=10)
-
-
-def _client(pki: Pki, base_uri: str, pair: tuple[Any, Any] | None = None, **kw: Any) -> H2Client:
-    cert, key = pair or (pki.cert("drafter-1"), pki.key("drafter-1"))
-    kw.setdefault("timeouts", SHORT)
-    return H2Client(base_uri, cert, key, pki.ca_cert, **kw)
+_client = functools.partial(drafter_client, H2Client)
 
 
 def test_request_reaches_handler_with_identity(pki: Pki, start_server: StartServer) -> None:
@@ -47,14 +49,10 @@ def test_base_uri_path_prefixes_every_request(pki: Pki, start_server: StartServe
     assert run(go).body.decode().split("|")[2] == "/verifier/sessions/x/output"
 
 
-@pytest.mark.parametrize("case", ["no-certificate", "wrong-ca", "expired"])
+@pytest.mark.parametrize("case", REFUSED_CERTIFICATES)
 def test_refused_certificate_fails_at_connect(pki: Pki, start_server: StartServer, case: str) -> None:
     server = start_server()
-    pair = {
-        "no-certificate": (None, None),
-        "wrong-ca": (pki.wrong_ca.cert, pki.wrong_ca.key),
-        "expired": (pki.expired.cert, pki.expired.key),
-    }[case]
+    pair = handshake_material(pki, case)
 
     async def go() -> None:
         async with _client(pki, server.base_uri, pair) as client:
@@ -107,15 +105,9 @@ def test_reset_stream_is_connection_lost_when_not_retried(pki: Pki, start_server
         return Response(200, fault=TransportFault.RESET_STREAM)
 
     server = start_server(handler)
-
-    async def go() -> None:
-        async with _client(pki, server.base_uri) as client:
-            await client.request("POST", "sessions", b"\xa0")
-
-    with pytest.raises(TransportFailure) as caught:
-        run(go)
-    assert caught.value.kind is FailureKind.CONNECTION_LOST
-    assert caught.value.attempts == 1
+    failure = request_failure(lambda: _client(pki, server.base_uri), "POST", "sessions", b"\xa0")
+    assert failure.kind is FailureKind.CONNECTION_LOST
+    assert failure.attempts == 1
 
 
 def test_stalled_response_times_out_and_the_connection_stays_usable(pki: Pki, start_server: StartServer) -> None:

@@ -13,8 +13,8 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
+from sdcp_conformance.cli.pki import pki as pki_group
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.harness.pki_cli import pki as pki_group
 from sdcp_conformance.transport.pki import Pki, init_pki, issue_party, load_pki
 
 from .conftest import PARTIES

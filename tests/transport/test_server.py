@@ -11,13 +11,13 @@ import threading
 import httpx
 import pytest
 
-from sdcp_conformance.errors import ProtocolError
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.problems import PROBLEM_MEDIA_TYPE, ProblemType
 from sdcp_conformance.testing.raw_h2 import RawH2
 from sdcp_conformance.transport.pki import Pki
 from sdcp_conformance.transport.types import Request, Response, TransportFault
 
-from .conftest import PARTIES, StartServer
+from .conftest import PARTIES, REFUSED_CERTIFICATES, StartServer, handshake_material
 from .tls_probe import PREFACE, SETTINGS_FRAME_TYPE, client_context, first_frame_type, probe
 
 TIMEOUT = httpx.Timeout(10.0)
@@ -39,15 +39,10 @@ def test_valid_client_certificate_is_accepted_with_h2_settings(pki: Pki, start_s
     assert first_frame_type(data) == SETTINGS_FRAME_TYPE
 
 
-@pytest.mark.parametrize("case", ["no-certificate", "wrong-ca", "expired", "tls-1.2-only"])
+@pytest.mark.parametrize("case", [*REFUSED_CERTIFICATES, "tls-1.2-only"])
 def test_handshake_is_refused(pki: Pki, start_server: StartServer, case: str) -> None:
     server = start_server()
-    material = {
-        "no-certificate": (None, None),
-        "wrong-ca": (pki.wrong_ca.cert, pki.wrong_ca.key),
-        "expired": (pki.expired.cert, pki.expired.key),
-        "tls-1.2-only": (pki.cert("drafter-1"), pki.key("drafter-1")),
-    }[case]
+    material = handshake_material(pki, case)
     ctx = client_context(pki.ca_cert, *material, tls12_only=case == "tls-1.2-only", alpn=["h2"])
     assert probe(server.port, ctx) == ("refused", b"")
     assert server.stats.requests == 0
@@ -60,8 +55,7 @@ def test_a_refused_handshake_is_recorded_with_its_reason(pki: Pki, start_server:
                                                          words: str) -> None:
     """A harness playing a party names these when nothing of the IUT's arrives (D-JUDGE-REFUSED-CLIENT)."""
     server = start_server()
-    material = {"no-certificate": (None, None), "wrong-ca": (pki.wrong_ca.cert, pki.wrong_ca.key),
-                "tls-1.2-only": (pki.cert("drafter-1"), pki.key("drafter-1"))}[case]
+    material = handshake_material(pki, case)
     ctx = client_context(pki.ca_cert, *material, tls12_only=case == "tls-1.2-only", alpn=["h2"])
     assert probe(server.port, ctx) == ("refused", b"")
     refused = list(server.server.refused)

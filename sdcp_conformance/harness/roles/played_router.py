@@ -1,4 +1,5 @@
-"""The router the harness plays for a drafter under test: where the drafter reports its status.
+"""The router the harness plays for a drafter or a verifier under test: where the IUT reports its status (and a
+verifier its events, :class:`RouterInbox`).
 
 §6.1: "Each instance reports status at intervals shorter than its ttl_ms";
 P1-RTR-1: ``PUT instances/{id}/status`` with ``{id}`` the unpadded base64url of
@@ -15,10 +16,10 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sdcp_conformance.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.harness.arrivals import wait_until
 from sdcp_conformance.harness.transcript import CaseTranscript, next_sequence
-from sdcp_conformance.protocol.messages import Status
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
+from sdcp_conformance.protocol.messages import Event, Status
 from sdcp_conformance.transport.types import Request, Response
 
 
@@ -70,4 +71,32 @@ class StatusInbox:
         return await wait_until(self.changed, predicate, timeout_s)
 
 
-__all__ = ["StatusInbox", "StatusReport"]
+@dataclass
+class RouterInbox:
+    """The harness's router listener: accepts events and status reports (§5.1 Table 1), records them; the status
+    reports, each with its arrival time, path, label and why its body is not a status message (if it is not), go
+    to :attr:`status` for the §6.1 case to judge."""
+
+    events: list[tuple[str | None, Event]] = field(default_factory=list)
+    status: StatusInbox = field(default_factory=StatusInbox)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def __call__(self, request: Request) -> Response:
+        if request.method == "PUT" and "/instances/" in request.path and request.path.endswith("/status"):
+            return await self.status(request)
+        try:
+            if request.method == "POST" and request.path.endswith("/events"):
+                self.events.append((request.peer_identity, Event.from_cbor(request.body)))
+            else:
+                return Response(404)
+        except Exception:  # the IUT sent something malformed: record it as refused, judge it in the case
+            return Response(400)
+        self.changed.set()
+        return Response(204)
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until ``predicate()`` holds or the timeout passes; no sleeping, woken by arrivals."""
+        return await wait_until(self.changed, predicate, timeout_s)
+
+
+__all__ = ["RouterInbox", "StatusInbox", "StatusReport"]

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
 from sdcp_conformance.cache.transcript import render_body
-from sdcp_conformance.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.harness.patience import upper_decile
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
 from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts, review
 from sdcp_conformance.harness.transcript import CaseTranscript, Entry, next_sequence
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.messages import Output, Proposal
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE, ProblemType
 from sdcp_conformance.transport.problem import problem_response, status_problem_response

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from sdcp_conformance.cache.commit_log import LogRecord
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.roles.router_history import FrontSeen, History, OpenSeen
 from sdcp_conformance.harness.roles.router_truth import Facts, FrontSession, counted, expected_resume, fences
 from sdcp_conformance.protocol.codec import decode_sequence
 from sdcp_conformance.protocol.contract import digest_of
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 
 CBOR = SDCP_MEDIA_TYPE

@@ -18,10 +18,10 @@ import asyncio
 import enum
 from collections.abc import Callable
 
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.roles.router_history import AssignSeen, History, PutSeen, deterministic
 from sdcp_conformance.harness.roles.router_mlc import ObservedMlc
 from sdcp_conformance.harness.roles.router_status import StatusReporter
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Assignment
 from sdcp_conformance.transport.problem import problem_response, status_problem_response
 from sdcp_conformance.transport.types import Request, Response, TransportFault, media_type

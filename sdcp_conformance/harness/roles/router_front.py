@@ -15,9 +15,9 @@ import base64
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.roles.router_history import FrontSeen, History
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Output
 
 FRONT = "client/sessions"

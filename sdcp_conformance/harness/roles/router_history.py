@@ -224,8 +224,8 @@ class EventSent(Seen):
 
 def deterministic(body: bytes) -> bool:
     """P1-MSG-1: "Senders use core deterministic encoding (RFC 8949 §4.2.1) for every message"."""
-    from sdcp_conformance.errors import MalformedMessage
     from sdcp_conformance.protocol.codec import decode, encode
+    from sdcp_conformance.protocol.errors import MalformedMessage
 
     try:
         return encode(decode(body)) == body

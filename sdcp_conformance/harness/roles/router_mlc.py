@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 
 from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.cache.commit_log import FenceRecord, LogRecord, encode_record, parse_log
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.roles.router_history import CacheSeen, History
 from sdcp_conformance.protocol.codec import decode, encode
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.transport.types import Request, Response
 
 

@@ -26,7 +26,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from sdcp_conformance.cache.commit_log import CommitRecord
-from sdcp_conformance.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.roles.router_history import (
     CommitSeen,
@@ -43,7 +42,8 @@ from sdcp_conformance.harness.roles.router_status import StatusReporter
 from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.contract import digest_of
-from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.control import Action, Phase
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.messages import Assignment, Contract, Output, Policy, SessionOpen, SessionState
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE, ProblemType
 from sdcp_conformance.transport.problem import b64url_decode, problem_response, status_problem_response
@@ -53,7 +53,7 @@ OUTPUT_WAIT_S = 1.0
 """D-JUDGE-R3: the played verifiers' output long poll waits up to 1 s (P1-OUT-1 leaves the time to the server),
 so a router's front that waits "like the verifier's output" answers a case within about a second."""
 
-ACTIVE, SELF_DECODING, FINISHED, FAILED = 0, 3, 4, 5
+ACTIVE, SELF_DECODING, FINISHED, FAILED = Phase.ACTIVE, Phase.SELF_DECODING, Phase.FINISHED, Phase.FAILED
 """P1-STATE-1: session-state.state."""
 
 SendEvent = Callable[[str, dict[str, Any]], Awaitable[Answer]]

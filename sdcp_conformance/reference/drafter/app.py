@@ -17,7 +17,7 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from sdcp_conformance.errors import ProtocolError
 from sdcp_conformance.protocol.codec import decode
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import ROLE_DRAFTER, Assignment, Output, Status, Verdict
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.drafter.decisions import BAD_PROMPT, INCONSISTENT_COMMITTED_TOKENS
@@ -51,13 +51,11 @@ from sdcp_conformance.reference.drafter.session import (
     check_assignment,
     check_epoch,
 )
-from sdcp_conformance.transport.problem import problem_response, status_problem_response
-from sdcp_conformance.transport.types import Request, Response
+from sdcp_conformance.transport.problem import answered_as_problem, status_problem_response
+from sdcp_conformance.transport.types import Clock, Request, Response, Sleep
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
-Sleep = Callable[[float], Awaitable[None]]
 T = TypeVar("T")
 
 LEASE_MARGIN_MS = 1000
@@ -185,10 +183,7 @@ class DrafterApp:
     # ------------------------------------------------------------------ POST assignments
 
     async def __call__(self, request: Request) -> Response:
-        try:
-            return await self._route(request)
-        except ProtocolError as error:
-            return problem_response(error)
+        return await answered_as_problem(self._route, request)
 
     async def _route(self, request: Request) -> Response:
         if request.path.rstrip("/") != self._base_path + "/assignments":

@@ -65,6 +65,7 @@ class LogitsDraftModel:
         rule: int,
         rng: np.random.Generator,
     ) -> tuple[tuple[int, ...], QRows | None]:
+        self._begin(session_key)
         if m < 1:
             raise InvalidArgument("a proposal has at least one token")
         if rule == RULE_GREEDY:
@@ -75,6 +76,9 @@ class LogitsDraftModel:
 
     def forget(self, session_key: bytes) -> None:
         pass
+
+    def _begin(self, session_key: bytes) -> None:
+        """Called first in every :meth:`draft` with its session; a model keeping state per session overrides it."""
 
     def _row_logits(self, context: Sequence[int]) -> npt.NDArray[np.float64]:
         logits = np.asarray(self._logits(context), dtype=np.float64)

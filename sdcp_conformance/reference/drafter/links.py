@@ -13,7 +13,7 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from sdcp_conformance.cache.append import CacheReply, CacheTransportError
-from sdcp_conformance.errors import MalformedMessage
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Message, Output, Status, Verdict
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.reference.drafter.ports import (

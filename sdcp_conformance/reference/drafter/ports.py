@@ -14,25 +14,17 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from sdcp_conformance.errors import MalformedMessage
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Output, SessionState, Status, Verdict
 from sdcp_conformance.protocol.problems import ProblemType
+from sdcp_conformance.reference.model_identity import ModelIdentity
 
 QRows = npt.NDArray[np.float32]
 """M x V binary32 draft rows (§5.2 q_rows)."""
 
 
-class DraftModel(Protocol):
+class DraftModel(ModelIdentity, Protocol):
     """The draft model as the drafter uses it (P1-HASH-1, P1-HASH-2, P1-DRF-3)."""
-
-    @property
-    def vocab_size(self) -> int: ...
-
-    @property
-    def model_sha256(self) -> bytes: ...
-
-    @property
-    def tokenizer_sha256(self) -> bytes: ...
 
     def draft(
         self,

@@ -15,10 +15,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sdcp_conformance.errors import InvalidArgument, ProtocolError
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.contract import RULE_SPECULATIVE_SAMPLING, digest_of, validate_contract
 from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Assignment, Output, Proposal, SessionState, Status, Verdict
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.protocol.speculation import DEFAULT_ALPHA_WEIGHT, choose_m, update_alpha

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from sdcp_conformance.errors import InvalidArgument, MalformedMessage, ProtocolError
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.contract import parse_contract, validate_contract
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.messages import Contract, Event, Policy, Sampling, SessionState, Status
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.router.decisions import (
@@ -44,13 +45,11 @@ from sdcp_conformance.reference.router.driver import (
 from sdcp_conformance.reference.router.ports import DrafterLink, Refused, RouterCache, VerifierLink
 from sdcp_conformance.reference.router.registry import InstanceRegistry
 from sdcp_conformance.reference.router.session import RouterSession, Wants
-from sdcp_conformance.transport.problem import b64url_decode, problem_response, status_problem_response
-from sdcp_conformance.transport.types import Request, Response
+from sdcp_conformance.transport.problem import answered_as_problem, b64url_decode, status_problem_response
+from sdcp_conformance.transport.types import Clock, Request, Response, Sleep
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
-Sleep = Callable[[float], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -97,10 +96,7 @@ class RouterApp:
     # ------------------------------------------------------------------ HTTP
 
     async def __call__(self, request: Request) -> Response:
-        try:
-            return await self._route(request)
-        except ProtocolError as error:
-            return problem_response(error)
+        return await answered_as_problem(self._route, request)
 
     async def _route(self, request: Request) -> Response:
         path = request.path
@@ -189,7 +185,7 @@ class RouterApp:
     ) -> bytes:
         """§6.1: open the session at an eligible verifier, then assign a drafter. Returns the session id.
 
-        Raises :class:`~sdcp_conformance.errors.ProtocolError` 422 sdcp-bad-contract for a contract this
+        Raises :class:`~sdcp_conformance.protocol.errors.ProtocolError` 422 sdcp-bad-contract for a contract this
         router cannot serve (D-RTR-22): invalid, no configured drafter permitted by it, or refused as
         sdcp-bad-contract by every verifier tried; :class:`NoEligibleInstance` when no verifier could open it.
         """

@@ -13,7 +13,7 @@ import asyncio
 import base64
 import enum
 import logging
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -37,11 +37,11 @@ from sdcp_conformance.reference.router.session import (
     StateMismatch,
     parse_log_bytes,
 )
+from sdcp_conformance.transport.types import Clock
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Clock = Callable[[], float]
 
 
 class RouterError(SdcpConformanceError):

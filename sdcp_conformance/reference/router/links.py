@@ -23,8 +23,8 @@ from sdcp_conformance.cache.append import (
     append_record,
 )
 from sdcp_conformance.cache.commit_log import FenceRecord
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.protocol.codec import decode, encode
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Assignment, Output, Policy, SessionOpen, SessionState
 from sdcp_conformance.reference.router.ports import Answer, CacheUnavailable, LinkFailure, Refused
 from sdcp_conformance.transport.client import ClientResponse, SdcpClient, Timeouts, TransportFailure

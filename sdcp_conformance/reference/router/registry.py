@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from sdcp_conformance.errors import InvalidArgument, ProtocolError
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import ROLE_DRAFTER, ROLE_VERIFIER, Contract, Status
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.router.decisions import (

@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sdcp_conformance.cache.commit_log import CommitRecord, FenceRecord, LogRecord, parse_log
-from sdcp_conformance.errors import MalformedMessage, ProtocolError, SdcpConformanceError
+from sdcp_conformance.errors import SdcpConformanceError
 from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.contract import digest_of
 from sdcp_conformance.protocol.control import Action
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.messages import (
     Assignment,
     Contract,

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
-from sdcp_conformance.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.contract import validate_contract
+from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
 from sdcp_conformance.protocol.messages import (
     ROLE_VERIFIER,
     Assignment,
@@ -54,8 +54,8 @@ from sdcp_conformance.reference.verifier.session import (
     WaitForRound,
 )
 from sdcp_conformance.transport.problem import (
+    answered_as_problem,
     b64url_decode,
-    problem_response,
     status_problem_response,
 )
 from sdcp_conformance.transport.types import Request, Response
@@ -195,9 +195,7 @@ class VerifierApp:
 
     async def __call__(self, request: Request) -> Response:
         try:
-            return await self._route(request)
-        except ProtocolError as error:
-            return problem_response(error)
+            return await answered_as_problem(self._route, request)
         except _HttpError as error:
             return status_problem_response(error.status, error.detail)
 

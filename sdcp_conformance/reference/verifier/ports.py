@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sdcp_conformance.protocol.messages import Event
+from sdcp_conformance.reference.model_identity import ModelIdentity
 
 
 @dataclass(frozen=True)
@@ -31,17 +32,8 @@ class ScoreItem:
     proposed: tuple[int, ...]
 
 
-class TargetModel(Protocol):
+class TargetModel(ModelIdentity, Protocol):
     """The target model as the verifier uses it (P1-HASH-1, P1-HASH-2)."""
-
-    @property
-    def vocab_size(self) -> int: ...
-
-    @property
-    def model_sha256(self) -> bytes: ...
-
-    @property
-    def tokenizer_sha256(self) -> bytes: ...
 
     def score(self, items: Sequence[ScoreItem]) -> list[npt.NDArray[np.float64]]:
         """One batched forward pass over every item; blocking (run off the event loop)."""

@@ -17,7 +17,6 @@ uniforms and the verifier's load in, and carries the commit record out. The
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,10 +24,11 @@ import numpy as np
 import numpy.typing as npt
 
 from sdcp_conformance.cache.commit_log import CommitRecord
-from sdcp_conformance.errors import InvalidArgument, ProtocolError
+from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.contract import RULE_SPECULATIVE_SAMPLING, digest_of
-from sdcp_conformance.protocol.control import Action, EscalationPolicy, SpeculationControl
+from sdcp_conformance.protocol.control import Action, EscalationPolicy, Phase, SpeculationControl
+from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import (
     Assignment,
     Contract,
@@ -55,15 +55,6 @@ from sdcp_conformance.reference.verifier.decisions import (
 )
 
 FloatRows = npt.NDArray[np.float64]
-
-
-class Phase(enum.IntEnum):
-    """P1-STATE-1: ``session-state.state`` values."""
-
-    ACTIVE = 0
-    SELF_DECODING = 3
-    FINISHED = 4
-    FAILED = 5
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,6 @@ SWITCH = ("switch (2):: The verifier sends an event to the router, which assigns
 SELF = ("self_decode (3):: The verifier decodes the session itself with the target model. ... After `switch` or the "
         "start of self-decoding, the old drafter's proposals get 403 `sdcp-not-assigned` until a new assignment "
         "arrives.")
-ENDED = ("finish (4):: Generation has ended because of a stop token or max_new. ... fail (5):: The verifier ends the "
-         "session with an error.")
 UNKNOWN = 'A receiver that encounters an unknown action value MUST treat it as "fail".'
 
 
@@ -59,21 +57,21 @@ async def reassigned_after_switch(ctx: DrafterContext) -> None:
     ctx.note(f"drafting resumed with {arrival.describe()}")
 
 
-@CATALOGUE.case("DRF-6.5.2-SELF-DECODE-001", area="actions", section="6.5.2, P1-EVT-1", quote=SELF, level=Level.MUST,
+@CATALOGUE.case("DRF-6.5.2-SELF-DECODE-001", area="actions", section="6.5.2, P1-EVT-1", level=Level.MUST,
                 rows=("R-6.5.2-STOP-ON-SELF-DECODE",))
 async def self_decode_stops(ctx: DrafterContext) -> None:
     """After a verdict with action self_decode the drafter sends no further proposal for the session."""
     await _stops_after(ctx, int(Action.SELF_DECODE), STOP_ROWS[int(Action.SELF_DECODE)])
 
 
-@CATALOGUE.case("DRF-6.5.2-FINISH-001", area="actions", section="6.5.2", quote=ENDED, level=Level.MUST,
+@CATALOGUE.case("DRF-6.5.2-FINISH-001", area="actions", section="6.5.2", level=Level.MUST,
                 rows=("R-6.5.2-STOP-ON-END",))
 async def finish_stops(ctx: DrafterContext) -> None:
     """After a verdict with action finish the drafter sends no further proposal for the session."""
     await _stops_after(ctx, int(Action.FINISH), "R-6.5.2-STOP-ON-END")
 
 
-@CATALOGUE.case("DRF-6.5.2-FINISH-002", area="actions", section="6.5.2, 6.3", quote=ENDED, level=Level.MUST,
+@CATALOGUE.case("DRF-6.5.2-FINISH-002", area="actions", section="6.5.2, 6.3", level=Level.MUST,
                 rows=("R-6.5.2-STOP-ON-END",))
 async def max_new_reached(ctx: DrafterContext) -> None:
     """max_new 5: the round that reaches it is truncated and finishes; no proposal follows."""
@@ -86,7 +84,7 @@ async def max_new_reached(ctx: DrafterContext) -> None:
     await ctx.quiet(session, "R-6.5.2-STOP-ON-END", "the verdict that reached max_new (action finish)")
 
 
-@CATALOGUE.case("DRF-6.5.2-FAIL-001", area="actions", section="6.5.2", quote=ENDED, level=Level.MUST,
+@CATALOGUE.case("DRF-6.5.2-FAIL-001", area="actions", section="6.5.2", level=Level.MUST,
                 rows=("R-6.5.2-STOP-ON-END",))
 async def fail_stops(ctx: DrafterContext) -> None:
     """After a verdict with action fail the drafter sends no further proposal for the session."""

@@ -25,17 +25,9 @@ from sdcp_conformance.suites.drafter.conversation import advance, hold, tokens_o
 from sdcp_conformance.suites.drafter.variants import with_ctx_variant
 from sdcp_conformance.transport.types import media_type
 
-ROUTERS = "it accepts `POST assignments` only from its routers (else 403 `sdcp-not-assigned`)."
-PERMITTED = ("A drafter refuses (422 `sdcp-bad-contract`) an assignment whose contract lists `drafters` without its "
-             "model's digest or names another tokenizer.")
-M_INIT = "a drafter answers an assignment with `m_init` 0 with 400 `sdcp-bad-message`"
-UNKNOWN_KEY = ('A contract that contains a key not defined by this document MUST be rejected with problem type '
-               '"sdcp-bad-contract", so that all parties compute the contract digest over the same content.')
-LOWER = "An assignment with a lower epoch than the one a drafter holds gets 409 `sdcp-stale-epoch`"
 REPLACE = "an equal or higher epoch replaces the current assignment, abandoning any outstanding proposal first."
 WELL_FORMED = ("Receivers reject malformed CBOR, wrong types, out-of-range values, and missing required members with "
                "400 (`sdcp-bad-message`, a profile problem type)")
-UNKNOWN_KEYS = "Unknown map keys MUST be ignored, except in the contract (Section 4.1)."
 TOKEN_LISTS = "a token list (`prompt`, `committed_tokens`) is a CBOR array of uint"
 GREEDY_ROW = "P1-DRF-4"
 """Judged on every rule-1 proposal by the played verifier: the greedy tokens of the committed prefix; with the
@@ -54,7 +46,7 @@ async def _refused_and_silent(ctx: DrafterContext, session: PlayedSession, row: 
               row=row, expected="no proposal", actual=arrival.describe() if arrival else "")
 
 
-@CATALOGUE.case("DRF-P1-DRF-1-001", area="assignments", section="P1-DRF-1", quote=ROUTERS, level=Level.PROFILE,
+@CATALOGUE.case("DRF-P1-DRF-1-001", area="assignments", section="P1-DRF-1", level=Level.PROFILE,
                 rows=("P1-DRF-1",))
 async def not_from_a_router(ctx: DrafterContext) -> None:
     """An assignment sent by a party that is not one of the drafter's routers is 403 sdcp-not-assigned."""
@@ -62,7 +54,7 @@ async def not_from_a_router(ctx: DrafterContext) -> None:
                               party="verifier-1")
 
 
-@CATALOGUE.case("DRF-P1-DRF-3-001", area="assignments", section="P1-DRF-3", quote=PERMITTED, level=Level.PROFILE,
+@CATALOGUE.case("DRF-P1-DRF-3-001", area="assignments", section="P1-DRF-3", level=Level.PROFILE,
                 rows=("P1-DRF-3",))
 async def model_not_permitted(ctx: DrafterContext) -> None:
     """A contract whose drafters list omits the drafter's model is 422 sdcp-bad-contract."""
@@ -70,7 +62,7 @@ async def model_not_permitted(ctx: DrafterContext) -> None:
     await _refused_and_silent(ctx, ctx.track(contract=contract), "P1-DRF-3", "a contract without its model")
 
 
-@CATALOGUE.case("DRF-P1-DRF-3-002", area="assignments", section="P1-DRF-3", quote=PERMITTED, level=Level.PROFILE,
+@CATALOGUE.case("DRF-P1-DRF-3-002", area="assignments", section="P1-DRF-3", level=Level.PROFILE,
                 rows=("P1-DRF-3",))
 async def another_tokenizer(ctx: DrafterContext) -> None:
     """A contract naming another tokenizer is 422 sdcp-bad-contract."""
@@ -78,7 +70,7 @@ async def another_tokenizer(ctx: DrafterContext) -> None:
     await _refused_and_silent(ctx, ctx.track(contract=contract), "P1-DRF-3", "a contract with another tokenizer")
 
 
-@CATALOGUE.case("DRF-P1-DRF-3-003", area="assignments", section="P1-DRF-3, 4.1", quote=PERMITTED,
+@CATALOGUE.case("DRF-P1-DRF-3-003", area="assignments", section="P1-DRF-3, 4.1",
                 level=Level.PROFILE, rows=("P1-DRF-3",))
 async def model_permitted_second(ctx: DrafterContext) -> None:
     """A contract whose drafters list names another model first and the drafter's second permits it: the
@@ -92,14 +84,14 @@ async def model_permitted_second(ctx: DrafterContext) -> None:
     await ctx.decide(session, "round 1")
 
 
-@CATALOGUE.case("DRF-P1-DRF-2-001", area="assignments", section="P1-DRF-2", quote=M_INIT, level=Level.PROFILE,
+@CATALOGUE.case("DRF-P1-DRF-2-001", area="assignments", section="P1-DRF-2", level=Level.PROFILE,
                 rows=("P1-DRF-2/DRAFTER",))
 async def m_init_zero(ctx: DrafterContext) -> None:
     """An assignment with m_init 0 is 400 sdcp-bad-message."""
     await _refused_and_silent(ctx, ctx.track(), "P1-DRF-2/DRAFTER", "m_init 0", m_init=0)
 
 
-@CATALOGUE.case("DRF-P1-MSG-2-VOCAB-001", area="assignments", section="P1-MSG-2, P1-HASH-2, 5.2", quote=VOCAB,
+@CATALOGUE.case("DRF-P1-MSG-2-VOCAB-001", area="assignments", section="P1-MSG-2, P1-HASH-2, 5.2",
                 level=Level.PROFILE, profile=("P1-MSG-2", "P1-HASH-2"), rows=("P1-MSG-2/TOKEN-RANGE",))
 async def prompt_token_at_vocab_size(ctx: DrafterContext) -> None:
     """An assignment whose prompt ends with token V (one past the shared vocabulary) is 400 sdcp-bad-message."""
@@ -108,7 +100,7 @@ async def prompt_token_at_vocab_size(ctx: DrafterContext) -> None:
                               f"a prompt holding token {vocab} (the vocabulary is 0..{vocab - 1})")
 
 
-@CATALOGUE.case("DRF-4.1-UNKNOWN-KEY-001", area="assignments", section="4.1", quote=UNKNOWN_KEY, level=Level.MUST,
+@CATALOGUE.case("DRF-4.1-UNKNOWN-KEY-001", area="assignments", section="4.1", level=Level.MUST,
                 rows=("R-4.1-UNKNOWN-KEY-DRAFTER",))
 async def contract_unknown_key(ctx: DrafterContext) -> None:
     """A contract with a key §4.1 does not define is 422 sdcp-bad-contract."""
@@ -137,7 +129,7 @@ async def malformed_assignments(ctx: DrafterContext) -> None:
               actual=arrival.describe() if arrival else "")
 
 
-@CATALOGUE.case("DRF-5.2-UNKNOWN-KEYS-001", area="assignments", section="5.2", quote=UNKNOWN_KEYS, level=Level.MUST,
+@CATALOGUE.case("DRF-5.2-UNKNOWN-KEYS-001", area="assignments", section="5.2", level=Level.MUST,
                 rows=("R-5.2-UNKNOWN-KEYS",))
 async def unknown_keys_ignored(ctx: DrafterContext) -> None:
     """Unknown keys in the assignment and in every verdict are ignored: drafting goes on as usual."""
@@ -156,7 +148,7 @@ once let the new loop's verdict come first and the old retry arrive after the ca
 timeouts seen (an identical retry of the new proposal is allowed anyway, §6.9)."""
 
 
-@CATALOGUE.case("DRF-P1-DRF-7-001", area="assignments", section="P1-DRF-7", quote=LOWER, level=Level.PROFILE,
+@CATALOGUE.case("DRF-P1-DRF-7-001", area="assignments", section="P1-DRF-7", level=Level.PROFILE,
                 rows=("P1-DRF-7/STALE-EPOCH",))
 async def lower_epoch(ctx: DrafterContext) -> None:
     """Holding epoch 2, an assignment with epoch 1 is 409 sdcp-stale-epoch, and drafting goes on at epoch 2."""
@@ -200,7 +192,7 @@ async def failover_replaces(ctx: DrafterContext) -> None:
 
 
 @with_ctx_variant("DRF-P1-DRF-7-003", "DRF-P1-DRF-7-005", area="assignments", section="P1-DRF-7, 6.2",
-                  quote=REPLACE, level=Level.PROFILE, rows=("P1-DRF-7/REPLACE",), ctx_rows=(GREEDY_ROW,))
+                  level=Level.PROFILE, rows=("P1-DRF-7/REPLACE",), ctx_rows=(GREEDY_ROW,))
 async def equal_epoch_replaces(ctx: DrafterContext) -> None:
     """An assignment with the same epoch but a newer round replaces the held one while a proposal is outstanding.
 
@@ -242,7 +234,7 @@ SAMPLING = ("? sampling: sampling, ; current profile, if updated ... the router 
             "of subsequent assignments")
 
 
-@CATALOGUE.case("DRF-5.2-SAMPLING-001", area="assignments", section="5.2, 6.6", quote=SAMPLING, level=Level.MAY,
+@CATALOGUE.case("DRF-5.2-SAMPLING-001", area="assignments", section="5.2, 6.6", level=Level.MAY,
                 rows=("R-5.2-SAMPLING-MEMBER",),
                 black_box_note="No sentence makes a drafter draft under the current profile (D-JUDGE-D3); the case "
                                "observes whether the rows it publishes follow the assignment's sampling member.")
@@ -272,8 +264,6 @@ async def sampling_member(ctx: DrafterContext) -> None:
 
 PROBLEM = ("Errors use Problem Details [RFC9457] ... Errors are RFC 9457 `application/problem+json`. `type` is "
            "`urn:ietf:params:sdcp:problem:<suffix>` with the suffix from Table 2")
-ANY_ENCODING = ("receivers accept any well-formed encoding, and compute the contract digest over their own "
-                "deterministic re-encoding of the decoded contract.")
 
 
 @CATALOGUE.case("DRF-5.1-PROBLEM-DETAILS-001", area="assignments", section="5.1, P1-ERR-1", quote=PROBLEM,
@@ -301,7 +291,7 @@ async def refusals_are_problem_details(ctx: DrafterContext) -> None:
                       expected=PROBLEM_URN_PREFIX + problem.problem_type.suffix, actual=problem.type_uri)
 
 
-@CATALOGUE.case("DRF-P1-MSG-1-001", area="assignments", section="P1-MSG-1, 4.1", quote=ANY_ENCODING,
+@CATALOGUE.case("DRF-P1-MSG-1-001", area="assignments", section="P1-MSG-1, 4.1",
                 level=Level.PROFILE, profile=("P1-MSG-1",), rows=("P1-MSG-1/ANY-ENCODING",))
 async def any_encoding_accepted(ctx: DrafterContext) -> None:
     """An assignment in well-formed but non-deterministic CBOR is accepted, and d[0] is the deterministic one."""

@@ -53,7 +53,7 @@ async def _phase(ctx: DrafterContext, session: PlayedSession, rounds: int, *, re
     return sizes
 
 
-@CATALOGUE.case("DRF-6.2-CHOICE-OF-M-001", area="choice-of-m", section="6.2", quote=RECOMMENDED,
+@CATALOGUE.case("DRF-6.2-CHOICE-OF-M-001", area="choice-of-m", section="6.2",
                 level=Level.RECOMMENDED, rows=(ROW,))
 async def falls_when_rejected(ctx: DrafterContext) -> None:
     """Every token rejected for eight rounds: M falls."""
@@ -65,7 +65,7 @@ async def falls_when_rejected(ctx: DrafterContext) -> None:
         ctx.informational(f"M did not fall while every token was rejected ({before} then {after})", row=ROW)
 
 
-@CATALOGUE.case("DRF-6.2-CHOICE-OF-M-002", area="choice-of-m", section="6.2", quote=RECOMMENDED,
+@CATALOGUE.case("DRF-6.2-CHOICE-OF-M-002", area="choice-of-m", section="6.2",
                 level=Level.RECOMMENDED, rows=(ROW,))
 async def falls_when_the_cache_is_slow(ctx: DrafterContext) -> None:
     """The MLC takes rows at 25 kB/s: M falls below what it was with a fast cache."""
@@ -82,7 +82,7 @@ async def falls_when_the_cache_is_slow(ctx: DrafterContext) -> None:
         ctx.informational(f"M did not fall when the cache was slow ({before} then {after})", row=ROW)
 
 
-@CATALOGUE.case("DRF-6.2-CHOICE-OF-M-003", area="choice-of-m", section="6.2", quote=RECOMMENDED,
+@CATALOGUE.case("DRF-6.2-CHOICE-OF-M-003", area="choice-of-m", section="6.2",
                 level=Level.RECOMMENDED, rows=(ROW,))
 async def rises_when_verification_is_slow(ctx: DrafterContext) -> None:
     """Verdicts take 150 ms: M rises above what it was with fast verdicts."""

@@ -145,7 +145,7 @@ async def _discard_after(ctx: DrafterContext, session: PlayedSession, accepted_e
         arrival = following
 
 
-@with_ctx_variant("DRF-6.3-DISCARD-001", "DRF-6.3-DISCARD-003", area="discard", section="6.3", quote=DISCARD,
+@with_ctx_variant("DRF-6.3-DISCARD-001", "DRF-6.3-DISCARD-003", area="discard", section="6.3",
                   level=Level.MUST, profile=("P1-DRF-4",), rows=("R-6.3-DISCARD", "P1-DRF-4"))
 async def nothing_accepted(ctx: DrafterContext) -> None:
     """A verdict accepting 0 tokens with another additional token: the next proposal follows that token."""
@@ -153,7 +153,7 @@ async def nothing_accepted(ctx: DrafterContext) -> None:
     await _discard_after(ctx, session, (0, 0))
 
 
-@with_ctx_variant("DRF-6.3-DISCARD-002", "DRF-6.3-DISCARD-004", area="discard", section="6.3", quote=DISCARD,
+@with_ctx_variant("DRF-6.3-DISCARD-002", "DRF-6.3-DISCARD-004", area="discard", section="6.3",
                   level=Level.MUST, profile=("P1-DRF-4",), rows=("R-6.3-DISCARD", "P1-DRF-4"))
 async def partly_accepted(ctx: DrafterContext) -> None:
     """Verdicts accepting some tokens: the next proposal follows the verifier's token, not the drafter's."""

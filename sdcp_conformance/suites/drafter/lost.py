@@ -101,8 +101,6 @@ async def lost_by_silence(ctx: DrafterContext) -> None:
 
 
 @CATALOGUE.case("DRF-P1-DRF-5-OUTAGE-001", area="lost-verdicts", section="P1-DRF-5, 6.9",
-                quote="A lost verdict (transport error, timeout, 5xx, 429) is retried with the identical body, with "
-                      "backoff, for at least 30 s or until a new assignment for the session arrives",
                 level=Level.PROFILE, rows=("P1-DRF-5/RETRY", "R-6.9-RETRY"))
 async def short_outage(ctx: DrafterContext) -> None:
     """A 5 s verifier outage (every attempt 503): the drafter keeps retrying, with backoff, and gets its verdict."""

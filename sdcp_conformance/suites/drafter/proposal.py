@@ -10,7 +10,7 @@ of a session, limits that change with every kind of verdict.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.drafter_context import FIRST_PROPOSAL_S, DrafterContext
 from sdcp_conformance.harness.roles.played_session import PlayedSession
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.suites.drafter import CATALOGUE
@@ -134,7 +134,15 @@ async def limit_follows_every_verdict(ctx: DrafterContext) -> None:
     await ctx.take(session, "the proposal after m_cap 3")
 
 
-@CATALOGUE.case("DRF-6.2-LIMIT-002", area="proposal", section="6.2", quote=LIMIT, level=Level.MUST,
+STOPPED_WAIT_S = FIRST_PROPOSAL_S
+"""D-JUDGE-D18: how long DRF-6.2-LIMIT-002 waits before it takes a drafter's silence after a verdict with m_cap above
+m_max for stopping (which breaks nothing) — as long as a session's first proposal may take, not the drafter's
+quiet window: a busy machine made a drafter that obeys that m_cap (an independent one, its bug planted) take
+longer than the window, and its proposal with M above m_max went unseen (P1-JUDGE-5: time is not conformance).
+A drafter that goes on proposing pays nothing for it; one that stops pays it once."""
+
+
+@CATALOGUE.case("DRF-6.2-LIMIT-002", area="proposal", section="6.2", level=Level.MUST,
                 profile=("P1-CTL-1", "P1-DRF-2"), rows=("R-6.2-M-BOUNDS",))
 async def m_init_above_m_max(ctx: DrafterContext) -> None:
     """m_init 20 with m_max 3: the first proposal has M <= min(m_max, m_init) = 3. Then the played verifier sends
@@ -146,9 +154,11 @@ async def m_init_above_m_max(ctx: DrafterContext) -> None:
     session = await ctx.start(rule=1, contract=ctx.contract(m_max=3), m_init=20)
     await rounds(ctx, session, 2, m_cap=3)
     for number in range(3):
-        arrival = await ctx.next_arrival(session, max(2.0, 5 * ctx.env.pace.quiet_window()))
+        waited = max(STOPPED_WAIT_S, 5 * ctx.env.pace.quiet_window())
+        arrival = await ctx.next_arrival(session, waited)
         if arrival is None:
-            ctx.note(f"the drafter sent no proposal after {number} verdict(s) with m_cap 20 above m_max 3")
+            ctx.note(f"the drafter sent no proposal within {waited:g} s of {number} verdict(s) with m_cap 20 above "
+                     "m_max 3")
             return
         ctx.require(arrival.proposal is not None, "the drafter sent something that is not a proposal",
                     row="R-5.2-PROPOSAL", actual=arrival.error)

@@ -17,8 +17,6 @@ from sdcp_conformance.suites.drafter import CATALOGUE
 
 FINAL = "a 4xx is final."
 BY_CLASS = "Errors use Problem Details [RFC9457]; clients handle unlisted status codes by class [RFC9110]."
-Q_AGAIN = ("After `sdcp-q-unavailable` the round has no verdict, so the drafter may draft and publish again and send a "
-           "different proposal for the same round.")
 
 
 async def _refused(ctx: DrafterContext, problem: ProblemType | None, status: int | None = None) -> None:
@@ -41,7 +39,7 @@ async def _refused(ctx: DrafterContext, problem: ProblemType | None, status: int
 
 
 def _final_case(case_id: str, problem: ProblemType | None, title: str, *, status: int | None = None,
-                rows: tuple[str, ...] = ("P1-DRF-5/FINAL",), quote: str = FINAL,
+                rows: tuple[str, ...] = ("P1-DRF-5/FINAL",), quote: str | None = None,
                 level: Level = Level.PROFILE) -> None:
     async def run(ctx: DrafterContext) -> None:
         await _refused(ctx, problem, status)
@@ -61,7 +59,7 @@ _final_case("DRF-5.1-BY-CLASS-002", None, "An unlisted 4xx (418) is handled by i
             status=418, rows=("R-5.1-BY-CLASS", "P1-DRF-5/FINAL"), quote=f"{BY_CLASS} ... {FINAL}", level=Level.MUST)
 
 
-@CATALOGUE.case("DRF-P1-DRF-5-Q-UNAVAILABLE-001", area="refusals", section="P1-DRF-5, 6.2, 6.3", quote=Q_AGAIN,
+@CATALOGUE.case("DRF-P1-DRF-5-Q-UNAVAILABLE-001", area="refusals", section="P1-DRF-5, 6.2, 6.3",
                 level=Level.MAY, profile=("P1-DRF-5", "P1-Q-1"),
                 rows=("P1-DRF-5/Q-UNAVAILABLE", "R-6.2-ARTIFACTS", "R-6.4-CARRY-Q-ROWS", "P1-DRF-5/FINAL"))
 async def redraft_after_q_unavailable(ctx: DrafterContext) -> None:

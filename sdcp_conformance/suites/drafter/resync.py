@@ -107,7 +107,7 @@ def _stop_case(case_id: str, state: int) -> None:
         await ctx.quiet(session, "P1-DRF-6/STOP", f"409 sdcp-stale-base with state {state}")
 
     run.__doc__ = f"sdcp-stale-base whose state is {state} ({Action(state).name.lower()}): the drafter stops."
-    CATALOGUE.case(case_id, area="resync", section="P1-DRF-6, P1-STATE-1", quote=STOP, level=Level.PROFILE,
+    CATALOGUE.case(case_id, area="resync", section="P1-DRF-6, P1-STATE-1", level=Level.PROFILE,
                    profile=("P1-STATE-1",), rows=("P1-DRF-6/STOP",))(run)
 
 

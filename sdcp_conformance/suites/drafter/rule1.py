@@ -13,10 +13,8 @@ from sdcp_conformance.harness.drafter_context import DrafterContext
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.drafter.conversation import rounds
 
-GREEDY = "Under rule 1 a drafter proposes its own greedy tokens and publishes no `q_rows`."
 
-
-@CATALOGUE.case("DRF-P1-DRF-4-001", area="rule-1", section="P1-DRF-4, 6.4", quote=GREEDY, level=Level.PROFILE,
+@CATALOGUE.case("DRF-P1-DRF-4-001", area="rule-1", section="P1-DRF-4, 6.4", level=Level.PROFILE,
                 rows=("P1-DRF-4",))
 async def greedy_tokens(ctx: DrafterContext) -> None:
     """Eight rule-1 rounds under the target's own rule-1 verdicts: greedy draft tokens, no q_rows member."""
@@ -24,7 +22,7 @@ async def greedy_tokens(ctx: DrafterContext) -> None:
     await rounds(ctx, session, 8)
 
 
-@CATALOGUE.case("DRF-P1-DRF-4-002", area="rule-1", section="P1-DRF-4", quote=GREEDY, level=Level.PROFILE,
+@CATALOGUE.case("DRF-P1-DRF-4-002", area="rule-1", section="P1-DRF-4", level=Level.PROFILE,
                 rows=("P1-DRF-4",))
 async def greedy_after_other_prompts(ctx: DrafterContext) -> None:
     """Greedy draft tokens after prompts that end in every kind of bigram row (ties included)."""

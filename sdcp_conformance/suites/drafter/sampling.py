@@ -30,7 +30,6 @@ from sdcp_conformance.oracle.statistics import case_alpha
 from sdcp_conformance.suites.drafter import CATALOGUE
 
 EXACT = "The drafter MUST sample each proposed token from exactly the row it publishes."
-NOT_HMAC = "Drafters MUST NOT use this derivation for their own sampling."
 STATISTICAL_CASES = 2
 EXACT_PROFILES = ({"temperature_milli": 125}, {"temperature_milli": 1000})
 EXACT_ROUNDS = 120
@@ -80,7 +79,7 @@ async def _sampled_round(ctx: DrafterContext, session: PlayedSession, test: Exac
     ctx.answer(session, arrival, ctx.verdict(session, arrival, bonus=_steer(ctx, session)))
 
 
-@CATALOGUE.case("DRF-5.2-EXACT-ROW-001", area="sampling", section="5.2", quote=EXACT, level=Level.MUST,
+@CATALOGUE.case("DRF-5.2-EXACT-ROW-001", area="sampling", section="5.2", level=Level.MUST,
                 rows=("R-5.2-EXACT-ROW",), timeout_s=90.0,
                 black_box_note="A statistical test: the drafter's draws are judged by an e-process with false-alarm "
                                "probability at most 5e-7 for this case (1e-6 for the certification's two sampling "
@@ -107,7 +106,7 @@ async def exact_row(ctx: DrafterContext) -> None:
         ctx.note(summary)
 
 
-@CATALOGUE.case("DRF-6.4-NOT-HMAC-001", area="sampling", section="6.4", quote=NOT_HMAC, level=Level.MUST_NOT,
+@CATALOGUE.case("DRF-6.4-NOT-HMAC-001", area="sampling", section="6.4", level=Level.MUST_NOT,
                 rows=("R-6.4-NOT-HMAC",), timeout_s=60.0,
                 black_box_note="A statistical test with a seeded contract: components bet on the tokens §6.4's HMAC "
                                "uniforms would select from each published row (either purpose, 1- or 0-based "

@@ -11,7 +11,6 @@ from sdcp_conformance.suites.drafter import CATALOGUE
     "DRF-SANITY-001",
     area="sanity",
     section="6.2, 6.5.2",
-    quote="continue (0):: The drafter proceeds with the next round.",
     level=Level.MUST,
     rows=("R-6.5.2-CONTINUE",),
     sanity=True,

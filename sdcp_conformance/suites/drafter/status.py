@@ -23,10 +23,11 @@ async def reports_in_time(ctx: DrafterContext) -> None:
     """Five consecutive status reports: each within ttl_ms of the last, the mean gap of the last four under ttl_ms,
     at instances/<b64url(URI)>/status."""
     await judge_status_reports(ctx, ctx.env.inbox, base_uri=ctx.env.config.base_uri, role=1,
-                               message_row="R-5.2-STATUS-MEMBER", path_row="P1-RTR-1/DRAFTER")
+                               message_row="R-5.2-STATUS-MEMBER", path_row="P1-RTR-1/DRAFTER",
+                               stall=ctx.env.patience.stall)
 
 
-@CATALOGUE.case("DRF-P1-DRF-8-ACCEPT-001", area="status", section="P1-DRF-8, 5.2", quote=ACCEPT, level=Level.PROFILE,
+@CATALOGUE.case("DRF-P1-DRF-8-ACCEPT-001", area="status", section="P1-DRF-8, 5.2", level=Level.PROFILE,
                 rows=("P1-DRF-8/ACCEPT-MILLI",))
 async def accept_milli_follows(ctx: DrafterContext) -> None:
     """Six verdicts accepting everything, six accepting nothing: accept_milli moves towards 1000 a/M each time."""

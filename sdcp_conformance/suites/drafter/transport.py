@@ -105,7 +105,7 @@ async def http11_refused(ctx: DrafterContext) -> None:
     judge_http1(ctx, result, "the drafter")
 
 
-@CATALOGUE.case("DRF-5.1-TRANSPORT-005", area="transport", section="5.1", quote=MTLS, level=Level.REQUIRED,
+@CATALOGUE.case("DRF-5.1-TRANSPORT-005", area="transport", section="5.1", level=Level.REQUIRED,
                 profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"), standalone=True)
 async def alpn_selects_h2(ctx: DrafterContext) -> None:
     """Offered both h2 and http/1.1, the drafter selects h2 over TLS 1.3."""

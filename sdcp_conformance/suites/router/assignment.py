@@ -11,12 +11,7 @@ from sdcp_conformance.suites.router.support import ORDER, assignments_to, switch
 
 ASSIGNMENT_STATE = ("the assignment sent to the drafter carries the values of the session-state that PUT returned. "
                     "... The router learns the current round from the session-state returned by `PUT …/drafter`.")
-ALWAYS_TOKENS = ("The assignment the router sends to the drafter (`POST assignments`) always carries "
-                 "`committed_tokens` when committed > 0.")
-M_INIT = "`m_init` and `m_cap` are at least 1; the router sends max(1, min(m_max, m_init))"
 PERMITTED = "The router then selects a drafter whose model is permitted by the contract."
-MEMBERS = ("verifier: tstr, ; verifier base URI ... drafter: tstr, ; drafter base URI ... prompt: [* uint] / "
-           "cache-ref, ... round: uint, ; last round with a verdict")
 ABSENT = 'An absent "drafters" member permits any draft model that the router\'s local policy allows.'
 SELECTION = ("Drafter selection is a local policy based on the drafters' status reports, for example preferring "
              "drafters with low load and queue and high recent acceptance.")
@@ -40,7 +35,7 @@ async def verifier_first_then_the_state_it_returned(ctx: RouterContext) -> None:
               actual=str(assigned.assignment.round))
 
 
-@router_case("RTR-6.1-ASSIGN-002", area="assignment", section="P1-DRF-2", quote=M_INIT, level=Level.PROFILE,
+@router_case("RTR-6.1-ASSIGN-002", area="assignment", section="P1-DRF-2", level=Level.PROFILE,
              profile=("P1-DRF-2",), rows=("P1-DRF-2/ROUTER-M-INIT",))
 async def m_init_is_clamped_to_m_max(ctx: RouterContext) -> None:
     """With m_max 1 and then 2, every assignment's m_init lies in 1..m_max."""
@@ -52,7 +47,7 @@ async def m_init_is_clamped_to_m_max(ctx: RouterContext) -> None:
                   expected=f"1..{m_max}", actual=str(assigned.m_init))
 
 
-@router_case("RTR-6.1-ASSIGN-003", area="assignment", section="P1-RTR-3, 5.2, P1-MLC-2", quote=ALWAYS_TOKENS,
+@router_case("RTR-6.1-ASSIGN-003", area="assignment", section="P1-RTR-3, 5.2, P1-MLC-2",
              level=Level.PROFILE, profile=("P1-RTR-3", "P1-MLC-2"),
              rows=("P1-RTR-3/ALWAYS-TOKENS", "R-5.2-COMMITTED-TOKENS", "R-6.1-ASSIGN-ORDER"))
 async def committed_tokens_once_anything_is_committed(ctx: RouterContext) -> None:
@@ -108,7 +103,7 @@ async def switching_stays_within_the_permitted(ctx: RouterContext) -> None:
               expected="drafter-1 or drafter-3", actual=f"{len(wrong)} assignment(s) to drafter-2")
 
 
-@router_case("RTR-5.2-ASSIGNMENT-001", area="assignment", section="5.2, 6.1", quote=MEMBERS, level=Level.MUST,
+@router_case("RTR-5.2-ASSIGNMENT-001", area="assignment", section="5.2, 6.1", level=Level.MUST,
              rows=("R-5.2-ASSIGNMENT", "R-4.1-CONTRACT-UNCHANGED", "R-6.1-ASSIGN-ORDER"))
 async def assignment_members(ctx: RouterContext) -> None:
     """The assignment names the verifier's and the drafter's base URIs exactly, the prompt, the contract."""
@@ -117,7 +112,7 @@ async def assignment_members(ctx: RouterContext) -> None:
     await switch(ctx, session)
 
 
-@router_case("RTR-4.1-ABSENT-DRAFTERS-001", area="assignment", section="4.1", quote=ABSENT, level=Level.MAY,
+@router_case("RTR-4.1-ABSENT-DRAFTERS-001", area="assignment", section="4.1", level=Level.MAY,
              rows=("R-4.1-ABSENT-DRAFTERS",))
 async def absent_drafters_member(ctx: RouterContext) -> None:
     """A contract without `drafters` permits any configured drafter: the session gets one."""
@@ -130,7 +125,7 @@ async def absent_drafters_member(ctx: RouterContext) -> None:
         ctx.informational("no drafter was assigned for a contract without drafters", row="R-4.1-ABSENT-DRAFTERS")
 
 
-@router_case("RTR-6.1-SELECTION-001", area="assignment", section="6.1", quote=SELECTION, level=Level.MAY,
+@router_case("RTR-6.1-SELECTION-001", area="assignment", section="6.1", level=Level.MAY,
              requires=("drafters:3",), rows=("R-6.1-SELECTION",))
 async def prefers_the_least_loaded(ctx: RouterContext) -> None:
     """Of two permitted drafters, one idle and one loaded with a long queue, the idle one is preferred."""

@@ -8,9 +8,6 @@ from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import ELIGIBLE, NOT_EXPIRED, assignments_to, quiet, switch
 
-DRAFTER_FAILURE = ("Drafter failure: when a drafter's status expires, the router reassigns its sessions. The new "
-                   "drafter starts from the committed prefix in the assignment.")
-
 
 @router_case("RTR-6.1-EXPIRED-003", area="drafter-expiry", section="6.1, P1-RTR-2", quote=f"{NOT_EXPIRED} ... "
              f"{ELIGIBLE}", level=Level.MUST_NOT, profile=("P1-RTR-2",), requires=("drafters:3",),
@@ -59,7 +56,7 @@ async def no_drafter_while_every_permitted_one_expired(ctx: RouterContext) -> No
                      f"(finish {last.finish if last else None}): no text decides")
 
 
-@router_case("RTR-6.9-DRAFTER-001", area="drafter-expiry", section="6.9, 6.1", quote=DRAFTER_FAILURE,
+@router_case("RTR-6.9-DRAFTER-001", area="drafter-expiry", section="6.9, 6.1",
              level=Level.MUST, profile=("P1-RTR-3",),
              rows=("R-6.9-DRAFTER-FAILURE", "R-6.1-ASSIGN-ORDER", "R-5.2-COMMITTED-TOKENS", "P1-RTR-3/ALWAYS-TOKENS",
                    "P1-RTR-3/ASSIGNMENT-STATE", "R-6.1-NOT-EXPIRED"))

@@ -23,7 +23,7 @@ SENDER = ("It accepts a status report only from the instance it names, and an ev
           "verifier (else 403).")
 
 
-@router_case("RTR-6.5.2-SWITCH-001", area="events", section="6.5.2, 6.1", quote=SWITCH, level=Level.MUST,
+@router_case("RTR-6.5.2-SWITCH-001", area="events", section="6.5.2, 6.1", level=Level.MUST,
              profile=("P1-EVT-1",), rows=("R-6.5.2-ROUTER-SWITCH", "R-6.1-ASSIGN-ORDER", "R-6.1-PERMITTED"))
 async def switch_assigns_another_drafter(ctx: RouterContext) -> None:
     """After a switch event the session goes to another drafter with a permitted model (the verifier told first)."""
@@ -38,7 +38,7 @@ async def switch_assigns_another_drafter(ctx: RouterContext) -> None:
                   "drafters were eligible", expected="another drafter", actual=assigned.drafter)
 
 
-@router_case("RTR-6.5.2-SWITCH-002", area="events", section="P1-RTR-5, 6.5.2", quote=SAME, level=Level.PROFILE,
+@router_case("RTR-6.5.2-SWITCH-002", area="events", section="P1-RTR-5, 6.5.2", level=Level.PROFILE,
              profile=("P1-RTR-5",), rows=("P1-RTR-5/SAME-DRAFTER", "R-6.1-PERMITTED"))
 async def switch_with_no_other_drafter(ctx: RouterContext) -> None:
     """Only drafter-2's model is permitted: a switch reassigns drafter-2 rather than leaving the session without one."""
@@ -114,7 +114,7 @@ async def finished_and_failed_sessions_end(ctx: RouterContext) -> None:
             await drafter.revive()
 
 
-@router_case("RTR-5.2-UNKNOWN-KIND-001", area="events", section="5.2, P1-DRF-9", quote=UNKNOWN, level=Level.MUST,
+@router_case("RTR-5.2-UNKNOWN-KIND-001", area="events", section="5.2, P1-DRF-9", level=Level.MUST,
              profile=("P1-DRF-9", "P1-FRONT-2"), rows=("R-5.2-UNKNOWN-ACTION", "P1-DRF-9/UNKNOWN-KIND"))
 async def unknown_kind_fails_the_session(ctx: RouterContext) -> None:
     """An event of kind 9 fails the session: a later switch assigns nothing, and the front's output ends failed."""
@@ -144,7 +144,7 @@ async def unknown_kind_fails_the_session(ctx: RouterContext) -> None:
                   actual=str(last.to_obj() if last else None))
 
 
-@router_case("RTR-P1-RTR-2-EVENT-001", area="events", section="P1-RTR-2", quote=SENDER, level=Level.PROFILE,
+@router_case("RTR-P1-RTR-2-EVENT-001", area="events", section="P1-RTR-2", level=Level.PROFILE,
              profile=("P1-RTR-2",), requires=("verifiers:2",), rows=("P1-RTR-2/EVENT-SENDER",))
 async def events_only_from_the_current_verifier(ctx: RouterContext) -> None:
     """A switch event from another verifier, or from a drafter, gets 403 and changes nothing."""
@@ -174,7 +174,7 @@ async def status_path_names_its_instance(ctx: RouterContext) -> None:
     ctx.expect_refusal(answer, "P1-RTR-1/PATH-ID", what="drafter-1's status report at drafter-2's path")
 
 
-@router_case("RTR-P1-RTR-2-STATUS-001", area="events", section="P1-RTR-2, 6.1", quote=SENDER, level=Level.PROFILE,
+@router_case("RTR-P1-RTR-2-STATUS-001", area="events", section="P1-RTR-2, 6.1", level=Level.PROFILE,
              profile=("P1-RTR-2", "P1-RTR-1"), requires=("drafters:3",),
              rows=("P1-RTR-2/STATUS-SENDER", "R-6.1-NOT-EXPIRED"))
 async def status_only_from_the_instance_it_names(ctx: RouterContext) -> None:

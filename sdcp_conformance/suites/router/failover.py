@@ -146,7 +146,7 @@ async def verifier_failing_at_the_transport_is_failed_over(ctx: RouterContext) -
     await _failing_resources(ctx, "transport")
 
 
-@router_case("RTR-P1-RTR-6-DIGEST-001", area="failover", section="P1-RTR-6, 4.2, 6.9", quote=RTR6,
+@router_case("RTR-P1-RTR-6-DIGEST-001", area="failover", section="P1-RTR-6, 4.2, 6.9",
              level=Level.PROFILE, profile=("P1-RTR-6",), rows=("P1-RTR-6",))
 async def a_log_that_does_not_give_its_digest_is_not_resumed(ctx: RouterContext) -> None:
     """The commit log's last record carries a digest its tokens do not give (written there by the harness); the
@@ -447,8 +447,7 @@ async def never_resume_at_an_expired_verifier(ctx: RouterContext) -> None:
               expected=others[1].name, actual=others[0].name)
 
 
-@router_case("RTR-6.9-EVENTS-001", area="failover", section="6.5.2, 6.9, P1-RTR-2", quote="switch (2):: The verifier "
-             "sends an event to the router, which assigns the session to another drafter with a permitted model",
+@router_case("RTR-6.9-EVENTS-001", area="failover", section="6.5.2, 6.9, P1-RTR-2",
              level=Level.MUST, profile=("P1-RTR-2",),
              rows=("R-6.5.2-ROUTER-SWITCH", "P1-RTR-2/EVENT-SENDER", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN",
                    "P1-RTR-5/FAILED-VERIFIER"))
@@ -466,7 +465,7 @@ async def events_follow_the_current_verifier(ctx: RouterContext) -> None:
                                                               if assigned and assigned.assignment else None))
 
 
-@router_case("RTR-6.9-FENCE-ORDER-001", area="failover", section="6.9", quote=FENCE_FIRST, level=Level.MUST,
+@router_case("RTR-6.9-FENCE-ORDER-001", area="failover", section="6.9", level=Level.MUST,
              rows=FAILOVER_ROWS)
 async def nothing_opens_while_the_fence_is_held(ctx: RouterContext) -> None:
     """The harness's MLC holds the router's fence PUT: while it waits, no verifier receives the session's resume."""

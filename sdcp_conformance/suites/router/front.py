@@ -9,16 +9,12 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.suites.router import router_case
-from sdcp_conformance.suites.router.support import FRONT_END, failover
+from sdcp_conformance.suites.router.support import failover
 
-FRONT_OUTPUT = ("`GET client/sessions/{id}/output?from=n` is the router acting as the front end of §6.7: tokens from "
-                "output index n on, as the current verifier committed them, across failovers, never an output of an "
-                "epoch lower than one it has seen; it waits like the verifier's output (P1-OUT-1) and ends with "
-                "`final: true` and `finish`.")
 DESCRIBE = "`GET client/sessions/{id}` answers `{verifier, epoch, phase}`."
 
 
-@router_case("RTR-6.7-FRONT-001", area="front", section="6.7, P1-FRONT-2", quote=FRONT_END, level=Level.MUST,
+@router_case("RTR-6.7-FRONT-001", area="front", section="6.7, P1-FRONT-2", level=Level.MUST,
              profile=("P1-FRONT-2",), rows=("R-6.7-FRONT-END", "P1-FRONT-2/OUTPUT"))
 async def retries_see_the_same_indices(ctx: RouterContext) -> None:
     """Reading again from 0, and from the middle, gives the same tokens at the same indices."""
@@ -31,7 +27,7 @@ async def retries_see_the_same_indices(ctx: RouterContext) -> None:
               "tokens at the same indices", expected=str(committed), actual=f"{first} / {again} / 3: {middle}")
 
 
-@router_case("RTR-6.7-FRONT-002", area="front", section="P1-FRONT-2, P1-OUT-1", quote=FRONT_OUTPUT,
+@router_case("RTR-6.7-FRONT-002", area="front", section="P1-FRONT-2, P1-OUT-1",
              level=Level.PROFILE, profile=("P1-FRONT-2", "P1-OUT-1"), rows=("P1-FRONT-2/OUTPUT",))
 async def a_read_waits_for_tokens(ctx: RouterContext) -> None:
     """A read from the committed length waits; tokens committed meanwhile come back in its answer."""
@@ -55,7 +51,7 @@ async def a_read_waits_for_tokens(ctx: RouterContext) -> None:
               else str(list(output.tokens)))
 
 
-@router_case("RTR-6.7-FRONT-003", area="front", section="6.7, 6.9", quote=FRONT_END, level=Level.MUST,
+@router_case("RTR-6.7-FRONT-003", area="front", section="6.7, 6.9", level=Level.MUST,
              profile=("P1-FRONT-2",), rows=("R-6.7-FRONT-END", "P1-FRONT-2/OUTPUT", "R-6.9-ROUTER-RESUME",
                                             "R-6.9-REASSIGN", "P1-RTR-5/FAILED-VERIFIER"))
 async def indices_stable_across_a_failover(ctx: RouterContext) -> None:
@@ -78,7 +74,7 @@ async def indices_stable_across_a_failover(ctx: RouterContext) -> None:
               expected="final, finish 4", actual=str(last.to_obj() if last else None))
 
 
-@router_case("RTR-P1-FRONT-2-DESCRIBE-001", area="front", section="P1-FRONT-2", quote=DESCRIBE, level=Level.PROFILE,
+@router_case("RTR-P1-FRONT-2-DESCRIBE-001", area="front", section="P1-FRONT-2", level=Level.PROFILE,
              profile=("P1-FRONT-2",), rows=("P1-FRONT-2/DESCRIBE", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN",
                                             "P1-RTR-5/FAILED-VERIFIER"))
 async def the_session_is_described(ctx: RouterContext) -> None:

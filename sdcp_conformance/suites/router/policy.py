@@ -52,7 +52,7 @@ async def from_round_after_the_known_round(ctx: RouterContext) -> None:
               expected="[3]", actual=str(sent[:1]))
 
 
-@router_case("RTR-6.6-POLICY-002", area="policy", section="P1-RTR-4, 6.6, P1-FRONT-3", quote=RETRY,
+@router_case("RTR-6.6-POLICY-002", area="policy", section="P1-RTR-4, 6.6, P1-FRONT-3",
              level=Level.PROFILE, profile=("P1-RTR-4", "P1-POL-1", "P1-FRONT-3"),
              rows=("P1-RTR-4/RETRY", "P1-FRONT-3", "R-6.6-FROM-ROUND"))
 async def retried_after_409(ctx: RouterContext) -> None:
@@ -70,7 +70,7 @@ async def retried_after_409(ctx: RouterContext) -> None:
               actual=f"{answer.describe()} {body!r}")
 
 
-@router_case("RTR-6.6-POLICY-003", area="policy", section="6.6, 4.1", quote=LATER, level=Level.MUST,
+@router_case("RTR-6.6-POLICY-003", area="policy", section="6.6, 4.1", level=Level.MUST,
              profile=("P1-RTR-4",), rows=("R-6.6-LATER-ASSIGNMENTS", "R-4.1-CONTRACT-UNCHANGED", "P1-FRONT-3"))
 async def later_assignments_carry_the_profile(ctx: RouterContext) -> None:
     """After two policies, a switch and a drafter's death both lead to assignments with the latest one's sampling
@@ -95,7 +95,7 @@ async def later_assignments_carry_the_profile(ctx: RouterContext) -> None:
                           else None for seen in later]))
 
 
-@router_case("RTR-6.6-POLICY-004", area="policy", section="6.6, 6.9", quote=LATER, level=Level.MUST,
+@router_case("RTR-6.6-POLICY-004", area="policy", section="6.6, 6.9", level=Level.MUST,
              profile=("P1-RTR-4",),
              rows=("R-6.6-LATER-ASSIGNMENTS", "R-6.9-ROUTER-RESUME", "R-6.9-REASSIGN", "P1-FRONT-3",
                    "P1-RTR-5/FAILED-VERIFIER"))

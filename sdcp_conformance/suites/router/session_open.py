@@ -60,7 +60,7 @@ async def prompt_given_as_a_cache_ref(ctx: RouterContext) -> None:
     await ctx.open_ok(prompt=uri)
 
 
-@router_case("RTR-6.1-OPEN-003", area="session-open", section="6.1, P1-FRONT-1", quote=FRONT_OPEN,
+@router_case("RTR-6.1-OPEN-003", area="session-open", section="6.1, P1-FRONT-1",
              level=Level.PROFILE, profile=("P1-FRONT-1",), rows=("P1-FRONT-1/OPEN", "R-6.1-SESSION-OPEN"))
 async def router_chooses_the_session_id(ctx: RouterContext) -> None:
     """Without `session` the router chooses a 16-octet id, opens the session under it and names it."""
@@ -88,7 +88,7 @@ async def client_chooses_the_session_id(ctx: RouterContext) -> None:
               expected=f"a session-open for {chosen.hex()}", actual=front.id.hex() if opened else "none accepted")
 
 
-@router_case("RTR-6.1-OPEN-004", area="session-open", section="6.1, P1-LOG-3", quote=SESSION_OPEN, level=Level.MUST,
+@router_case("RTR-6.1-OPEN-004", area="session-open", section="6.1, P1-LOG-3", level=Level.MUST,
              profile=("P1-LOG-3",), rows=("R-6.1-SESSION-OPEN",))
 async def each_session_has_its_own_commit_log(ctx: RouterContext) -> None:
     """Two sessions get two commit logs: one session's records can never be resumed as the other's."""
@@ -130,7 +130,7 @@ async def no_open_when_every_verifier_expired(ctx: RouterContext) -> None:
                   "expired", expected="no session-open", actual=str(len(reached)))
 
 
-@router_case("RTR-6.1-CANNOT-SERVE-001", area="session-open", section="P1-FRONT-1, 6.1", quote=CANNOT_SERVE,
+@router_case("RTR-6.1-CANNOT-SERVE-001", area="session-open", section="P1-FRONT-1, 6.1",
              level=Level.PROFILE, profile=("P1-FRONT-1",), rows=("P1-FRONT-1/CANNOT-SERVE", "R-6.1-PERMITTED"))
 async def no_permitted_drafter_is_refused(ctx: RouterContext) -> None:
     """A contract whose `drafters` names no configured drafter's model gets 422 sdcp-bad-contract at the front."""
@@ -144,7 +144,7 @@ async def no_permitted_drafter_is_refused(ctx: RouterContext) -> None:
                   row="R-6.1-PERMITTED", expected="no assignment", actual=str([s.drafter for s in assigned]))
 
 
-@router_case("RTR-6.1-CANNOT-SERVE-002", area="session-open", section="P1-FRONT-1, 6.1", quote=CANNOT_SERVE,
+@router_case("RTR-6.1-CANNOT-SERVE-002", area="session-open", section="P1-FRONT-1, 6.1",
              level=Level.PROFILE, profile=("P1-FRONT-1",), rows=("P1-FRONT-1/CANNOT-SERVE",))
 async def no_verifier_for_the_target_is_refused(ctx: RouterContext) -> None:
     """A contract for a target none of the verifiers serves (each refuses it, 422) gets 422 at the front."""

@@ -20,9 +20,6 @@ RESUME = ('it then reads the last commit record and opens the session at a new v
 REASSIGN = "It then informs the verifier of the drafter and sends a new assignment."
 OLD_EPOCH = ("Proposals carrying an older epoch are rejected, and front ends discard output carrying an older epoch, "
              "so a recovered old verifier cannot extend the session.")
-FRONT_END = ("Indices are stable and every output message carries the session epoch, so a front end that retries "
-             "never duplicates or loses tokens, and a front end that receives output with a lower epoch than one it "
-             "has seen discards it.")
 
 
 async def switch(ctx: RouterContext, front: FrontSession, verifier: PlayedVerifier | None = None) -> AssignSeen | None:
@@ -83,5 +80,5 @@ async def failover(ctx: RouterContext, front: FrontSession, how: str = "expire",
     return opened, assigned
 
 
-__all__ = ["ELIGIBLE", "FENCE_FIRST", "FRONT_END", "NOT_EXPIRED", "OLD_EPOCH", "ORDER", "REASSIGN", "RESUME",
+__all__ = ["ELIGIBLE", "FENCE_FIRST", "NOT_EXPIRED", "OLD_EPOCH", "ORDER", "REASSIGN", "RESUME",
            "assignments_to", "failover", "opens_at", "puts_naming", "quiet", "switch"]

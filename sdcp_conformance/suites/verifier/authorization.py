@@ -35,7 +35,7 @@ async def _refused_proposal(ctx: CaseContext, session: TrackedSession, party: st
     ctx.expect_refusal(answer, row, what=what)
 
 
-@CATALOGUE.case("VER-6.3-AUTHORIZATION-001", area="authorization", section="6.3", quote=f"{AUTH} ... {LATEST}",
+@CATALOGUE.case("VER-6.3-AUTHORIZATION-001", area="authorization", section="6.3",
                 level=Level.MUST, rows=(AUTH_ROW,))
 async def no_assignment_yet(ctx: CaseContext) -> None:
     """Before any PUT drafter, a drafter's proposal is 403 sdcp-not-assigned; after it, the round is verified."""
@@ -45,7 +45,7 @@ async def no_assignment_yet(ctx: CaseContext) -> None:
     await still_works(ctx, session, "the first round after the assignment")
 
 
-@CATALOGUE.case("VER-6.3-AUTHORIZATION-002", area="authorization", section="6.1, 6.3", quote=f"{AUTH} ... {LATEST}",
+@CATALOGUE.case("VER-6.3-AUTHORIZATION-002", area="authorization", section="6.1, 6.3",
                 level=Level.MUST, rows=(AUTH_ROW,), profile=("P1-ID-1",))
 async def reassignment_moves_the_right(ctx: CaseContext) -> None:
     """After re-assignment to drafter-2, drafter-1's proposal is 403 and drafter-2's is verified."""
@@ -62,7 +62,7 @@ async def reassignment_moves_the_right(ctx: CaseContext) -> None:
               "drafter-2's round did not commit the greedy tokens", row="R-6.3-STEPS", expected=str(tokens))
 
 
-@CATALOGUE.case("VER-6.3-AUTHORIZATION-003", area="authorization", section="6.1, 6.3", quote=f"{AUTH} ... {LATEST}",
+@CATALOGUE.case("VER-6.3-AUTHORIZATION-003", area="authorization", section="6.1, 6.3",
                 level=Level.MUST, rows=(AUTH_ROW,))
 async def reassignment_back(ctx: CaseContext) -> None:
     """Assigned drafter-1, then drafter-2, then drafter-1 again: only drafter-1 may propose."""
@@ -95,7 +95,7 @@ async def member_names_assigned_drafter(ctx: CaseContext) -> None:
     await still_works(ctx, session, "the assigned drafter's round")
 
 
-@CATALOGUE.case("VER-6.3-AUTHORIZATION-006", area="authorization", section="6.3", quote=ID1, level=Level.PROFILE,
+@CATALOGUE.case("VER-6.3-AUTHORIZATION-006", area="authorization", section="6.3", level=Level.PROFILE,
                 profile=("P1-ID-1",), rows=("P1-ID-1/MEMBER",))
 async def member_differs_from_certificate(ctx: CaseContext) -> None:
     """The assigned drafter-1 sending a proposal whose drafter member names drafter-2 is 403 (profile)."""
@@ -141,7 +141,7 @@ async def authorization_before_fencing(ctx: CaseContext) -> None:
 ROUTER_ONLY = "P1-ID-2/ROUTER-ONLY"
 
 
-@CATALOGUE.case("VER-6.1-AUTHORIZATION-008", area="authorization", section="6.1", quote=ID2, level=Level.SHOULD,
+@CATALOGUE.case("VER-6.1-AUTHORIZATION-008", area="authorization", section="6.1", level=Level.SHOULD,
                 profile=("P1-ID-2",), rows=(ROUTER_ONLY,))
 async def drafter_opens_session(ctx: CaseContext) -> None:
     """A drafter's POST sessions is 403 sdcp-not-assigned and creates no session."""
@@ -165,7 +165,7 @@ async def drafter_assigns_itself(ctx: CaseContext) -> None:
     ctx.expect_refusal(answer, ROUTER_ONLY, what="drafter-1's proposal after its own PUT drafter")
 
 
-@CATALOGUE.case("VER-6.6-AUTHORIZATION-010", area="authorization", section="6.6", quote=ID2, level=Level.SHOULD,
+@CATALOGUE.case("VER-6.6-AUTHORIZATION-010", area="authorization", section="6.6", level=Level.SHOULD,
                 profile=("P1-ID-2",), rows=(ROUTER_ONLY,))
 async def drafter_posts_policy(ctx: CaseContext) -> None:
     """drafter-1's POST policy (even for its own session) is 403 sdcp-not-assigned."""

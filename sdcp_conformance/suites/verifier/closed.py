@@ -53,7 +53,7 @@ async def proposal_after_fail(ctx: CaseContext) -> None:
     await _proposal_refused(ctx, (await failed_session(ctx)).session)
 
 
-@CATALOGUE.case("VER-6.5-CLOSED-003", area="closed", section="6.5.2", quote=CLOSED_QUOTE, level=Level.PROFILE,
+@CATALOGUE.case("VER-6.5-CLOSED-003", area="closed", section="6.5.2", level=Level.PROFILE,
                 profile=PROFILE, rows=(CLOSED_ROW,))
 async def drafter_after_finish(ctx: CaseContext) -> None:
     """PUT sessions/{id}/drafter after finish: 410 sdcp-session-closed."""
@@ -62,7 +62,7 @@ async def drafter_after_finish(ctx: CaseContext) -> None:
     ctx.expect_refusal(answer, CLOSED_ROW, what="a drafter change after finish")
 
 
-@CATALOGUE.case("VER-6.5-CLOSED-004", area="closed", section="6.5.2", quote=CLOSED_QUOTE, level=Level.PROFILE,
+@CATALOGUE.case("VER-6.5-CLOSED-004", area="closed", section="6.5.2", level=Level.PROFILE,
                 profile=PROFILE, rows=(CLOSED_ROW,))
 async def policy_after_fail(ctx: CaseContext) -> None:
     """POST sessions/{id}/policy after fail: 410 sdcp-session-closed."""
@@ -74,7 +74,6 @@ async def policy_after_fail(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.5-CLOSED-005", area="closed", section="6.7", level=Level.MUST, profile=PROFILE,
     rows=("R-6.7-FINAL", "R-6.7-DELIVERY"),
-    quote="The final output message has final set to true and finish set to \"finish\" or \"fail\".",
 )
 async def output_after_end(ctx: CaseContext) -> None:
     """Output stays readable after finish and after fail: all tokens, final, finish 4 or 5."""

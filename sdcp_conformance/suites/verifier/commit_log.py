@@ -80,7 +80,7 @@ def _log_puts(ctx: CaseContext, session: TrackedSession) -> list[Entry]:
 
 
 @CATALOGUE.case(
-    "VER-6.3-LOG-002", area="commit-log", section="6.3", quote=COMMIT_QUOTE, level=Level.MUST,
+    "VER-6.3-LOG-002", area="commit-log", section="6.3", level=Level.MUST,
     profile=("P1-LOG-1",), rows=LOG_ROWS,
     black_box_note="The harness holds the IUT's PUT of the commit record; no verdict may arrive while it is held, "
                    "and the verdict that arrives after it is released must match the record.",
@@ -148,8 +148,8 @@ async def _append_fails_then_works(ctx: CaseContext, session: TrackedSession, re
 
 
 @CATALOGUE.case(
-    "VER-6.8-LOG-004", area="commit-log", section="6.7, 6.8", quote="Only tokens whose commit record has been "
-    "written are returned.", level=Level.MUST, profile=("P1-LOG-1", "P1-OUT-1"), rows=("R-6.7-ONLY-RECORDED",),
+    "VER-6.8-LOG-004", area="commit-log", section="6.7, 6.8", level=Level.MUST, profile=("P1-LOG-1", "P1-OUT-1"),
+    rows=("R-6.7-ONLY-RECORDED",),
     black_box_note="The harness holds the IUT's PUT of the commit record and, meanwhile, reads the output from "
                    "index 0: that read must not return the round's tokens while the append is held (it waits, or "
                    "returns no tokens). After the release, a read returns them.",

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from sdcp_conformance.errors import MalformedMessage
 from sdcp_conformance.harness.case import CaseIncomplete, Level
 from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.harness.iut import Answer
@@ -29,6 +28,7 @@ from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation
 from sdcp_conformance.oracle.statistics import DEFAULT_ALPHA
 from sdcp_conformance.protocol.codec import decode_sequence
+from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Event, Output, SessionState, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import (
@@ -47,18 +47,10 @@ from sdcp_conformance.suites.verifier.conversation import (
 )
 from sdcp_conformance.suites.verifier.seeded_rule2 import DraftedProposal, p_row, publish
 
-LOW_QUOTE = ("A round is low if 100 * a < low_ratio * M, or, when low_ratio is zero or absent, if a = 0. ... after "
-             "a round that is not low, c is reset and g incremented")
 ESCALATE_QUOTE = ("When c reaches R, the verifier applies entry j of the fallback list (skipping entries that are "
                   "not permitted, as described for self_decode, and advancing j past every entry it applies or "
                   "skips), then resets c to zero. If no entry remains, it applies \"fail\".")
 REDUCE_QUOTE = "reduce (1):: The verifier sets m_cap to max(1, floor(m_cap / 2)) and the drafter proceeds."
-SELF_QUOTE = ("This action is permitted only if the contract contains self_load and the verifier's current load does "
-              "not exceed it; otherwise the verifier skips it and applies the next entry of the fallback list.")
-SELF_RUN_QUOTE = ("Each token committed during self-decoding is recorded as a round of its own, with no proposal, so "
-                  "round numbers stay consecutive. During self-decoding the verifier commits tokens one at a time, "
-                  "publishes them as output, and stops after self_max tokens (if present) or when its load exceeds "
-                  "self_load; it then sends an event so that the router assigns a drafter again.")
 
 
 async def _low(ctx: CaseContext, session: TrackedSession) -> Verdict:
@@ -102,7 +94,7 @@ async def _load_now(ctx: CaseContext) -> int:
     return (await _good(ctx, probe, 1)).load
 
 
-@CATALOGUE.case("VER-6.5-ESC-001", area="escalation", section="6.5.2", quote=LOW_QUOTE, level=Level.MUST,
+@CATALOGUE.case("VER-6.5-ESC-001", area="escalation", section="6.5.2", level=Level.MUST,
                 profile=("P1-CTL-5",), rows=("R-6.5.2-LOW", "P1-CTL-5/LOW"))
 async def low_without_ratio(ctx: CaseContext) -> None:
     """low_ratio absent: only a = 0 is low; `low` counts consecutive low rounds and resets on a good one."""
@@ -114,7 +106,7 @@ async def low_without_ratio(ctx: CaseContext) -> None:
     _expect(ctx, await _low(ctx, session), action=0, low=1)
 
 
-@CATALOGUE.case("VER-6.5-ESC-002", area="escalation", section="6.5.2", quote=LOW_QUOTE, level=Level.MUST,
+@CATALOGUE.case("VER-6.5-ESC-002", area="escalation", section="6.5.2", level=Level.MUST,
                 profile=("P1-CTL-5",), rows=("R-6.5.2-LOW", "R-6.4-RULE1", "P1-CTL-5/LOW"))
 async def low_with_ratio(ctx: CaseContext) -> None:
     """low_ratio 50: a = 1 of M = 4 is low (100 < 200), a = 2 of 4 is not (200 < 200 is false)."""
@@ -164,8 +156,7 @@ async def reduce_halves(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.5-ESC-004", area="escalation", section="6.5.1",
-                quote="Each verdict carries m_cap, the largest M the drafter may use in the next round, with "
-                      "1 <= m_cap <= m_max.", level=Level.MUST, profile=("P1-CTL-1",), rows=("R-6.5.1-M-CAP",))
+                level=Level.MUST, profile=("P1-CTL-1",), rows=("R-6.5.1-M-CAP",))
 async def m_cap_bounds(ctx: CaseContext) -> None:
     """m_max 3 with m_init 8, good and reducing rounds: every verdict has 1 <= m_cap <= 3."""
     session = await started(ctx, m_init=8, m_max=3, low_rounds=1, fallback=[1, 1, 1, 1, 5])
@@ -177,9 +168,6 @@ async def m_cap_bounds(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.5-ESC-005", area="escalation", section="6.5.1", level=Level.SHOULD, profile=("P1-CTL-4",),
     rows=("R-6.5.1-RESTORE", "R-6.5.2-REDUCE"),
-    quote="It SHOULD restore m_cap gradually (for example by one per round) when rounds are no longer low and its "
-          "load permits. ... After a reduction, m_cap is restored by one per round that is not low, up to "
-          "min(m_max, m_init of the latest assignment).",
     black_box_note="The load is pinned to 0 where the target allows it; elsewhere a verdict reporting load may "
                    "keep m_cap lower. Deviation is NON-STRICT.",
 )
@@ -388,7 +376,7 @@ async def _state_while_self_decoding(ctx: CaseContext, session: TrackedSession) 
 
 
 @CATALOGUE.case(
-    "VER-6.5-ESC-008", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
+    "VER-6.5-ESC-008", area="escalation", section="6.5.2", level=Level.MUST,
     timeout_s=SELF_CASE_TIMEOUT_S,
     profile=("P1-EVT-1", "P1-SAMP-3"), rows=SELF_ROWS,
     black_box_note="self_load is 100, which no load exceeds, so exactly self_max tokens are decoded.",
@@ -413,7 +401,7 @@ async def self_decode_period(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.5-ESC-019", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
+    "VER-6.5-ESC-019", area="escalation", section="6.5.2", level=Level.MUST,
     timeout_s=SELF_CASE_TIMEOUT_S,
     profile=("P1-EVT-1",), rows=(*SELF_ROWS, "R-6.5.2-ESCALATE"),
     black_box_note="self_max is per period (\"max tokens per self-decode period\"): the second period decodes "
@@ -436,7 +424,7 @@ async def second_self_decode_period(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.5-ESC-009", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
+    "VER-6.5-ESC-009", area="escalation", section="6.5.2", level=Level.MUST,
     requires=("load:control",), profile=("P1-STATE-1", "P1-EVT-1"), rows=(*SELF_ROWS, "P1-STATE-1"),
     black_box_note="Needs the IUT's load to change during the period: the harness raises it above self_load and "
                    "self-decoding must stop with an event of kind 0. It runs against the embedded IUT and against "
@@ -458,7 +446,7 @@ async def self_decode_stops_on_load(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.5-ESC-010", area="escalation", section="6.5.2", quote=SELF_QUOTE, level=Level.MUST,
+    "VER-6.5-ESC-010", area="escalation", section="6.5.2", level=Level.MUST,
     rows=("R-6.5.2-SELF-PERMITTED", "R-6.5.2-ESCALATE"),
     black_box_note="self_load is set below the IUT's load: pinned at will (embedded), the declared pinned_load "
                    "minus one, or the reported load minus one. The branch is judged from the load the escalating "
@@ -491,7 +479,7 @@ async def self_decode_skipped_on_load(ctx: CaseContext) -> None:
              "or load_command (the harness sets the load) lets it run")
 
 
-@CATALOGUE.case("VER-6.5-ESC-011", area="escalation", section="6.5.2", quote=SELF_QUOTE, level=Level.MUST,
+@CATALOGUE.case("VER-6.5-ESC-011", area="escalation", section="6.5.2", level=Level.MUST,
                 rows=("R-6.5.2-SELF-PERMITTED", "R-6.5.2-REDUCE"))
 async def self_decode_without_self_load(ctx: CaseContext) -> None:
     """A contract without self_load never permits self_decode: the next entry (reduce) applies."""
@@ -503,7 +491,7 @@ async def self_decode_without_self_load(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.5-ESC-012", area="escalation", section="6.5.2", quote=ESCALATE_QUOTE, level=Level.MUST,
+    "VER-6.5-ESC-012", area="escalation", section="6.5.2", level=Level.MUST,
     profile=("P1-EVT-1",), rows=("R-6.5.2-ESCALATE", "R-6.7-FINAL", "P1-EVT-1/EVENTS"),
 )
 async def fail_when_exhausted(ctx: CaseContext) -> None:
@@ -520,8 +508,6 @@ async def fail_when_exhausted(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.5-ESC-013", area="escalation", section="6.5.2", level=Level.MUST, rows=("R-6.5.2-J-RESET",),
-    quote="After a low round, c is incremented and g reset; after a round that is not low, c is reset and g "
-          "incremented, and when g reaches R, where R is low_rounds, j is reset to zero.",
 )
 async def j_reset_after_good_rounds(ctx: CaseContext) -> None:
     """R = 2, fallback [reduce, fail]: low, low (reduce), good, good (j = 0), low, low: reduce again, not fail.
@@ -546,7 +532,6 @@ async def j_reset_after_good_rounds(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.5-ESC-014", area="escalation", section="6.5.2", level=Level.MUST, rows=("R-6.5.2-J-PERSISTS",),
-    quote="j persists across a change of drafter and across a self-decoding period.",
 )
 async def j_persists_across_drafter(ctx: CaseContext) -> None:
     """fallback [switch, reduce, fail], R = 1: after switch and a new drafter, the next escalation is reduce."""
@@ -560,7 +545,6 @@ async def j_persists_across_drafter(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.5-ESC-015", area="escalation", section="6.5.2", timeout_s=SELF_CASE_TIMEOUT_S, level=Level.MUST,
     rows=("R-6.5.2-J-PERSISTS", *SELF_ROWS),
-    quote="j persists across a change of drafter and across a self-decoding period.",
     black_box_note="self_load is 100, which no load exceeds, so self-decoding is always permitted.",
 )
 async def j_persists_across_self_decoding(ctx: CaseContext) -> None:
@@ -577,7 +561,6 @@ async def j_persists_across_self_decoding(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.5-ESC-016", area="escalation", section="6.5.2", level=Level.PROFILE, profile=("P1-CTL-5", "P1-CTL-2"),
     rows=("P1-CTL-5/FINISH", "R-6.3-TRUNCATE"),
-    quote="a round that both finishes the session and would escalate reports `finish`.",
 )
 async def finish_beats_escalation(ctx: CaseContext) -> None:
     """max_new 1, fallback [fail], R = 1, a = 0: the round both finishes and would fail; it reports finish."""
@@ -590,7 +573,7 @@ async def finish_beats_escalation(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.5-ESC-017", area="escalation", section="6.5.2", quote=SELF_RUN_QUOTE, level=Level.MUST,
+    "VER-6.5-ESC-017", area="escalation", section="6.5.2", level=Level.MUST,
     timeout_s=SELF_CASE_TIMEOUT_S,
     profile=("P1-EVT-1", "P1-STATE-1"), rows=(*SELF_ROWS, "P1-STATE-1"),
     black_box_note="self_load is 100, which no load exceeds, and there is no self_max: self-decoding must go on, "
@@ -633,8 +616,7 @@ SAMPLED_SELF_PROFILE = {"temperature_milli": 3000, "top_k": 4}
 
 @CATALOGUE.case(
     "VER-6.5-ESC-018", area="escalation", section="6.5.2", timeout_s=SELF_CASE_TIMEOUT_S,
-    quote="self_decode (3):: The verifier decodes the session itself with the target model.", level=Level.MUST,
-    profile=("P1-SAMP-1", "P1-SAMP-2", "P1-SAMP-3", "P1-EVT-1"),
+    level=Level.MUST, profile=("P1-SAMP-1", "P1-SAMP-2", "P1-SAMP-3", "P1-EVT-1"),
     rows=("R-6.5.2-SELF-TARGET", "P1-SAMP-3/SELF", *SELF_ROWS, "R-6.4-RULE2"),
     black_box_note="Under rule 2 the target model is sampled, not decoded greedily: each self-decoded token must "
                    "lie in the support of p under the session's profile (top-k 4), strictly; with the seed it must "

@@ -48,8 +48,7 @@ async def higher_epoch_proposal(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-FENCING-002", area="fencing", section="6.3, 6.9",
-                quote=f"{FENCING} ... Proposals carrying an older epoch are rejected", level=Level.MUST,
-                rows=(FENCING_ROW,))
+                level=Level.MUST, rows=(FENCING_ROW,))
 async def lower_epoch_proposal(ctx: CaseContext) -> None:
     """A proposal carrying epoch 0 (below the session's 1) is 409 sdcp-stale-epoch and commits nothing."""
     session = await ctx.open_ok()

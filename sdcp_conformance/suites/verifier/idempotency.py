@@ -79,7 +79,7 @@ async def exact_retry(ctx: CaseContext) -> None:
     await still_works(ctx, session, "round 2 after the retry")
 
 
-@CATALOGUE.case("VER-6.3-IDEMPOTENCY-002", area="idempotency", section="6.3", quote=IDEMPOTENCY, level=Level.MUST,
+@CATALOGUE.case("VER-6.3-IDEMPOTENCY-002", area="idempotency", section="6.3", level=Level.MUST,
                 profile=("P1-IDEM-1",), rows=(IDEM_ROW,))
 async def retry_with_other_status(ctx: CaseContext) -> None:
     """A retry that differs only in its status member gets the stored verdict."""
@@ -143,7 +143,7 @@ async def retry_after_moving_on(ctx: CaseContext) -> None:
     await still_works(ctx, session, "round 3 after the late retry")
 
 
-@CATALOGUE.case("VER-6.3-IDEMPOTENCY-005", area="idempotency", section="6.3", quote=IDEMPOTENCY, level=Level.MUST,
+@CATALOGUE.case("VER-6.3-IDEMPOTENCY-005", area="idempotency", section="6.3", level=Level.MUST,
                 profile=("P1-IDEM-1",), rows=(IDEM_ROW,))
 async def different_proposal_after_verdict(ctx: CaseContext) -> None:
     """A different proposal (other tokens) for round 1 after its verdict gets the stored verdict unchanged."""

@@ -88,7 +88,7 @@ async def over_m_max_after_verdicts(ctx: CaseContext) -> None:
     await _over_then_at(ctx, session, verdict.m_cap, "after a verdict at m_max 2")
 
 
-@CATALOGUE.case("VER-6.2-LIMITS-005", area="limits", section="6.2", quote=CTL1, level=Level.PROFILE,
+@CATALOGUE.case("VER-6.2-LIMITS-005", area="limits", section="6.2", level=Level.PROFILE,
                 profile=("P1-CTL-1",), rows=("P1-CTL-1/LATEST-ASSIGNMENT",))
 async def new_assignment_resets_limit(ctx: CaseContext) -> None:
     """After a verdict, a new assignment with m_init 1 makes M = 2 over the limit (profile) and M = 1 valid."""
@@ -147,8 +147,7 @@ async def _after_accepted_m_init_zero(ctx: CaseContext, session: TrackedSession)
 
 
 @CATALOGUE.case("VER-6.2-LIMITS-007", area="limits", section="6.2, 5.2",
-                quote="tokens: [+ uint], ; M proposed tokens ... with 1 <= M <= min(m_max, m_cap)", level=Level.MUST,
-                profile=("P1-MSG-2",), rows=("R-6.2-EMPTY",))
+                level=Level.MUST, profile=("P1-MSG-2",), rows=("R-6.2-EMPTY",))
 async def empty_proposal(ctx: CaseContext) -> None:
     """A proposal of M = 0 tokens is refused (400 sdcp-bad-message or 422 sdcp-limit) and commits nothing."""
     session = await ctx.open_ok()

@@ -24,7 +24,6 @@ from sdcp_conformance.suites.verifier.conversation import (
 DELIVERY_QUOTE = ("Committed tokens are delivered with GET output?from=n, which returns the tokens committed at "
                   "output indices n and later, waiting up to a server-chosen time if none are available.")
 STABLE_QUOTE = "Indices are stable and every output message carries the session epoch"
-FINAL_QUOTE = "The final output message has final set to true and finish set to \"finish\" or \"fail\"."
 
 
 async def _read(ctx: CaseContext, session: TrackedSession, start: int) -> Output:
@@ -70,7 +69,7 @@ async def stable_indices(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.7-OUTPUT-003", area="output", section="6.7", quote=DELIVERY_QUOTE, level=Level.MUST,
+    "VER-6.7-OUTPUT-003", area="output", section="6.7", level=Level.MUST,
     profile=("P1-OUT-1",), rows=OUTPUT_ROWS,
     black_box_note="The read is sent before the proposal; if the server's wait ends first (an empty answer), "
                    "the case reads again, so a short server-chosen wait is accepted.",
@@ -96,8 +95,6 @@ async def long_poll(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.7-OUTPUT-004", area="output", section="6.7", level=Level.PROFILE, profile=("P1-OUT-1",),
     rows=("P1-OUT-1/WAIT", "R-6.7-DELIVERY", "R-6.7-STABLE"),
-    quote="`GET output?from=n` waits up to a server-chosen time (the harness allows 30 s) and then returns "
-          "whatever is committed from n on, possibly no tokens. `from` greater than the committed length waits",
     timeout_s=45.0,
 )
 async def beyond_committed(ctx: CaseContext) -> None:
@@ -123,7 +120,7 @@ def _check_empty_from(ctx: CaseContext, output: Output, start: int) -> None:
               row="R-6.7-DELIVERY", expected=f"from {start}", actual=f"from {output.from_}")
 
 
-@CATALOGUE.case("VER-6.7-OUTPUT-005", area="output", section="6.7", quote=FINAL_QUOTE, level=Level.MUST,
+@CATALOGUE.case("VER-6.7-OUTPUT-005", area="output", section="6.7", level=Level.MUST,
                 profile=("P1-OUT-1",), rows=("R-6.7-FINAL", "R-6.7-DELIVERY"))
 async def final_after_finish(ctx: CaseContext) -> None:
     """After finish, a read of the last index returns final true with finish 4 (and the last token)."""
@@ -136,7 +133,7 @@ async def final_after_finish(ctx: CaseContext) -> None:
               expected="final true, finish 4", actual=f"final {output.final}, finish {output.finish}")
 
 
-@CATALOGUE.case("VER-6.7-OUTPUT-006", area="output", section="6.7", quote=FINAL_QUOTE, level=Level.MUST,
+@CATALOGUE.case("VER-6.7-OUTPUT-006", area="output", section="6.7", level=Level.MUST,
                 profile=("P1-OUT-1",), rows=("R-6.7-FINAL", "R-6.7-DELIVERY"))
 async def final_after_fail(ctx: CaseContext) -> None:
     """After fail, output from 0 returns the committed tokens with final true and finish 5."""
@@ -151,7 +148,7 @@ async def final_after_fail(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.7-OUTPUT-007", area="output", section="6.7", level=Level.PROFILE, profile=("P1-OUT-1",),
     rows=("P1-OUT-1/AFTER-FINAL", "R-6.7-DELIVERY"),
-    quote="after the final output it returns `final: true` with no tokens.", timeout_s=45.0,
+    timeout_s=45.0,
 )
 async def after_final(ctx: CaseContext) -> None:
     """After the final message, a read from the committed length returns final true and no tokens at once."""

@@ -55,7 +55,7 @@ async def _distinguishing_round(ctx: CaseContext, session: TrackedSession, judge
     judge.judge(verdict, proposal, expected, support)
 
 
-@CATALOGUE.case("VER-6.6-POLICY-001", area="policy", section="6.6", quote=APPLY_QUOTE, level=Level.MUST,
+@CATALOGUE.case("VER-6.6-POLICY-001", area="policy", section="6.6", level=Level.MUST,
                 profile=("P1-POL-1", "P1-SAMP-4"), rows=("R-6.6-APPLY", *RULE2_ROWS))
 async def applies_from_round(ctx: CaseContext) -> None:
     """A policy for round n+2 (temperature 0) leaves round n+1 on the old profile and governs n+2 and later."""
@@ -73,8 +73,6 @@ async def applies_from_round(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.6-POLICY-002", area="policy", section="6.6", level=Level.PROFILE, profile=("P1-POL-1", "P1-ERR-2"),
     rows=("P1-POL-1/STALE", "P1-ERR-2/ENCODING"),
-    quote="A policy whose `from_round` is not greater than the current round gets 409 `sdcp-stale-base` with the "
-          "state.",
 )
 async def stale_from_round(ctx: CaseContext) -> None:
     """from_round equal to the current round: 409 sdcp-stale-base carrying the current session-state."""
@@ -87,8 +85,7 @@ async def stale_from_round(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.6-POLICY-003", area="policy", section="6.6",
-                quote="Committed output is never changed by a policy update.", level=Level.MUST,
-                rows=("R-6.6-OUTPUT", "R-6.6-APPLY", *RULE2_ROWS))
+                level=Level.MUST, rows=("R-6.6-OUTPUT", "R-6.6-APPLY", *RULE2_ROWS))
 async def output_unchanged(ctx: CaseContext) -> None:
     """Output read before and after a policy (and a round under it) keeps every committed token."""
     session, _, seed = await _seeded(ctx)
@@ -111,7 +108,6 @@ async def output_unchanged(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.6-POLICY-004", area="policy", section="6.6", level=Level.PROFILE, profile=("P1-POL-1",),
     rows=("P1-POL-1/LATEST", "R-6.6-APPLY", *RULE2_ROWS),
-    quote="A policy replaces the whole sampling profile from its round on; the latest applicable policy wins.",
     black_box_note="Only the unambiguous order is tested: the policy received later also has the later "
                    "from_round. Round n+1 has one applicable policy, so §6.6 alone fixes its outcome (strict). "
                    "From n+2 on both policies apply and only P1-POL-1 says the later one wins: an outcome that "
@@ -165,7 +161,7 @@ async def policy_from_drafter(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.6-POLICY-006", area="policy", section="6.6",
-                quote="The acceptance rule cannot be changed.", level=Level.MUST, profile=("P1-POL-1",),
+                level=Level.MUST, profile=("P1-POL-1",),
                 rows=("R-6.6-RULE", "R-5.2-UNKNOWN-KEYS", *RULE2_ROWS))
 async def rule_unchanged(ctx: CaseContext) -> None:
     """A policy carrying an extra `rule: 1` member (unknown there, ignored) leaves rule 2 in force."""

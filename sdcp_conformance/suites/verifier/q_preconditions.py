@@ -31,9 +31,6 @@ from sdcp_conformance.suites.verifier.seeded_rule2 import (
 )
 
 SAMPLING = {"temperature_milli": 1000, "top_k": 3}
-UNAVAILABLE_QUOTE = ("if the acceptance rule needs draft probabilities, the verifier MUST have obtained the rows for "
-                     "every proposed position ... If it cannot obtain them, it rejects the round with problem type "
-                     "\"sdcp-q-unavailable\" and commits nothing.")
 ZERO_QUOTE = ("a proposal for which q[i](x[i]) is zero is rejected, before any random draw, with problem type "
               "\"sdcp-bad-proposal\".")
 RETRY_NOTE = ("Whether a random value was drawn cannot be seen; the case checks that nothing was committed and "
@@ -70,7 +67,7 @@ async def _unavailable(ctx: CaseContext,
 
 
 @CATALOGUE.case(
-    "VER-6.3-QPRE-001", area="q-preconditions", section="6.3, 6.4", quote=UNAVAILABLE_QUOTE, level=Level.MUST,
+    "VER-6.3-QPRE-001", area="q-preconditions", section="6.3, 6.4", level=Level.MUST,
     profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
     black_box_note="Without a q_rows member the verifier cannot obtain the rows, so §6.3 names the refusal: "
                    "409 sdcp-q-unavailable (P1-Q-1 says the same); another answer is FAILED.",
@@ -83,7 +80,7 @@ async def no_q_rows(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.3-QPRE-002", area="q-preconditions", section="6.3", quote=UNAVAILABLE_QUOTE, level=Level.MUST,
+    "VER-6.3-QPRE-002", area="q-preconditions", section="6.3", level=Level.MUST,
     profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
     black_box_note=RETRY_NOTE,
 )
@@ -106,7 +103,7 @@ async def _faulted(ctx: CaseContext, arm: Callable[[str], int]) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.3-QPRE-003", area="q-preconditions", section="6.3", quote=UNAVAILABLE_QUOTE, level=Level.MUST,
+    "VER-6.3-QPRE-003", area="q-preconditions", section="6.3", level=Level.MUST,
     profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
     black_box_note=RETRY_NOTE + " The cache answers 503 to every GET of the rows meanwhile.",
 )
@@ -116,7 +113,7 @@ async def q_object_unreadable(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-6.3-QPRE-004", area="q-preconditions", section="6.3", quote=UNAVAILABLE_QUOTE, level=Level.MUST,
+    "VER-6.3-QPRE-004", area="q-preconditions", section="6.3", level=Level.MUST,
     profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
     black_box_note=RETRY_NOTE + " Every GET of the rows is reset meanwhile.",
 )
@@ -161,7 +158,7 @@ async def zero_q_after_certain_rejection(ctx: CaseContext) -> None:
 
 
 def _corrupt_case(case_id: str, title: str, mutate: Callable[[DraftedProposal], bytes], row: str,
-                  note: str) -> None:
+                  note: str, *, quote: str | None = None) -> None:
     """Declare one case: a malformed q_rows object is refused as ``row`` says, nothing committed."""
 
     async def run(ctx: CaseContext) -> None:
@@ -176,9 +173,8 @@ def _corrupt_case(case_id: str, title: str, mutate: Callable[[DraftedProposal], 
     run.__doc__ = f"{title}: 422 sdcp-bad-proposal (P1-Q-1), nothing committed."
     level = Level.MUST if row == EVERY_POSITION_ROW else Level.PROFILE
     CATALOGUE.case(
-        case_id, area="q-preconditions", section="5.2, 6.3",
-        quote="an object of the wrong size or holding negative, NaN or infinite values gets 422 "
-              "`sdcp-bad-proposal`.", level=level, profile=("P1-Q-1",), black_box_note=note,
+        case_id, area="q-preconditions", section="5.2, 6.3", quote=quote, level=level, profile=("P1-Q-1",),
+        black_box_note=note,
         rows=(row, *RULE2_ROWS),
     )(run)
 
@@ -208,7 +204,9 @@ def _short(proposal: DraftedProposal) -> bytes:
 _corrupt_case("VER-6.3-QPRE-007", "q_rows holding one row fewer than M", _short, EVERY_POSITION_ROW,
               "Rows for the last position are missing, so accepting the proposal breaks §6.3's MUST (FAILED); "
               "refusing it with 422 sdcp-bad-proposal (P1-Q-1) or 409 sdcp-q-unavailable (§6.3, the rows cannot "
-              "be obtained) passes, another refusal is NON-STRICT.")
+              "be obtained) passes, another refusal is NON-STRICT.",
+              quote="an object of the wrong size or holding negative, NaN or infinite values gets 422 "
+                    "`sdcp-bad-proposal`.")
 _corrupt_case("VER-6.3-QPRE-008", "q_rows holding a NaN", _with_value(math.nan), BAD_ROWS_ROW,
               "The draft does not say what a NaN row means; only P1-Q-1 decides (NON-STRICT on deviation).")
 _corrupt_case("VER-6.3-QPRE-009", "q_rows holding a negative value", _with_value(-0.25), BAD_ROWS_ROW,

@@ -116,7 +116,7 @@ async def _existing_failover(ctx: CaseContext) -> TrackedSession:
     return session
 
 
-@CATALOGUE.case("VER-6.9-RESUME-001", area="recovery", section="6.9", quote=RESUME_QUOTE, level=Level.MUST,
+@CATALOGUE.case("VER-6.9-RESUME-001", area="recovery", section="6.9", level=Level.MUST,
                 profile=("P1-RTR-6", "P1-MLC-2"), rows=("R-6.9-RESUME",))
 async def fresh_resume_state(ctx: CaseContext) -> None:
     """A session-open with epoch 2 and resume answers session-state with that round, committed and digest."""
@@ -145,9 +145,7 @@ async def fresh_resume_continues(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.9-RESUME-003", area="recovery", section="6.3, 6.9",
-                quote="Fencing: if epoch differs from the session epoch, respond 409 with problem type "
-                      "\"sdcp-stale-epoch\". ... " + STALE_QUOTE, level=Level.MUST,
-                rows=("R-6.3-FENCING", "R-6.9-RESUME"))
+                level=Level.MUST, rows=("R-6.3-FENCING", "R-6.9-RESUME"))
 async def fresh_resume_old_epoch(ctx: CaseContext) -> None:
     """After resume at epoch 2, a proposal carrying epoch 1 gets 409 sdcp-stale-epoch and commits nothing."""
     session = await _fresh_resumed(ctx)
@@ -197,8 +195,7 @@ async def existing_session_failover(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.9-RESUME-006", area="recovery", section="6.7, 6.9", level=Level.MUST,
-                profile=("P1-OUT-1",), rows=("R-6.7-STABLE", "R-6.9-RESUME", "R-6.7-RESUMED-PREFIX"),
-                quote="Indices are stable and every output message carries the session epoch")
+                profile=("P1-OUT-1",), rows=("R-6.7-STABLE", "R-6.9-RESUME", "R-6.7-RESUMED-PREFIX"))
 async def resumed_output_epoch(ctx: CaseContext) -> None:
     """After resume, output messages carry epoch 2 and the new tokens sit at their stable indices."""
     session = await _fresh_resumed(ctx)

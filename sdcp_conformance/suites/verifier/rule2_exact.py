@@ -329,9 +329,7 @@ async def certain_rejection(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.4-RULE2-010", area="rule-2", section="6.4",
-    quote="The verifier's random values MUST be independent of those the drafter used. ... Without a seed, the "
-          "verifier uses a cryptographically secure random number generator.", level=Level.MUST,
-    rows=("R-6.4-INDEPENDENT",),
+    level=Level.MUST, rows=("R-6.4-INDEPENDENT",),
     black_box_note="The verifier never sees the drafter's random values, so independence cannot be observed "
                    "directly. The case checks what is observable: without a seed, identical proposals in 30 "
                    "sessions do not all get the identical outcome (p = 0.5 acceptance, then a random draw; a "

@@ -252,8 +252,8 @@ def _evidence_of(family: str, evidence: Mapping[str, tuple[str, str]]) -> tuple[
     return next((found for key, found in evidence.items() if family == key or family.startswith(f"{key}:")), None)
 
 
-def _declare(number: int, name: str, quote: str, title: str, profile: tuple[str, ...] = (),
-             rows: tuple[str, ...] = (RULE2_ROW,)) -> None:
+def _declare(number: int, name: str, title: str, profile: tuple[str, ...] = (), *,
+             rows: tuple[str, ...] = (RULE2_ROW,), quote: str | None = None) -> None:
     plan = design(name)
     assert set(rows) >= {row for row, _ in EVIDENCE.get(name, {}).values()} | {RULE2_ROW}, name
 
@@ -268,36 +268,31 @@ def _declare(number: int, name: str, quote: str, title: str, profile: tuple[str,
     )(run)
 
 
-_declare(1, "q-equals-p", RULE2, "q = p: acceptance is certain and bonus tokens follow p[M+1]")
-_declare(2, "mode-boost", RULE2, "q above p on p's mode: residual draws exclude the mode")
-_declare(3, "low-peak", RULE2, "q peaked on a low-p token: rejections and residual draws nearly every round")
-_declare(4, "plus-minus", RULE2, "q(x) 20 % above or below p(x): the clamp and the ratio's direction")
-_declare(5, "long-high-acceptance", RULE2, "M = 8 with a close drafter: every position's row and the bonus row")
-_declare(6, "profile-and-policy",
-         "p is the target model's next-token distribution after applying temperature, top-k, and top-p in that "
-         "order ... The verifier applies the new profile to rounds numbered from_round and later",
-         "top-k and top-p, then a policy change to temperature 1/2 (§4.1, §6.6)", ("P1-POL-1",),
-         rows=("R-4.1-SAMPLING", "R-6.6-APPLY", "R-6.4-RULE2"))
-_declare(7, "stop-in-proposals",
-         "It truncates the emitted tokens after the first stop token and at max_new. ... At the first rejected "
-         "position, the additional token is drawn from the normalized residual distribution max(0, p[i] - q[i]).",
-         "stop tokens inside proposals: the truncated emissions follow the exact law",
-         rows=("R-6.3-TRUNCATE", "R-6.4-RULE2"))
-_declare(8, "many-sessions",
-         "It MAY batch proposals of many sessions into one pass. ... If all M tokens are accepted, the additional "
-         "token is drawn from p[M+1].",
-         "twelve concurrent sessions with different contexts: each scored with its own rows")
+_declare(1, "q-equals-p", "q = p: acceptance is certain and bonus tokens follow p[M+1]")
+_declare(2, "mode-boost", "q above p on p's mode: residual draws exclude the mode")
+_declare(3, "low-peak", "q peaked on a low-p token: rejections and residual draws nearly every round")
+_declare(4, "plus-minus", "q(x) 20 % above or below p(x): the clamp and the ratio's direction")
+_declare(5, "long-high-acceptance", "M = 8 with a close drafter: every position's row and the bonus row")
+_declare(6, "profile-and-policy", "top-k and top-p, then a policy change to temperature 1/2 (§4.1, §6.6)",
+         ("P1-POL-1",), rows=("R-4.1-SAMPLING", "R-6.6-APPLY", "R-6.4-RULE2"),
+         quote="p is the target model's next-token distribution after applying temperature, top-k, and top-p in that "
+               "order ... The verifier applies the new profile to rounds numbered from_round and later")
+_declare(7, "stop-in-proposals", "stop tokens inside proposals: the truncated emissions follow the exact law",
+         rows=("R-6.3-TRUNCATE", "R-6.4-RULE2"),
+         quote="It truncates the emitted tokens after the first stop token and at max_new. ... At the first rejected "
+               "position, the additional token is drawn from the normalized residual distribution max(0, p[i] - q[i]).")
+_declare(8, "many-sessions", "twelve concurrent sessions with different contexts: each scored with its own rows",
+         quote="It MAY batch proposals of many sessions into one pass. ... If all M tokens are accepted, the "
+               "additional token is drawn from p[M+1].")
 _declare(9, "identical-sessions",
-         "The verifier's random values MUST be independent of those the drafter used. ... Without a seed, the "
-         "verifier uses a cryptographically secure random number generator.",
          "twelve concurrent sessions in identical states: outcomes independent across sessions",
          rows=("R-6.4-INDEPENDENT", "R-6.4-RULE2"))
 
 _declare(10, "step-order",
-         "p is the target model's next-token distribution after applying temperature, top-k, and top-p in that "
-         "order",
          "temperature 1/2 with top-k and top-p, q on the tokens p excludes first: the steps in §4.1's order",
-         rows=("R-4.1-SAMPLING", "R-6.4-RULE2"))
+         rows=("R-4.1-SAMPLING", "R-6.4-RULE2"),
+         quote="p is the target model's next-token distribution after applying temperature, top-k, and top-p in "
+               "that order")
 
 __all__ = ["EVIDENCE", "EVIDENCE_MARGIN", "RULE2_ROW", "configured_alpha", "configured_tolerance", "evidence_row",
            "run_design"]

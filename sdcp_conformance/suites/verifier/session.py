@@ -93,7 +93,7 @@ async def reopen_with_another_contract(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.1-SESSION-005", area="session", section="6.1",
-                quote="An empty prompt is 400 `sdcp-bad-message`.", level=Level.PROFILE, profile=("P1-SES-1",),
+                level=Level.PROFILE, profile=("P1-SES-1",),
                 rows=("P1-SES-1/EMPTY-PROMPT",))
 async def empty_prompt(ctx: CaseContext) -> None:
     """A session-open with an empty prompt is 400 sdcp-bad-message."""
@@ -120,8 +120,7 @@ async def prompt_by_cache_reference(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.1-SESSION-007", area="session", section="6.1, 6.9",
-    quote="A `session-open` with a higher epoch but no `resume` is 409 `sdcp-stale-epoch`.", level=Level.PROFILE,
-    profile=("P1-SES-1", "P1-MSG-5"), rows=("P1-SES-1/HIGHER-EPOCH",),
+    level=Level.PROFILE, profile=("P1-SES-1", "P1-MSG-5"), rows=("P1-SES-1/HIGHER-EPOCH",),
 )
 async def higher_epoch_without_resume(ctx: CaseContext) -> None:
     """Re-opening a session at epoch 2 without resume is 409 sdcp-stale-epoch; epoch 1 carries on."""
@@ -140,8 +139,7 @@ async def higher_epoch_without_resume(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.1-SESSION-008", area="session", section="5.1",
-    quote="A session id the verifier does not know: 404 on session resources", level=Level.PROFILE,
-    profile=("P1-SES-1",), rows=("P1-SES-1/UNKNOWN-SESSION",),
+    level=Level.PROFILE, profile=("P1-SES-1",), rows=("P1-SES-1/UNKNOWN-SESSION",),
 )
 async def unknown_session_resources(ctx: CaseContext) -> None:
     """GET output, PUT drafter and POST policy on a session id never opened are 404."""
@@ -157,7 +155,6 @@ async def unknown_session_resources(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.1-SESSION-009", area="session", section="6.3",
-    quote="A session id the verifier does not know: 404 on session resources, 403 `sdcp-not-assigned` on proposals.",
     level=Level.PROFILE, profile=("P1-SES-1",), rows=("P1-SES-1/UNKNOWN-PROPOSAL",),
 )
 async def unknown_session_proposal(ctx: CaseContext) -> None:
@@ -194,7 +191,7 @@ async def malformed_path_id(ctx: CaseContext) -> None:
         ctx.expect_refusal(answer, "P1-MSG-3/PATH-ID", what=f"GET output with {what} ({path_id!r})")
 
 
-@CATALOGUE.case("VER-5.2-SESSION-011", area="session", section="5.2", quote=UNKNOWN_KEYS, level=Level.MUST,
+@CATALOGUE.case("VER-5.2-SESSION-011", area="session", section="5.2", level=Level.MUST,
                 rows=("R-5.2-UNKNOWN-KEYS",))
 async def unknown_keys_in_session_open(ctx: CaseContext) -> None:
     """Unknown keys in a session-open (outside the contract) are ignored: it opens with the same d[0]."""
@@ -205,7 +202,7 @@ async def unknown_keys_in_session_open(ctx: CaseContext) -> None:
     ctx.check_state(session, state, "POST sessions with unknown keys")
 
 
-@CATALOGUE.case("VER-5.2-SESSION-012", area="session", section="5.2", quote=UNKNOWN_KEYS, level=Level.MUST,
+@CATALOGUE.case("VER-5.2-SESSION-012", area="session", section="5.2", level=Level.MUST,
                 rows=("R-5.2-UNKNOWN-KEYS",))
 async def unknown_keys_in_assignment_and_proposal(ctx: CaseContext) -> None:
     """Unknown keys in PUT drafter (also inside its sampling map, which is not the contract's) and in a proposal
@@ -243,9 +240,6 @@ async def session_open_missing_member(ctx: CaseContext) -> None:
 
 @CATALOGUE.case(
     "VER-6.1-SESSION-014", area="session", section="6.1",
-    quote="The router learns the current round from the session-state returned by `PUT …/drafter`. ... `PUT "
-          "…/drafter` carries the router's last known round, committed length and digest (the verifier does not "
-          "rely on them)",
     level=Level.PROFILE, profile=("P1-EVT-1", "P1-RTR-3"), rows=("P1-RTR-3/STATE",),
 )
 async def assignment_returns_current_state(ctx: CaseContext) -> None:

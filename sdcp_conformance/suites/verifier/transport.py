@@ -150,7 +150,7 @@ async def http11_without_alpn(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case(
-    "VER-5.1-TRANSPORT-007", area="transport", section="5.1", quote=MTLS, level=Level.REQUIRED,
+    "VER-5.1-TRANSPORT-007", area="transport", section="5.1", level=Level.REQUIRED,
     profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"), standalone=True,
 )
 async def alpn_selects_h2(ctx: CaseContext) -> None:
@@ -165,8 +165,6 @@ def _media(answer: Answer) -> str:
 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-008", area="transport", section="5.1",
-    quote='Message bodies use the media type "application/sdcp+cbor". ... Request and success bodies are '
-          "`application/sdcp+cbor`.",
     level=Level.MUST, profile=("P1-MSG-1",), rows=("R-5.1-MEDIA-TYPE",),
 )
 async def success_media_type(ctx: CaseContext) -> None:
@@ -229,7 +227,6 @@ def _problem_members(ctx: CaseContext, answer: Answer, media: str) -> dict[str, 
 
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-010", area="transport", section="5.1",
-    quote="Senders use core deterministic encoding (RFC 8949 §4.2.1) for every message",
     level=Level.PROFILE, profile=("P1-MSG-1",), rows=("P1-MSG-1/DETERMINISTIC",),
 )
 async def deterministic_encoding(ctx: CaseContext) -> None:

@@ -19,7 +19,6 @@ from sdcp_conformance.suites.verifier.conversation import (
 )
 
 TRUNCATE_QUOTE = "It truncates the emitted tokens after the first stop token and at max_new."
-FINISH_QUOTE = "finish (4):: Generation has ended because of a stop token or max_new."
 
 
 TRUNC_ROW = "R-6.3-TRUNCATE"
@@ -33,7 +32,7 @@ def _require(ctx: CaseContext, verdict: Verdict, emitted: list[int], action: int
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-001", area="truncation", section="6.3, 6.5.2",
-                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST, rows=(TRUNC_ROW,))
+                level=Level.MUST, rows=(TRUNC_ROW,))
 async def stop_inside_proposal(ctx: CaseContext) -> None:
     """A stop token at proposed position 2 (accepted): emitted ends with it, action finish."""
     prompt, path = distinct_greedy_prompt(6)
@@ -43,7 +42,7 @@ async def stop_inside_proposal(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-002", area="truncation", section="6.3, 6.5.2",
-                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST, rows=(TRUNC_ROW,))
+                level=Level.MUST, rows=(TRUNC_ROW,))
 async def stop_is_additional_token(ctx: CaseContext) -> None:
     """The additional token is the stop token: it is emitted and the session finishes."""
     prompt, path = distinct_greedy_prompt(6)
@@ -53,7 +52,7 @@ async def stop_is_additional_token(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-003", area="truncation", section="6.3, 6.5.2",
-                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST, rows=(TRUNC_ROW,))
+                level=Level.MUST, rows=(TRUNC_ROW,))
 async def max_new_mid_round(ctx: CaseContext) -> None:
     """max_new 3 with four tokens proposed: three are emitted and the session finishes."""
     prompt, path = distinct_greedy_prompt(6)
@@ -63,7 +62,7 @@ async def max_new_mid_round(ctx: CaseContext) -> None:
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-004", area="truncation", section="6.3, 6.5.2",
-                quote=TRUNCATE_QUOTE + " ... " + FINISH_QUOTE, level=Level.MUST, rows=(TRUNC_ROW,))
+                level=Level.MUST, rows=(TRUNC_ROW,))
 async def max_new_second_round(ctx: CaseContext) -> None:
     """max_new 5 reached in round 2: only the two remaining tokens are emitted, committed = 5."""
     prompt, path = distinct_greedy_prompt(9)
@@ -89,7 +88,6 @@ async def stop_only_in_rejected_part(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.3-TRUNC-006", area="truncation", section="6.3", level=Level.PROFILE, profile=("P1-CTL-5",),
     rows=("P1-CTL-5/ACCEPTED", TRUNC_ROW),
-    quote="`accepted` is the rule's a before stop/max_new truncation",
 )
 async def accepted_before_truncation(ctx: CaseContext) -> None:
     """A round cut by a stop token reports the rule's a (4), not the number of kept tokens."""
@@ -104,7 +102,6 @@ async def accepted_before_truncation(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.3-TRUNC-007", area="truncation", section="6.5.2", level=Level.PROFILE,
     profile=("P1-STATE-1", "P1-MSG-5"), rows=("P1-STATE-1", TRUNC_ROW),
-    quote="`session-state.state`: 0 active, 3 self-decoding, 4 finished, 5 failed (the action codes).",
 )
 async def finished_state(ctx: CaseContext) -> None:
     """After a stop token the session-state (idempotent session-open) says 4, finished."""
@@ -121,8 +118,6 @@ async def finished_state(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.3-TRUNC-008", area="truncation", section="6.5.2", level=Level.PROFILE, profile=("P1-EVT-1",),
     rows=("P1-EVT-1/EVENTS",), listens=("router",),
-    quote="Events: kind 2 when the verifier applies `switch`; kind 3 when it starts self-decoding; kind 0 when "
-          "self-decoding ends and a drafter is needed again; 4 and 5 when the session finishes or fails.",
 )
 async def finish_event(ctx: CaseContext) -> None:
     """Finishing posts an event of kind 4 with the final committed length and digest to the router."""

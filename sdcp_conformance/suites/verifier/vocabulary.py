@@ -28,7 +28,7 @@ ZERO_QUOTE = ("a proposal for which q[i](x[i]) is zero is rejected, before any r
               "\"sdcp-bad-proposal\".")
 
 
-@CATALOGUE.case("VER-P1-MSG-2-VOCAB-001", area="vocabulary", section="5.2, 6.1", quote=RANGE_QUOTE,
+@CATALOGUE.case("VER-P1-MSG-2-VOCAB-001", area="vocabulary", section="5.2, 6.1",
                 level=Level.PROFILE, profile=("P1-MSG-2", "P1-HASH-2"), rows=(RANGE_ROW,))
 async def prompt_token_at_vocab_size(ctx: CaseContext) -> None:
     """A session-open whose prompt ends with token V is refused (400 sdcp-bad-message)."""

@@ -15,7 +15,7 @@ def fuzz_drafter(console: Console, *, target: TargetConfig | None, replay_path: 
                  examples: int | None, seed: int, database: Any, mutant: str | None, out: Path, strict: bool,
                  step_count: int, single_messages: bool, other_iut: bool = False) -> int:
     """Run (or replay) a drafter campaign; the exit status: 0 when nothing failed."""
-    from sdcp_conformance.fuzz import cli
+    from sdcp_conformance.cli import fuzz as cli
     from sdcp_conformance.fuzz import drafter_campaign as campaign
     from sdcp_conformance.fuzz.campaign import parse_budget
 

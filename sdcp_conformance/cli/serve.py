@@ -17,13 +17,13 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from sdcp_conformance.cli.seeds import SEED_METAVAR, SEED_TYPE, drawn_line, resolve_seed, seed_option
 from sdcp_conformance.models.checkpoint import Checkpoint
 from sdcp_conformance.reference.client import StackClient
 from sdcp_conformance.reference.contracts import stack_contract
 from sdcp_conformance.reference.roles import RunningRole, start_drafter, start_router, start_verifier
 from sdcp_conformance.reference.stack import READY_LINE, STACK_FILE, Stack, StackOptions, load_model, resolve_model
 from sdcp_conformance.reference.verifier.service import PartyTls
-from sdcp_conformance.seeds import SEED_METAVAR, SEED_TYPE, drawn_line, resolve_seed, seed_option
 from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.pki import load_pki
 

@@ -16,12 +16,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from sdcp_conformance.cli.seeds import SEED_MAX, SEED_METAVAR, drawn_line, resolve_seed, seed_option
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.runner import CaseResult
 from sdcp_conformance.harness.runner import Progress as CaseProgress
 from sdcp_conformance.mutants.registry import ROLE_MUTANTS, RoleMutant, find_mutant, killers_path, mutants_for
 from sdcp_conformance.mutants.selftest import SelftestReport, run_selftest, write_killers
-from sdcp_conformance.seeds import SEED_MAX, SEED_METAVAR, drawn_line, resolve_seed, seed_option
 from sdcp_conformance.transport import event_loops
 
 
@@ -52,7 +52,7 @@ def selftest(names: tuple[str, ...], selectors: tuple[str, ...], seed: int | Non
              write_killers_flag: bool, killers_file: Path | None, role: str, log_path: Path, list_only: bool,
              seed_list: str | None) -> None:
     """Certify a role's reference and every mutant; exit non-zero if the reference fails or a mutant survives."""
-    from sdcp_conformance.extras import require
+    from sdcp_conformance.cli.extras import require
     from sdcp_conformance.report.logs import captured_logs
 
     if list_only:

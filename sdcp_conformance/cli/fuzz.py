@@ -30,10 +30,10 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
+from sdcp_conformance.cli.extras import require
+from sdcp_conformance.cli.seeds import drawn_line, resolve_seed, seed_option
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.extras import require
 from sdcp_conformance.fuzz.identity import OVERRIDE
-from sdcp_conformance.seeds import drawn_line, resolve_seed, seed_option
 
 DEFAULT_OUT = Path(".sdcp-fuzz") / "failures"
 DEFAULT_DATABASE = str(Path(".sdcp-fuzz") / "examples")
@@ -108,13 +108,13 @@ def fuzz(target_file: Path | None, budget: str | None, examples: int | None, see
         if api:
             require("fuzz-api", "`sdcp-conformance fuzz --api`")
         if (role or (target.role if target is not None else "verifier")) == "drafter":
-            from sdcp_conformance.fuzz.drafter_cli import fuzz_drafter
+            from sdcp_conformance.cli.fuzz_drafter import fuzz_drafter
 
             sys.exit(fuzz_drafter(console, target=target, replay_path=replay_path, other_iut=other_iut, budget=budget,
                                   examples=examples, seed=seed, database=_database(database), mutant=mutant, out=out,
                                   strict=strict, step_count=step_count, single_messages=messages or api))
         if (role or (target.role if target is not None else "verifier")) == "router":
-            from sdcp_conformance.fuzz.failover_cli import fuzz_router  # the failover campaign
+            from sdcp_conformance.cli.fuzz_router import fuzz_router  # the failover campaign
 
             sys.exit(fuzz_router(console, target=target, replay_path=replay_path, other_iut=other_iut, budget=budget,
                                  examples=examples, seed=seed, database=_database(database), mutant=mutant, out=out,

@@ -1,4 +1,4 @@
-"""``sdcp-conformance certify`` and the target-writing half of ``pki init --iut verifier``.
+"""``sdcp-conformance certify``.
 
 ``certify`` runs a role's suite against a target (or the embedded reference),
 shows progress (a live bar on a terminal, a line per case in a log), prints
@@ -22,33 +22,32 @@ import datetime as dt
 import errno
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.extras import require
-from sdcp_conformance.harness.case import Catalogue, Verdict
-from sdcp_conformance.harness.certify import certify as run_certification
-from sdcp_conformance.harness.certify import default_catalogue, models_required
-from sdcp_conformance.harness.certify_console import (
+from sdcp_conformance.cli.certify_console import (
     Collecting,
     LiveProgress,
     case_lines,
     interrupted_report,
     progress_for,
 )
+from sdcp_conformance.cli.extras import require
+from sdcp_conformance.cli.seeds import resolve_seed, seed_option
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.harness.case import Catalogue, Verdict
+from sdcp_conformance.harness.certify import certify as run_certification
+from sdcp_conformance.harness.certify import default_catalogue, models_required
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.runner import CaseResult, RunReport, order_cases
 from sdcp_conformance.harness.suites import SUITES
-from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig, load_target, render_target, require_models
-from sdcp_conformance.seeds import resolve_seed, seed_option
+from sdcp_conformance.harness.target import TargetConfig, load_target, require_models
 from sdcp_conformance.transport import event_loops
-from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
+from sdcp_conformance.transport.pki import load_pki
 
-TARGET_FILE = "target.toml"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3
@@ -56,7 +55,6 @@ EXIT_NO_HARNESS = 4
 EXIT_INTERRUPTED = 130
 SERVER_LOG = "servers.log"
 """In the report folder: warnings and tracebacks of the servers the run started in-process (never on screen)."""
-IUT_PARTY = "verifier"
 
 
 # --------------------------------------------------------------------------- certify
@@ -320,102 +318,14 @@ def _certify(target: TargetConfig | None, target_path: Path | None, catalogue: C
         sys.exit(report.exit_code)
 
 
-# --------------------------------------------------------------------------- pki init --iut verifier
-
-
-def iut_parties(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Base URIs for the IUT and the harness's parties: free loopback ports unless given."""
-    from sdcp_conformance.harness.environment import HARNESS_PARTIES
-    from sdcp_conformance.transport.ports import loopback_base_uris
-
-    return loopback_base_uris((IUT_PARTY, *HARNESS_PARTIES), overrides)
-
-
-def write_iut_target(directory: Path, overrides: Mapping[str, str] | None = None) -> tuple[Pki, Path]:
-    """Mint the PKI for a verifier under test and the harness, and write ``directory/target.toml``."""
-    parties = iut_parties(overrides)
-    pki = init_pki(directory, parties, subject=IUT_PARTY)
-    config = TargetConfig(
-        role="verifier", base_uri=parties[IUT_PARTY], ca=pki.ca_cert, models=DEFAULT_MODELS, pki=pki.directory,
-        router=parties["router"], cache=parties["cache"], drafters=(parties["drafter-1"], parties["drafter-2"]),
-    )
-    path = directory / TARGET_FILE
-    path.write_text(render_target(config, directory), encoding="utf-8")
-    return pki, path
-
-
-def serve_command(pki: Pki) -> list[str]:
-    """The command that starts the reference verifier as the IUT of this PKI."""
-    words = ["sdcp-conformance", "serve", "verifier", "--pki", str(pki.directory), "--party", IUT_PARTY,
-             "--router", pki.base_uris["router"]]
-    for model in DEFAULT_MODELS:
-        words += ["--model", model]
-    return words
-
-
-def verifier_iut_setup(directory: Path, overrides: Mapping[str, str]) -> tuple[Pki, Path, str]:
-    """``pki init DIR --iut verifier`` (:data:`~sdcp_conformance.harness.suites.IutSetup`)."""
-    pki, path = write_iut_target(directory, overrides)
-    return pki, path, iut_instructions(pki, path)
-
-
-def iut_instructions(pki: Pki, target_path: Path) -> str:
-    import shlex
-
-    from sdcp_conformance.models.registry import mock_model
-    from sdcp_conformance.reference.verifier.app import LOAD_HOOK_PATH
-    from sdcp_conformance.suites.status_judging import STATUS_TIMED_TTL_MS
-
-    verifier = pki.parties[IUT_PARTY]
-    models = "\n".join(f"      {model}: {mock_model(model).path}" for model in DEFAULT_MODELS)
-    return "\n".join([
-        f"Wrote the PKI and {target_path} for a verifier under test.",
-        "",
-        "Start the verifier under test with:",
-        f"  trust this CA (clients and servers):  {pki.ca_cert}",
-        f"  serve with certificate / key:         {verifier.cert} / {verifier.key}",
-        f"  listen at its base URI (= URI SAN):   {pki.base_uris[IUT_PARTY]}",
-        f"  report status and events to router:   {pki.base_uris['router']}",
-        f"    (status as role 2, every < ttl_ms; a ttl_ms of {STATUS_TIMED_TTL_MS} or less has its intervals timed)",
-        f"  accept router-only requests only from {pki.base_uris['router']} (P1-ID-2)",
-        "  load the mock models (Llama checkpoints, P1-MODEL-1):",
-        models,
-        "",
-        "The reference verifier, for example:",
-        f"  {shlex.join(serve_command(pki))}",
-        "(its load is then the one it measures and reports, `load = \"reported\"` in the target; to pin it, add",
-        " --pin-load N and `pinned_load = N` under [target], so the §6.5.2 load cases choose self_load from it)",
-        "",
-        "Load control (optional): VER-6.5-ESC-009 changes the verifier's load while it self-decodes, so it runs only",
-        f"when the harness can set the load; name how under [target] in {target_path}, one of:",
-        '  load_hook = "https://…"          the harness PUTs {"load": N} (JSON; {"load": null} gives it back),',
-        f"                                   as {pki.base_uris['router']} (its router certificate), trusting the CA",
-        '  load_command = "… {load}"        the harness runs it, {load} being N (or none to give it back)',
-        "The reference offers the hook with --load-hook:",
-        f'  load_hook = "{pki.base_uris[IUT_PARTY]}{LOAD_HOOK_PATH}"',
-        "Without either the case is SKIPPED, its reason naming these keys.",
-        "",
-        "Then certify it:",
-        f"  sdcp-conformance certify --target {target_path}",
-        "",
-    ])
-
-
 __all__ = [
     "EXIT_FAILED",
     "EXIT_INCOMPLETE",
     "EXIT_INTERRUPTED",
     "EXIT_NO_HARNESS",
     "EXIT_USAGE",
-    "IUT_PARTY",
     "REPORT_FILES",
-    "TARGET_FILE",
     "LiveProgress",
     "certify",
-    "iut_instructions",
-    "iut_parties",
     "refuse_used_report_dir",
-    "serve_command",
-    "verifier_iut_setup",
-    "write_iut_target",
 ]

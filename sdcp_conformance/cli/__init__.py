@@ -18,27 +18,27 @@ import click
 from sdcp_conformance import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "bundle": ("sdcp_conformance.report.cli:bundle",
+    "bundle": ("sdcp_conformance.cli.report:bundle",
                "Signed certification bundles (`certify --bundle FILE` writes them)."),
-    "certify": ("sdcp_conformance.harness.cli:certify",
+    "certify": ("sdcp_conformance.cli.certify:certify",
                 "Certify an SDCP verifier, drafter or router against the draft and the interop profile."),
-    "check": ("sdcp_conformance.harness.check_cli:check",
+    "check": ("sdcp_conformance.cli.check:check",
               "Preflight: is the IUT of a target file ready to be certified? One line per check."),
-    "fuzz": ("sdcp_conformance.fuzz.cli:fuzz",
+    "fuzz": ("sdcp_conformance.cli.fuzz:fuzz",
              "Fuzz a verifier, drafter or router IUT (--role): Hypothesis-generated sequences, shrunk failures saved "
              "for replay."),
-    "generate": ("sdcp_conformance.reference.cli:generate",
+    "generate": ("sdcp_conformance.cli.serve:generate",
                  "Generate through the reference stack; prints committed tokens as they arrive."),
     "info": ("sdcp_conformance.cli:info",
              "Print the version and, per role, the conformance areas certify reports (with their case counts)."),
-    "pki": ("sdcp_conformance.harness.pki_cli:pki",
+    "pki": ("sdcp_conformance.cli.pki:pki",
             "Test PKI: a CA and URI-SAN certificates for SDCP parties (P1-ID-1)."),
-    "report": ("sdcp_conformance.report.cli:report",
+    "report": ("sdcp_conformance.cli.report:report",
                "Look at past runs: the console view, a comparison of two runs, the HTML page."),
-    "selftest": ("sdcp_conformance.mutants.cli:selftest",
+    "selftest": ("sdcp_conformance.cli.selftest:selftest",
                  "Certify a role's reference and every mutant; exit non-zero if the reference fails or a mutant "
                  "survives."),
-    "serve": ("sdcp_conformance.reference.cli:serve",
+    "serve": ("sdcp_conformance.cli.serve:serve",
               "Run the whole reference stack on loopback (cache, router, verifiers, drafters) until Ctrl-C."),
 }
 """Command → (``module:attribute``, its short help as ``--help`` lists it)."""
@@ -48,7 +48,7 @@ def load_command(name: str) -> click.Command:
     module, _, attribute = COMMANDS[name][0].partition(":")
     command: click.Command = getattr(importlib.import_module(module), attribute)
     if name == "serve" and isinstance(command, click.Group) and "cache" not in command.commands:
-        from sdcp_conformance.cache.cli import serve_cache
+        from sdcp_conformance.cli.serve_cache import serve_cache
 
         command.add_command(serve_cache)
     return command
@@ -128,7 +128,7 @@ class LazyGroup(click.Group):
         try:
             return load_command(cmd_name)
         except ModuleNotFoundError as error:  # the command's module needs an extra this install lacks
-            from sdcp_conformance.extras import MissingExtra, extra_of
+            from sdcp_conformance.cli.extras import MissingExtra, extra_of
 
             extra = extra_of(error)
             if extra is None:
@@ -216,13 +216,33 @@ def _section_key(section: str) -> tuple[str, ...]:
 
 @main.command()
 @click.option("--role", "roles", multiple=True, help="Only this role's areas (repeatable; default: every role).")
-def info(roles: tuple[str, ...]) -> None:
+@click.option("--decisions", "show_decisions", is_flag=True,
+              help="Print the judging decisions (D-JUDGE-…) instead of the areas: each one's ID, the rows it shapes, "
+                   "the module that applies it and what it reads where the draft and the profile are silent. With "
+                   "--role, only those that shape that role's verdicts.")
+def info(roles: tuple[str, ...], show_decisions: bool) -> None:
     """Print the version and, per role, the conformance areas certify reports (with their case counts)."""
     from rich.console import Console
     from rich.table import Table
 
     from sdcp_conformance.harness.suites import SUITES
 
+    if show_decisions:
+        import shutil
+        import textwrap
+
+        from sdcp_conformance.judge.decisions import DECISIONS, INTRODUCTION, concerns, decisions_text
+
+        for role in roles:
+            if role not in SUITES:
+                raise click.BadParameter(f"no role {role!r} (known: {', '.join(SUITES)})", param_hint="--role")
+        width = max(60, min(120, shutil.get_terminal_size((120, 24)).columns))
+        shown = [listed for listed in DECISIONS if not roles or any(concerns(listed, role) for role in roles)]
+        scope = f" that shape a {' or '.join(roles)}'s verdicts" if roles else ""
+        click.echo(f"sdcp-conformance {__version__}: {len(shown)} judging decisions{scope}\n")
+        click.echo(textwrap.fill(INTRODUCTION.replace("`", ""), width) + "\n")
+        click.echo(decisions_text(shown, width))
+        return
     console = Console()
     console.print(f"sdcp-conformance {__version__}", highlight=False)
     for role in roles or tuple(SUITES):
@@ -240,6 +260,3 @@ def info(roles: tuple[str, ...]) -> None:
 
 __all__ = ["COMMANDS", "VERIFIER_AREAS", "LazyGroup", "OneLineError", "load_command", "main", "one_line", "role_areas",
            "sections_text"]
-
-if __name__ == "__main__":
-    main()

@@ -19,11 +19,11 @@ from rich.console import Console
 
 from sdcp_conformance.fuzz.failover_campaign import (
     FailoverConfig,
-    FailoverFailure,
     FailoverResult,
     replay_failover,
     run_failover_campaign,
 )
+from sdcp_conformance.fuzz.scaffold import FuzzFailure
 from sdcp_conformance.harness.target import TargetConfig
 
 CHUNK = 20
@@ -34,8 +34,8 @@ def fuzz_router(console: Console, *, target: TargetConfig | None, replay_path: P
                 examples: int | None, seed: int, database: Any, mutant: str | None, out: Path, strict: bool,
                 step_count: int, other_iut: bool = False) -> int:
     """Run (or replay) the failover campaign; returns the exit status."""
+    from sdcp_conformance.cli.fuzz import replay_line
     from sdcp_conformance.fuzz.campaign import parse_budget
-    from sdcp_conformance.fuzz.cli import replay_line
 
     if replay_path is not None:
         replayed = replay_failover(replay_path, target=target, mutant=mutant, other_iut=other_iut)
@@ -79,7 +79,7 @@ def _for_a_while(seconds: float, target: TargetConfig | None, mutant: str | None
         round_ += 1
 
 
-def _failure(console: Console, failure: FailoverFailure) -> None:
+def _failure(console: Console, failure: FuzzFailure) -> None:
     console.print(failure.message, markup=False)
     for step in failure.steps:
         console.print(f"  {step.describe()}", markup=False)

@@ -1,0 +1,218 @@
+"""The lifecycle every role's environment shares: bind, start, ready, stop (``../shared/design/ARCHITECTURE.md``,
+"Roles on both sides").
+
+An environment is the harness's side of a certification: the parties it plays around the IUT (each served on
+its own HTTP/2 listener with its own certificate), the link to the IUT, and, without a target file, the embedded
+reference of the role started in-process on free loopback ports. What differs by role — which parties are played,
+how the embedded reference starts, the context a case runs in — is each subclass's (the verifier's
+:class:`~.environment.Environment`, :class:`~.drafter_environment.DrafterEnvironment`,
+:class:`~.router_environment.RouterEnvironment`); the order of starting and stopping, the one retry policy for
+ports taken meanwhile, the identities and the listeners are here, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from urllib.parse import urlsplit
+
+from sdcp_conformance.harness.iut import Identity, IutLink
+from sdcp_conformance.harness.judging import JudgedContext
+from sdcp_conformance.harness.patience import Patience
+from sdcp_conformance.harness.target import TargetConfig
+from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.transport.pki import Pki, load_pki
+from sdcp_conformance.transport.server import H2Server, ServerConfig
+from sdcp_conformance.transport.types import Handler
+
+if TYPE_CHECKING:
+    from sdcp_conformance.harness.case import Case
+
+BIND_ATTEMPTS = 3
+"""D-PORTS-1: a free port is free only until someone binds it (parallel certifications choose theirs at the same
+time); an embedded target whose listeners could not bind (EADDRINUSE) is drawn again on fresh ports, this many
+times in all. Any other error is said at once."""
+HTTPS_PORT = 443
+"""The port of an ``https`` base URI that names none (RFC 9110 §4.2.2)."""
+
+Self = TypeVar("Self", bound="RoleEnvironment")
+
+
+def listen_port(uri: str) -> int:
+    """The port a played party listens on for its base URI: the URI's, else the https default."""
+    return urlsplit(uri).port or HTTPS_PORT
+
+
+class RoleEnvironment:
+    """What every role's environment does the same way; subclasses say what they play and how the IUT starts."""
+
+    role: ClassVar[str]
+    """The IUT's role (``verifier``, ``drafter``, ``router``)."""
+    supports_concurrency: ClassVar[bool] = False
+    """Cases that declare no global state may run at the same time (:func:`~.runner.run_catalogue`)."""
+
+    def __init__(self, config: TargetConfig, pki: Pki) -> None:
+        self.config = config
+        self.pki = pki
+        self.current: CaseTranscript | None = None
+        """The transcript of the case running now (where the IUT link records)."""
+        self.servers: list[H2Server] = []
+        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+        self.iut = self.new_link(self.recording_into)
+
+    def recording_into(self) -> CaseTranscript | None:
+        """Where an exchange with the IUT is recorded now: the current case's transcript."""
+        return self.current
+
+    def new_link(self, transcript: Callable[[], CaseTranscript | None]) -> IutLink:
+        """The harness's HTTP/2 link to the IUT, as every identity of the PKI (and the refused ones)."""
+        config = self.config
+        return IutLink(config.base_uri, config.ca, self.identities(), transcript,
+                       request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
+                       max_response_bytes=config.max_response_bytes)
+
+    def identities(self) -> dict[str, Identity]:
+        """Every party of the PKI, and the clients a conformant IUT refuses (§5.1: no certificate, another CA,
+        an expired certificate, a certificate naming another party)."""
+        pki = self.pki
+        identities = {name: Identity(name, pki.cert(name), pki.key(name)) for name in pki.parties}
+        identities["no-cert"] = Identity("no-cert", None, None)
+        identities["wrong-ca"] = Identity("wrong-ca", pki.wrong_ca.cert, pki.wrong_ca.key)
+        identities["expired"] = Identity("expired", pki.expired.cert, pki.expired.key)
+        identities["other-party"] = Identity("other-party", pki.other_party.cert, pki.other_party.key)
+        return identities
+
+    @property
+    def patience(self) -> Patience:
+        """The deadlines of this certification's requests to the IUT (P1-JUDGE-5; the runner scales them)."""
+        return self.iut.patience
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    # ------------------------------------------------------------------ what the runner calls around a case
+
+    def capabilities(self) -> set[str]:
+        """What the target offers beyond the protocol (``requires`` of a case names them)."""
+        return {f"model:{model}" for model in self.config.models}
+
+    def new_context(self, case: Case, seed: int, run: str) -> JudgedContext:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """Undo what a case may have switched in the harness."""
+
+    async def before_case(self, case: Case) -> None:
+        """Before ``case`` runs: the listeners it needs are up."""
+
+    def release(self, context: Any) -> None:
+        """A case that ran beside others ended: undo what it alone switched."""
+
+    async def after_case(self, context: Any) -> None:
+        """After a case: asynchronous undoing (a load set through the target's hook)."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"iut": self.config.base_uri, "role": self.config.role, "embedded": self.config.embedded}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def embedded_target(cls, folder: Path) -> TargetConfig:
+        """A PKI under ``folder`` and a target for the role's reference run in-process on free loopback ports."""
+        raise NotImplementedError
+
+    @classmethod
+    async def start(cls: type[Self], config: TargetConfig | None = None, *, app_factory: Any = None,
+                    workdir: Path | None = None, **options: Any) -> Self:
+        """Start for ``config``'s IUT, or for the embedded reference of the role (``app_factory`` builds a mutant's
+        app instead; ``options`` go to :meth:`start_embedded`)."""
+        if config is not None:
+            return await cls._started(config, None, app_factory, options)
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            tempdir = tempfile.TemporaryDirectory(prefix=f"sdcp-certify-{cls.role}-")
+            folder = Path(workdir or tempdir.name) / f"attempt-{attempt}"
+            try:
+                return await cls._started(cls.embedded_target(folder), tempdir, app_factory, options)
+            except OSError as error:
+                if error.errno != errno.EADDRINUSE or attempt == BIND_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    @classmethod
+    async def _started(cls: type[Self], config: TargetConfig, tempdir: tempfile.TemporaryDirectory[str] | None,
+                       app_factory: Any, options: dict[str, Any]) -> Self:
+        environment = cls(config, load_pki(config.pki))
+        environment._tempdir = tempdir  # cleaned up by stop(), also when starting fails
+        try:
+            await environment.serve_played()
+            if config.embedded:
+                await environment.start_embedded(app_factory, **options)
+            await environment.ready()
+        except BaseException:
+            await environment.stop()
+            raise
+        return environment
+
+    async def serve(self, name: str, uri: str, handler: Handler) -> H2Server:
+        """Serve ``handler`` as the played party ``name`` at ``uri`` (its certificate, mutual TLS)."""
+        server = H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name), ca=self.pki.ca_cert,
+                                                host=urlsplit(uri).hostname or "127.0.0.1", port=listen_port(uri),
+                                                label=name))
+        await server.start()
+        self.servers.append(server)
+        return server
+
+    async def serve_played(self) -> None:
+        """Bind and start the listeners of the parties the harness plays."""
+        raise NotImplementedError
+
+    async def start_embedded(self, app_factory: Any, **options: Any) -> None:
+        """Start the role's reference (or ``app_factory``'s app) in-process as the IUT."""
+        raise NotImplementedError
+
+    async def ready(self) -> None:
+        """After the listeners and the IUT are up: what must happen before the first case."""
+
+    async def stop_role(self) -> None:
+        """What the role stops before the common part (its played parties' own tasks, its links)."""
+
+    async def stop_embedded(self) -> None:
+        """Stop the embedded IUT, if one runs."""
+
+    async def stop(self) -> None:
+        """Stop everything :meth:`start` started, in reverse order; safe after a start that failed halfway."""
+        await self.stop_role()
+        await self.iut.aclose()
+        await self.stop_embedded()
+        for server in self.servers:
+            await server.stop()
+        self.servers.clear()
+        self.close_cache()
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+    def close_cache(self) -> None:
+        """Close the played MLC's store."""
+
+
+Env = TypeVar("Env", bound=RoleEnvironment)
+
+
+class RoleContext(JudgedContext, Generic[Env]):
+    """A case's context in a role's environment: its judgements (:class:`~.judging.JudgedContext`) and the
+    environment whose played parties it talks through."""
+
+    def __init__(self, env: Env, case: Case, seed: int, run: str = "main") -> None:
+        super().__init__(case, seed, run)
+        self.env = env
+
+    def played_servers(self) -> Sequence[H2Server]:
+        return self.env.servers
+
+
+__all__ = ["BIND_ATTEMPTS", "HTTPS_PORT", "RoleContext", "RoleEnvironment", "listen_port"]
