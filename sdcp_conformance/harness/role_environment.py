@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Case
 
 BIND_ATTEMPTS = 3
-"""D-PORTS-1: a free port is free only until someone binds it (parallel certifications choose theirs at the same
+"""D-PORTS-2: a free port is free only until someone binds it (parallel certifications choose theirs at the same
 time); an embedded target whose listeners could not bind (EADDRINUSE) is drawn again on fresh ports, this many
 times in all. Any other error is said at once."""
 HTTPS_PORT = 443
