@@ -1,5 +1,4 @@
-"""The lifecycle every role's environment shares: bind, start, ready, stop (``../shared/design/ARCHITECTURE.md``,
-"Roles on both sides").
+"""The lifecycle every role's environment shares: bind, start, ready, stop (the design's "roles on both sides").
 
 An environment is the harness's side of a certification: the parties it plays around the IUT (each served on
 its own HTTP/2 listener with its own certificate), the link to the IUT, and, without a target file, the embedded
@@ -26,6 +25,7 @@ from sdcp_conformance.harness.patience import Patience
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.transport.pki import Pki, load_pki
+from sdcp_conformance.transport.ports import port_of
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 from sdcp_conformance.transport.types import Handler
 
@@ -36,15 +36,8 @@ BIND_ATTEMPTS = 3
 """D-PORTS-2: a free port is free only until someone binds it (parallel certifications choose theirs at the same
 time); an embedded target whose listeners could not bind (EADDRINUSE) is drawn again on fresh ports, this many
 times in all. Any other error is said at once."""
-HTTPS_PORT = 443
-"""The port of an ``https`` base URI that names none (RFC 9110 §4.2.2)."""
 
 Self = TypeVar("Self", bound="RoleEnvironment")
-
-
-def listen_port(uri: str) -> int:
-    """The port a played party listens on for its base URI: the URI's, else the https default."""
-    return urlsplit(uri).port or HTTPS_PORT
 
 
 class RoleEnvironment:
@@ -160,7 +153,7 @@ class RoleEnvironment:
     async def serve(self, name: str, uri: str, handler: Handler) -> H2Server:
         """Serve ``handler`` as the played party ``name`` at ``uri`` (its certificate, mutual TLS)."""
         server = H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name), ca=self.pki.ca_cert,
-                                                host=urlsplit(uri).hostname or "127.0.0.1", port=listen_port(uri),
+                                                host=urlsplit(uri).hostname or "127.0.0.1", port=port_of(uri),
                                                 label=name))
         await server.start()
         self.servers.append(server)
@@ -215,4 +208,4 @@ class RoleContext(JudgedContext, Generic[Env]):
         return self.env.servers
 
 
-__all__ = ["BIND_ATTEMPTS", "HTTPS_PORT", "RoleContext", "RoleEnvironment", "listen_port"]
+__all__ = ["BIND_ATTEMPTS", "RoleContext", "RoleEnvironment"]

@@ -11,9 +11,9 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from sdcp_conformance.reference.verifier.service import PartyTls
+from sdcp_conformance.transport.ports import port_of
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 from sdcp_conformance.transport.types import Handler
 
@@ -23,10 +23,6 @@ once it listens: whoever started it waits for this line (:mod:`sdcp_conformance.
 
 Closer = Callable[[], Awaitable[None]]
 
-
-def port_of(base_uri: str) -> int:
-    port = urlsplit(base_uri).port
-    return 0 if port is None else port
 
 
 @dataclass

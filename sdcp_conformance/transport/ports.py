@@ -15,6 +15,7 @@ import random
 import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 LOCAL_PORT_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 """Linux's ephemeral range; elsewhere :data:`IANA_EPHEMERAL_LOW` is assumed (macOS and Windows use it)."""
@@ -83,4 +84,14 @@ def _bindable(host: str, port: int) -> bool:
     return True
 
 
-__all__ = ["ephemeral_low", "free_port", "free_ports", "loopback_base_uris"]
+HTTPS_PORT = 443
+"""The port of an ``https`` base URI that names none (RFC 9110 §4.2.2)."""
+
+
+def port_of(base_uri: str) -> int:
+    """The port a party serving ``base_uri`` listens on: the URI's, else the https default (every played party
+    and every reference role binds through this one reading)."""
+    return urlsplit(base_uri).port or HTTPS_PORT
+
+
+__all__ = ["HTTPS_PORT", "ephemeral_low", "free_port", "free_ports", "loopback_base_uris", "port_of"]

@@ -1,5 +1,5 @@
 """The package's layers: no import cycle between its packages, counting imports inside functions, and no package
-but ``cli/`` importing command-line code (issue: one role layer; ``../shared/design/ARCHITECTURE.md``).
+but ``cli/`` importing command-line code (the one role layer).
 
 A package here is a folder directly under ``sdcp_conformance/`` or a top-level module (``errors``, ``seeds``, …).
 The graph is read from the source with :mod:`ast`, so an import hidden in a function counts like any other.

@@ -77,3 +77,10 @@ def test_the_parties_of_one_target_never_share_a_port(monkeypatch: pytest.Monkey
     uris = ports.loopback_base_uris(("iut", "cache", "router"), {"router": "https://example.test:9/router/"})
     assert uris == {"iut": f"https://127.0.0.1:{free}/iut/", "cache": f"https://127.0.0.1:{second}/cache/",
                     "router": "https://example.test:9/router/"}
+
+
+def test_a_base_uri_without_a_port_is_served_on_the_https_port() -> None:
+    """Every played party and every reference role binds through one reading of a base URI (RFC 9110 §4.2.2)."""
+    assert ports.port_of("https://127.0.0.1:24680/verifier/") == 24680
+    assert ports.port_of("https://verifier.example/sdcp/") == 443
+    assert ports.port_of("https://[::1]:8443/") == 8443
