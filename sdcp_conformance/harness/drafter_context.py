@@ -216,13 +216,21 @@ class DrafterContext(RoleContext["DrafterEnvironment"]):
     # ------------------------------------------------------------------ the verifier's side: receiving
 
     async def next_arrival(self, session: PlayedSession, timeout_s: float) -> Arrival | None:
-        """The next proposal for ``session`` (judged), or None if none came within ``timeout_s``."""
+        """The next proposal for ``session`` (judged), or None if none came within ``timeout_s``.
+
+        A wait the harness itself stalled through is moved on by that stall (D-JUDGE-TIME-2): a proposal the
+        harness was too busy to read is read, not missed."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
+        started = loop.time()
+        deadline = started + timeout_s
         while True:
             try:
                 arrival = await asyncio.wait_for(session.queue.get(), max(0.0, deadline - loop.time()))
             except TimeoutError:
+                moved = started + timeout_s + self.env.patience.extension(started)
+                if moved - deadline > 0.05:
+                    deadline = moved
+                    continue
                 return None
             self.observe(arrival)
             if not (arrival.twin or arrival.late or arrival.superseded):
@@ -233,13 +241,18 @@ class DrafterContext(RoleContext["DrafterEnvironment"]):
         """The next proposal; none within ``timeout_s`` is a deviation from ``row`` that ends the case.
 
         By default the first proposal of a session gets :data:`FIRST_PROPOSAL_S` (a model may be warming up),
-        later ones five quiet windows of the drafter's pace, at least 2 s (D-JUDGE-D5)."""
+        later ones five quiet windows of the drafter's pace, at least 2 s (D-JUDGE-D5); a case running again alone
+        waits that times the rerun's scale. None in time is a missed deadline (P1-JUDGE-5): the case runs again
+        alone before its finding counts (D-JUDGE-TIME-3)."""
         if timeout_s is None:
             timeout_s = FIRST_PROPOSAL_S if not session.arrivals else max(2.0, 5 * self.env.pace.quiet_window())
+        timeout_s = self.env.patience.wait(timeout_s)
         arrival = await self.next_arrival(session, timeout_s)
         if arrival is None:
-            self.fail(f"{what}: no proposal arrived within {timeout_s:g} s", row=row,
-                      expected=["a proposal"], actual="none")
+            missed = f"{what}: no proposal arrived within {timeout_s:g} s"
+            if not self.attributed(row, missed)[2]:  # a refused handshake is not slowness (D-JUDGE-REFUSED-CLIENT)
+                self.missed_deadline(missed, timeout_s, "no proposal from the drafter")
+            self.fail(missed, row=row, expected=["a proposal"], actual="none")
         if arrival.proposal is None:
             self.fail(f"{what}: the drafter sent something that is not a proposal", row="R-5.2-PROPOSAL",
                       actual=arrival.error)

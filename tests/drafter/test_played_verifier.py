@@ -361,6 +361,29 @@ def test_a_final_answer_that_reached_no_one_goes_to_the_identical_retry_unjudged
     assert again.status == ProblemType.NOT_ASSIGNED.status  # after a stop the drafter is not assigned (D-JUDGE)
 
 
+def test_a_resend_after_an_unlisted_4xx_is_judged_by_class_and_after_a_listed_one_by_the_profile() -> None:
+    """§5.1 "clients handle unlisted status codes by class": the resend of a proposal refused with a bare 418 is
+    a deviation from R-5.1-BY-CLASS (MUST) whenever it comes, within the case's quiet window or after it (under
+    load a resend after the window was once filed under P1-DRF-5 alone, NON-STRICT); after 403
+    sdcp-not-assigned it is P1-DRF-5's."""
+    async def refused_then_resent(status: int, problem: ProblemType | None) -> Arrival:
+        world, played = World(), session()
+        body = proposal_body(played, greedy(DRAFT, PROMPT[-1], 2))
+        first = world.arrive(played, body)
+        first.future = asyncio.get_running_loop().create_future()  # the drafter is listening
+        response = refusal_response(problem, "no") if problem is not None else Response(status, b"")
+        assert answer_final(played, first, response,
+                            f"{status} {problem.suffix}" if problem is not None else str(status))
+        return world.arrive(played, body)
+
+    for status, problem, row in ((418, None, "R-5.1-BY-CLASS"),
+                                 (403, ProblemType.NOT_ASSIGNED, "P1-DRF-5/FINAL")):
+        resend = asyncio.run(refused_then_resent(status, problem))
+        assert row in rows_of(resend), (status, rows_of(resend))
+        other = {"R-5.1-BY-CLASS", "P1-DRF-5/FINAL"} - {row}
+        assert not rows_of(resend) & other, (status, rows_of(resend))
+
+
 async def _proposal_over_a_new_limit(dropped: bool) -> tuple[PlayedSession, Arrival]:
     """After round 1 under m_init 4 the harness sends an assignment with m_init 2 (same epoch); before its answer a
     proposal of 3 tokens under the old one arrives, which the drafter drops on taking the assignment (P1-DRF-7:

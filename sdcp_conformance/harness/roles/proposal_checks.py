@@ -135,7 +135,10 @@ def _exchange(session: PlayedSession, arrival: Arrival) -> list[Observation]:
                                      "(it differs in its status member)", "the identical body", "another body"))
     refused = session.finals.get(arrival.key)
     if refused is not None:
-        found.append(Observation("P1-DRF-5/FINAL", f"the drafter sent {arrival.describe()} again after it was "
+        # A status with no SDCP problem type (its text is the bare code) is final by its class (§5.1), a listed
+        # one by P1-DRF-5: the same row whether the resend comes within the case's quiet window or after it.
+        row = "R-5.1-BY-CLASS" if refused.isdigit() else "P1-DRF-5/FINAL"
+        found.append(Observation(row, f"the drafter sent {arrival.describe()} again after it was "
                                  f"refused with {refused}", "no resend after a 4xx", arrival.describe()))
     return found
 

@@ -31,10 +31,8 @@ async def _refused(ctx: DrafterContext, problem: ProblemType | None, status: int
         label = f"{problem.status} {problem.suffix}"
     again = await ctx.next_arrival(session, ctx.env.pace.quiet_window())
     if again is not None:
-        # An unlisted 4xx is final by its class (§5.1); a listed one by P1-DRF-5.
-        ctx.check(again.key != arrival.key, f"the proposal refused with {label} was sent again",
-                  row="R-5.1-BY-CLASS" if problem is None else "P1-DRF-5/FINAL", expected="no resend",
-                  actual=again.describe())
+        # The played verifier judged it as it came, whenever it comes (an unlisted 4xx is final by its class,
+        # §5.1; a listed one by P1-DRF-5): one resend, one finding (P1-JUDGE-4).
         ctx.note(f"after {label} the drafter sent {again.describe()}")
 
 
