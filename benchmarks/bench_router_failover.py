@@ -27,7 +27,7 @@ import time
 from collections import Counter
 
 from sdcp_conformance.cache.commit_log import CommitRecord
-from sdcp_conformance.fuzz.failover_executor import FailoverExecutor
+from sdcp_conformance.fuzz.rules.failover_steps import FailoverExecutor
 from sdcp_conformance.fuzz.steps import Step
 from sdcp_conformance.harness.roles.router_truth import counted
 from sdcp_conformance.harness.router_environment import RouterEnvironment

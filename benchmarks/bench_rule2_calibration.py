@@ -32,7 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from sdcp_conformance.models.bigram import bigram_logits
-from sdcp_conformance.mutants.rule2_stats import ENGINES, Engine
+from sdcp_conformance.mutants.verifier.rule2_stats import ENGINES, Engine
 from sdcp_conformance.oracle.rule2_designs import DESIGNS, Design, design, draft_round, drafter_uniforms, sampling_for
 from sdcp_conformance.oracle.statistics import RoundLaw, Rule2EProcess, Tolerance, alternatives, case_alpha
 from sdcp_conformance.protocol.rules import RuleOutcome, truncate

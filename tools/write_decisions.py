@@ -1,5 +1,5 @@
 """Write ``sdcp_conformance/suites/DECISIONS.md``: every judging decision (D-JUDGE-…), generated from the data in
-``sdcp_conformance/judge/decisions*.py`` (:func:`~sdcp_conformance.judge.decisions.decisions_markdown`).
+``sdcp_conformance/judge/decisions.toml`` (:func:`~sdcp_conformance.judge.decisions.decisions_markdown`).
 
     python tools/write_decisions.py           # (re)write the file
     python tools/write_decisions.py --check   # exit 1, saying so in one line, if the file is not what it would write

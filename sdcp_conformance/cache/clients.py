@@ -35,15 +35,8 @@ class _ObjectVerbs:
     async def get(self, uri: str) -> CacheReply:
         return await self._send("GET", uri, None, [])
 
-    async def put(
-        self,
-        uri: str,
-        body: bytes,
-        *,
-        if_match: str | None = None,
-        if_none_match: str | None = None,
-        lease_ms: int | None = None,
-    ) -> CacheReply:
+    async def put(self, uri: str, body: bytes, *, if_match: str | None = None, if_none_match: str | None = None,
+                  lease_ms: int | None = None) -> CacheReply:
         headers = _conditional_headers(if_match, if_none_match, lease_ms)
         return await self._send("PUT", uri, body, headers)
 

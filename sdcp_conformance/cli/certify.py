@@ -136,7 +136,7 @@ def _resolve_mutant(mutant: str | None, role: str | None, target: TargetConfig |
         return role, None
     if target is not None:
         raise click.UsageError("--mutant plants a bug in the embedded reference; it cannot go with --target")
-    from sdcp_conformance.mutants.registry import find_mutant
+    from sdcp_conformance.mutants.catalogue import find_mutant
 
     try:
         mutant_role, found = find_mutant(mutant, role)

@@ -97,7 +97,8 @@ def fuzz(target_file: Path | None, budget: str | None, examples: int | None, see
         if replay_path is None:
             console.print(drawn_line(seed), highlight=False)
     try:
-        from sdcp_conformance.fuzz import campaign
+        from sdcp_conformance.fuzz.campaign import parse_budget
+        from sdcp_conformance.fuzz.rules import verifier as campaign
         from sdcp_conformance.harness.target import load_target
 
         target = load_target(target_file) if target_file is not None else None
@@ -129,10 +130,10 @@ def fuzz(target_file: Path | None, budget: str | None, examples: int | None, see
             from sdcp_conformance.fuzz.api import run_command
 
             sys.exit(run_command(console, target=target, mutant=mutant, examples=examples, seed=seed,
-                                 budget_s=campaign.parse_budget(budget) if budget is not None else None))
+                                 budget_s=parse_budget(budget) if budget is not None else None))
         config = campaign.CampaignConfig(
             target=target, mutant=mutant, examples=examples, seed=seed, messages=messages, step_count=step_count,
-            budget_s=campaign.parse_budget(budget) if budget is not None else None, out=out,
+            budget_s=parse_budget(budget) if budget is not None else None, out=out,
             database=_database(database), strict=strict)
         subject = target.base_uri if target is not None else "the embedded reference verifier" + (
             f" with the planted bug {mutant!r}" if mutant else "")

@@ -16,8 +16,8 @@ def fuzz_drafter(console: Console, *, target: TargetConfig | None, replay_path: 
                  step_count: int, single_messages: bool, other_iut: bool = False) -> int:
     """Run (or replay) a drafter campaign; the exit status: 0 when nothing failed."""
     from sdcp_conformance.cli import fuzz as cli
-    from sdcp_conformance.fuzz import drafter_campaign as campaign
     from sdcp_conformance.fuzz.campaign import parse_budget
+    from sdcp_conformance.fuzz.rules import drafter as campaign
 
     if single_messages:
         raise InvalidArgument("--messages and --api fuzz a verifier's resources; a drafter is fuzzed by sequences")

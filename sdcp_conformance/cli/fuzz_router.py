@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from sdcp_conformance.fuzz.failover_campaign import (
+from sdcp_conformance.fuzz.rules.failover import (
     FailoverConfig,
     FailoverResult,
     replay_failover,

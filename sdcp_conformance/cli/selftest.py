@@ -20,8 +20,9 @@ from sdcp_conformance.cli.seeds import SEED_MAX, SEED_METAVAR, drawn_line, resol
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.runner import CaseResult
 from sdcp_conformance.harness.runner import Progress as CaseProgress
-from sdcp_conformance.mutants.registry import ROLE_MUTANTS, RoleMutant, find_mutant, killers_path, mutants_for
-from sdcp_conformance.mutants.selftest import SelftestReport, run_selftest, write_killers
+from sdcp_conformance.mutants.base import Mutant
+from sdcp_conformance.mutants.catalogue import ROLES, find_mutant, killers_path, mutants_for, write_killers
+from sdcp_conformance.mutants.selftest import SelftestReport, run_selftest
 from sdcp_conformance.transport import event_loops
 
 
@@ -37,7 +38,7 @@ from sdcp_conformance.transport import event_loops
               help="Record each mutant's killing cases in killers.json.")
 @click.option("--killers-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where --write-killers writes (default: the role's killers file in the package).")
-@click.option("--role", type=click.Choice(sorted(ROLE_MUTANTS)), default="verifier", show_default=True,
+@click.option("--role", type=click.Choice(sorted(ROLES)), default="verifier", show_default=True,
               help="Whose reference and mutants to certify.")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
               default=Path(".sdcp-selftest") / "servers.log", show_default=True,
@@ -104,9 +105,10 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
-def _per_seed(console: Console, mutants: list[RoleMutant], seeds: list[int], role: str, jobs: int,
+def _per_seed(console: Console, mutants: list[Mutant], seeds: list[int], role: str, jobs: int,
               killers_file: Path | None) -> int:
-    from sdcp_conformance.mutants.selftest import killers_under_seeds, load_killers
+    from sdcp_conformance.mutants.catalogue import load_killers
+    from sdcp_conformance.mutants.selftest import killers_under_seeds
 
     killers = load_killers(killers_file or killers_path(role))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -132,7 +134,7 @@ def _per_seed(console: Console, mutants: list[RoleMutant], seeds: list[int], rol
     return 0 if matrix.ok else 1
 
 
-def _run(console: Console, mutants: list[RoleMutant], selectors: tuple[str, ...], seed: int, jobs: int,
+def _run(console: Console, mutants: list[Mutant], selectors: tuple[str, ...], seed: int, jobs: int,
          with_reference: bool, role: str) -> SelftestReport:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as bars:

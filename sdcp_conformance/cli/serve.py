@@ -177,7 +177,7 @@ def _mutant_factory(mutant: str | None, role: str) -> Any:
     if mutant is None:
         return None
     from sdcp_conformance.errors import InvalidArgument
-    from sdcp_conformance.mutants.registry import find_mutant
+    from sdcp_conformance.mutants.catalogue import find_mutant
 
     try:
         return find_mutant(mutant, role)[1].factory

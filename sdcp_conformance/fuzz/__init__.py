@@ -1,11 +1,15 @@
-"""Fuzzing a verifier IUT: Hypothesis-generated protocol sequences and hostile messages.
+"""Fuzzing a verifier, drafter or router IUT: Hypothesis-generated protocol sequences and hostile messages.
 
-* :mod:`~sdcp_conformance.fuzz.stateful` — a ``RuleBasedStateMachine`` that
-  drives the IUT through the harness roles (router, drafters, cache) and checks
-  every step against :mod:`~sdcp_conformance.fuzz.model`, the harness's own
-  account of what a correct verifier must answer;
-* :mod:`~sdcp_conformance.fuzz.scaffold` — what the stateful fuzzers of every
-  role (verifier, drafter, router) share: stats, runner, machine base, replay;
+* :mod:`~sdcp_conformance.fuzz.scaffold` — the one state machine scaffold of
+  every role's stateful fuzzer: stats, runner, machine base, replay;
+* :mod:`~sdcp_conformance.fuzz.executor` — the one executor base, which plays
+  an example's steps and judges each;
+* :mod:`~sdcp_conformance.fuzz.campaign` — the one campaign loop: start the
+  environment, fuzz for a budget or a number of examples, save, replay;
+* :mod:`~sdcp_conformance.fuzz.rules` — each role's own rules and steps (the
+  verifier's, checked against :mod:`~sdcp_conformance.fuzz.model`, the
+  harness's own account of what a correct verifier must answer; the
+  drafter's; the router failover campaign's);
 * :mod:`~sdcp_conformance.fuzz.messages` — generated CBOR for every request
   type (valid, boundary, malformed) with a canary session checked after each;
 * :mod:`~sdcp_conformance.fuzz.replay` — failures saved as the generated

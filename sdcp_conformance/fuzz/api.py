@@ -30,7 +30,6 @@ session must still be served; a full greedy round ends the run.
 from __future__ import annotations
 
 import collections
-import logging
 import secrets
 import time
 from collections.abc import Callable
@@ -44,8 +43,8 @@ from hypothesis import strategies as st
 
 from sdcp_conformance.fuzz import openapi
 from sdcp_conformance.fuzz.database import seeded
-from sdcp_conformance.fuzz.executor import FUZZ_CASE
 from sdcp_conformance.fuzz.loop import LoopThread, StepTimeout
+from sdcp_conformance.fuzz.rules.verifier_steps import FUZZ_CASE
 from sdcp_conformance.harness.case import CaseStopped
 from sdcp_conformance.harness.context import DEFAULT_PROMPT, CaseContext, TrackedSession
 from sdcp_conformance.harness.environment import Environment
@@ -444,15 +443,13 @@ def run_api_campaign(*, target: Any = None, mutant: str | None = None, examples:
                      budget_s: float | None = None, seed: int = 0,
                      progress: Callable[[ApiStats], None] | None = None) -> ApiStats:
     """Start the environment (embedded reference, a mutant of it, or a target) and fuzz its API."""
-    from sdcp_conformance.errors import InvalidArgument
-    from sdcp_conformance.fuzz import campaign
+    from sdcp_conformance.fuzz.identity import one_iut
+    from sdcp_conformance.fuzz.rules.verifier import VERIFIER
 
-    if target is not None and mutant is not None:
-        raise InvalidArgument("--mutant runs the embedded reference with a planted bug; it cannot go with --target")
-    for name in campaign.QUIET_LOGGERS:  # a crashing IUT is judged from its answers, not from its log lines
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    one_iut(target, mutant)
+    VERIFIER.quiet()  # a crashing IUT is judged from its answers, not from its log lines
     with LoopThread() as loop:
-        loop.start(target, app_factory=campaign.app_factory(mutant))
+        VERIFIER.start(loop, target, mutant)
         fuzzer = ApiFuzzer(loop, progress)
         try:
             if budget_s is None:

@@ -104,6 +104,13 @@ class FuzzedIut:
         return None
 
 
+def one_iut(target: TargetConfig | None, mutant: str | None) -> None:
+    """A campaign or a replay runs against one IUT: a target, or the embedded reference (with a planted bug or not);
+    both is refused with a one-line :class:`InvalidArgument`."""
+    if target is not None and mutant is not None:
+        raise InvalidArgument("--mutant runs the embedded reference with a planted bug; it cannot go with --target")
+
+
 def replay_subject(recorded: FuzzedIut, path: Path, *, role: str, target: TargetConfig | None,
                    mutant: str | None, other_iut: bool) -> tuple[FuzzedIut, bool]:
     """The IUT a replay of ``path`` runs against, and whether it is another IUT than ``recorded``.
@@ -114,8 +121,7 @@ def replay_subject(recorded: FuzzedIut, path: Path, *, role: str, target: Target
     """
     if recorded.role != role:
         raise InvalidArgument(f"{path} is a {recorded.role} failure; replay it with --role {recorded.role}")
-    if target is not None and mutant is not None:
-        raise InvalidArgument("--mutant runs the embedded reference with a planted bug; it cannot go with --target")
+    one_iut(target, mutant)
     if target is None and mutant is None and recorded.embedded:
         mutant = recorded.mutant
     chosen = FuzzedIut.of(role, target, mutant)
@@ -128,4 +134,4 @@ def replay_subject(recorded: FuzzedIut, path: Path, *, role: str, target: Target
                           f"`{recorded.replay_command(path)}`, or give {OVERRIDE} to replay it there anyway")
 
 
-__all__ = ["CLEAN", "OVERRIDE", "FuzzedIut", "replay_subject"]
+__all__ = ["CLEAN", "OVERRIDE", "FuzzedIut", "one_iut", "replay_subject"]

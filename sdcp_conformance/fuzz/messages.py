@@ -29,9 +29,9 @@ from hypothesis.database import ExampleDatabase
 
 from sdcp_conformance.fuzz import hostile
 from sdcp_conformance.fuzz.database import seeded
-from sdcp_conformance.fuzz.executor import FUZZ_CASE
 from sdcp_conformance.fuzz.judging import FuzzJudge
 from sdcp_conformance.fuzz.loop import LoopThread
+from sdcp_conformance.fuzz.rules.verifier_steps import FUZZ_CASE
 from sdcp_conformance.fuzz.scaffold import FuzzFailure
 from sdcp_conformance.fuzz.steps import Step, Violation
 from sdcp_conformance.harness.case import CaseStopped
@@ -526,5 +526,16 @@ def run_messages(fuzzer: MessageFuzzer, *, examples: int, seed: int,
     return failure
 
 
+def replay_messages(loop: LoopThread, steps: list[Step]) -> FuzzFailure | None:
+    """Send each saved recipe once, in order, outside Hypothesis; the first violation is the failure."""
+    fuzzer = MessageFuzzer(loop)
+    for step in steps:
+        try:
+            loop.run(fuzzer.check(Recipe.from_step(step)))
+        except Violation as violation:
+            return FuzzFailure([step], violation.text, violation.level, row=violation.row)
+    return None
+
+
 __all__ = ["MUTATIONS", "RESOURCES", "Built", "Expect", "MessageFuzzer", "MessageStats", "Recipe", "mutate",
-           "recipes", "run_messages"]
+           "recipes", "replay_messages", "run_messages"]

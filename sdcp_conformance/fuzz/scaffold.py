@@ -1,10 +1,10 @@
 """The stateful fuzzers' one scaffold, whatever the role under test: stats, runner, state machine base, replay.
 
-A role (the verifier's :mod:`~sdcp_conformance.fuzz.stateful`, the drafter's
-:mod:`~sdcp_conformance.fuzz.drafter_stateful`, the router's
-:mod:`~sdcp_conformance.fuzz.failover_campaign`) keeps only what is its own:
-its rules, on a subclass of :class:`FuzzMachine`; its executor, which plays
-a :class:`~sdcp_conformance.fuzz.steps.Step` on the harness's event loop
+A role (the verifier's, the drafter's and the router failover campaign's,
+under :mod:`sdcp_conformance.fuzz.rules`) keeps only what is its own: its
+rules, on a subclass of :class:`FuzzMachine`; its executor (on the one base,
+:class:`~sdcp_conformance.fuzz.executor.RoleExecutor`), which plays a
+:class:`~sdcp_conformance.fuzz.steps.Step` on the harness's event loop
 (:class:`~sdcp_conformance.fuzz.loop.LoopThread`); and, on a subclass of
 :class:`Runner`, how an example's executor is built and ended. Everything
 else is here, once: each rule's step goes through :meth:`Runner.execute`,
@@ -14,12 +14,7 @@ example's failure with the steps so far and the end of its transcript. A
 violation makes Hypothesis shrink the example; the steps of the last failing
 run (the minimal one, which Hypothesis replays last) are kept as the
 failure, so they can be saved and replayed exactly (:meth:`Runner.replay`).
-
-The campaigns share :class:`FuzzConfig` (whom to fuzz, how many examples or
-how long, the seed and the corpus), :class:`FuzzResult`, :func:`save_failure`
-(a replay file of :mod:`sdcp_conformance.fuzz.replay`) and :func:`fuzz_for`,
-their loop: a number of examples, or chunks of examples from successive
-seeds until a time budget is spent.
+The campaigns around it are one loop too (:mod:`sdcp_conformance.fuzz.campaign`).
 """
 
 from __future__ import annotations
@@ -29,19 +24,15 @@ import secrets
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine
 
-from sdcp_conformance.fuzz import replay as replay_files
 from sdcp_conformance.fuzz.database import run_machine
-from sdcp_conformance.fuzz.identity import FuzzedIut
 from sdcp_conformance.fuzz.judging import FuzzJudge
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.steps import Step, Violation
-from sdcp_conformance.harness.target import TargetConfig
 
 TRANSCRIPT_TAIL = 12
 """How many of the example's last exchanges a failure keeps."""
@@ -86,8 +77,6 @@ class Executor(Protocol):
 E = TypeVar("E", bound=Executor)
 S = TypeVar("S", bound=FuzzStats)
 M = TypeVar("M", bound="FuzzMachine")
-F = TypeVar("F")
-T = TypeVar("T")
 
 
 class Runner(Generic[E, S]):
@@ -163,17 +152,18 @@ class Runner(Generic[E, S]):
     def finish(self, executor: E, steps: list[Step]) -> None:
         """The end of an example (the machine's teardown): :meth:`last_check`, then :meth:`close`."""
         try:
-            check = self.last_check(executor)
-            if check is not None:
-                try:
-                    self.loop.run(check)
-                except Violation as violation:
-                    self._found(self.failure(steps, violation, executor), violation)
-                    raise
+            try:
+                self._hook(self.last_check(executor))
+            except Violation as violation:
+                self._found(self.failure(steps, violation, executor), violation)
+                raise
         finally:
-            closing = self.close(executor)
-            if closing is not None:
-                self.loop.run(closing)
+            self._hook(self.close(executor))
+
+    def _hook(self, hook: Coroutine[Any, Any, None] | None) -> None:
+        """A role's end-of-example hook, if it has one, on the loop."""
+        if hook is not None:
+            self.loop.run(hook)
 
     def _found(self, failure: FuzzFailure, exc: Exception) -> None:
         self.stats.failure = failure
@@ -201,27 +191,20 @@ class Runner(Generic[E, S]):
             self.stats.failure.flaky = True
 
     def replay(self, steps: Sequence[Step]) -> FuzzFailure | None:
-        """Run ``steps`` once, in order, outside Hypothesis; the first violation is the failure."""
+        """Run ``steps`` once, in order, outside Hypothesis, then the last check; the first violation is the
+        failure."""
         executor = self.new_executor(f"replay-{secrets.token_hex(4)}")
         done: list[Step] = []
         try:
             for step in steps:
                 done.append(step)
-                try:
-                    self.loop.run(executor.apply(step))
-                except Violation as violation:
-                    return self.failure(done, violation, executor)
-            check = self.last_check(executor)
-            if check is not None:
-                try:
-                    self.loop.run(check)
-                except Violation as violation:
-                    return self.failure(done, violation, executor)
-            return None
+                self.loop.run(executor.apply(step))
+            self._hook(self.last_check(executor))
+        except Violation as violation:
+            return self.failure(done, violation, executor)
         finally:
-            closing = self.close(executor)
-            if closing is not None:
-                self.loop.run(closing)
+            self._hook(self.close(executor))
+        return None
 
 
 class FuzzMachine(RuleBasedStateMachine):
@@ -249,63 +232,12 @@ def bind(machine: type[M], runner: Runner[Any, Any]) -> type[M]:
     return cast(type[M], bound)
 
 
-# --------------------------------------------------------------------------- campaigns
-
-
-@dataclass(frozen=True)
-class FuzzConfig:
-    """What every role's campaign is told: whom to fuzz, for how many examples or how long, from which seed."""
-
-    target: TargetConfig | None = None
-    mutant: str | None = None
-    examples: int | None = None
-    budget_s: float | None = None
-    seed: int = 0
-    database: ExampleDatabase | None = None
-
-
-@dataclass
-class FuzzResult(Generic[T]):
-    """What a campaign found: its stats, the shrunk failure and where it was saved, and whom it fuzzed."""
-
-    stats: T
-    failure: FuzzFailure | None
-    saved: Path | None
-    iut: FuzzedIut = field(default_factory=FuzzedIut)
-    """The IUT fuzzed (what the replay file records)."""
-
-
-def save_failure(folder: Path, kind: str, failure: FuzzFailure, *, iut: FuzzedIut, seed: int | None) -> Path:
-    """A replay file (:mod:`sdcp_conformance.fuzz.replay`) of the shrunk steps, recording the IUT they failed
-    against."""
-    return replay_files.save(folder, kind, [step.to_json() for step in failure.steps], failure.message,
-                             failure.level, iut=iut, seed=seed)
-
-
-def fuzz_for(run: Callable[[int, int], F | None], *, examples: int, budget_s: float | None, seed: int,
-             chunk: int) -> F | None:
-    """``run(examples, seed)`` once, or, with a time budget, ``run(chunk, seed + round)`` for round 0, 1, … until a
-    failure (returned) or the budget is spent (checked between runs)."""
-    if budget_s is None:
-        return run(examples, seed)
-    started, round_ = time.monotonic(), 0
-    while time.monotonic() - started < budget_s:
-        failure = run(chunk, seed + round_)
-        if failure is not None:
-            return failure
-        round_ += 1
-    return None
-
-
 __all__ = [
+    "TRANSCRIPT_TAIL",
     "Executor",
-    "FuzzConfig",
     "FuzzFailure",
     "FuzzMachine",
-    "FuzzResult",
     "FuzzStats",
     "Runner",
     "bind",
-    "fuzz_for",
-    "save_failure",
 ]

@@ -21,6 +21,7 @@ from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import session_id_for
 from sdcp_conformance.harness.role_environment import RoleContext
+from sdcp_conformance.harness.roles.played_router import PlayedRouter
 from sdcp_conformance.models.registry import MockModel, mock_model
 from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.chain import contract_digest, extend_digest, prefix_digest
@@ -104,6 +105,8 @@ class CaseContext(RoleContext[Environment]):
     def __init__(self, env: Environment, case: Case, seed: int, run: str = "main") -> None:
         super().__init__(env, case, seed, run)
         self.sessions: list[TrackedSession] = []
+        self.router: PlayedRouter = env.router
+        """The played router: the verifier's events and status reports (§5.1 Table 1)."""
 
     def expect_ok(self, answer: Answer, kind: type[M], *, what: str = "", row: str = "R-5.1-RESOURCES") -> M:
         """A 2xx answer carrying a well-formed ``kind`` (P1-MSG-4: any 2xx is success); otherwise the case stops."""
@@ -142,15 +145,6 @@ class CaseContext(RoleContext[Environment]):
 
     def new_session_id(self) -> bytes:
         return session_id_for(self.rng, self.env.session_nonce)
-
-    def cache_uri(self, name: str) -> str:
-        return f"{self.env.config.cache}{self.case_id}/{name}"
-
-    def put_object(self, name: str, data: bytes) -> str:
-        """Store an object in the harness's cache directly (no IUT traffic); returns its URI."""
-        uri = self.cache_uri(name)
-        self.env.cache.store.put(_path_of(uri), data, lease_ms=None, now=0.0)
-        return uri
 
     def read_log(self, session: TrackedSession) -> list[dict[str, Any]]:
         """The session's commit log as the harness's cache holds it (P1-LOG-1)."""

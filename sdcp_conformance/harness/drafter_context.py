@@ -20,8 +20,10 @@ from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.role_environment import RoleContext
+from sdcp_conformance.harness.roles.played_router import PlayedRouter
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
-from sdcp_conformance.harness.roles.played_verifier import (
+from sdcp_conformance.harness.roles.proposal_board import (
+    Pace,
     answer_final,
     answer_twins,
     doubt_resolved,
@@ -67,6 +69,11 @@ class DrafterContext(RoleContext["DrafterEnvironment"]):
     def __init__(self, env: DrafterEnvironment, case: Case, seed: int, run: str = "main") -> None:
         super().__init__(env, case, seed, run)
         self.sessions: list[PlayedSession] = []
+        self.router: PlayedRouter = env.router
+        """The played router: where the drafter reports its status (P1-RTR-1)."""
+        self.pace: Pace = env.board.pace
+        """How fast the drafter proposes after a verdict, as the played verifiers measured it (D-JUDGE-D5)."""
+
 
     # ------------------------------------------------------------------ models and contracts
 
@@ -127,15 +134,6 @@ class DrafterContext(RoleContext["DrafterEnvironment"]):
         session = PlayedSession(self.rng.randbytes(16), dict(contract or self.contract(rule)), list(prompt))
         self.sessions.append(session)
         return self.env.board.add(session)
-
-    def cache_uri(self, name: str) -> str:
-        return f"{self.env.config.cache}{self.case_id}/{name}"
-
-    def put_object(self, name: str, data: bytes) -> str:
-        """Store an object in the harness's MLC directly (no IUT traffic); returns its URI."""
-        uri = self.cache_uri(name)
-        self.env.put(uri, data)
-        return uri
 
     def put_tokens(self, name: str, tokens: Sequence[int]) -> str:
         """P1-MLC-2: "a token list (prompt, committed_tokens) is a CBOR array of uint"."""

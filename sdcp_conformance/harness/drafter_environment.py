@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.harness.role_environment import RoleEnvironment
-from sdcp_conformance.harness.roles.played_cache import CacheObserver
-from sdcp_conformance.harness.roles.played_router import StatusInbox
-from sdcp_conformance.harness.roles.played_verifier import Pace, PlayedVerifier, VerifierBoard
+from sdcp_conformance.harness.roles.played_router import PlayedRouter
+from sdcp_conformance.harness.roles.played_verifier import PlayedVerifier
+from sdcp_conformance.harness.roles.proposal_board import Pace, VerifierBoard
 from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.models.registry import mock_model
@@ -61,9 +60,8 @@ class DrafterEnvironment(RoleEnvironment):
     def __init__(self, config: TargetConfig, pki: Pki) -> None:
         super().__init__(config, pki)
         self.context: DrafterContext | None = None
-        self.cache = CacheApp()
-        self.cache_observer = CacheObserver(self.cache, lambda: self.current)
-        self.inbox = StatusInbox(lambda: self.current)
+        self.cache.transcript = lambda: self.current
+        self.router = PlayedRouter(transcript=lambda: self.current)
         self.board = VerifierBoard(self.facts, transcript=lambda: self.current)
         self.embedded: RunningRole | None = None
         self.draft_model = DRAFT_MODEL if DRAFT_MODEL in config.models else config.models[0]
@@ -73,22 +71,12 @@ class DrafterEnvironment(RoleEnvironment):
 
     # ------------------------------------------------------------------ what cases use
 
-    def put(self, uri: str, data: bytes) -> None:
-        """Store an object in the harness's MLC directly (as the router would have written it)."""
-        self.cache.store.put(urlsplit(uri).path, data, lease_ms=None, now=0.0)
-
     def facts(self) -> DrafterFacts:
         """What the played verifier checks proposals against: the draft model of the case running now."""
         draft = self.context.draft_model if self.context is not None else self.draft_model
         target = mock_model(draft).drafts_for or "bigram"
         return DrafterFacts(self.config.base_uri, mock_model(target).vocab_size, draft,
-                            self.proposal_timeout_s, self.cache_observer.of,
-                            lambda uri: self.cache_observer.stored(uri, self.cache_clock()))
-
-    def cache_clock(self) -> float:
-        import time
-
-        return time.time()  # the clock the cache measures leases with (CacheApp's default)
+                            self.proposal_timeout_s, self.cache.of, self.cache.stored)
 
     @property
     def pace(self) -> Pace:
@@ -113,7 +101,7 @@ class DrafterEnvironment(RoleEnvironment):
         if self.context is not None:
             self.context.settle()
         self.board.close_all()
-        self.cache.faults.disarm()
+        self.cache.reset()
         self.current, self.context = None, None
 
     def describe(self) -> dict[str, Any]:
@@ -129,11 +117,11 @@ class DrafterEnvironment(RoleEnvironment):
         return embedded_drafter_target(folder)
 
     async def serve_played(self) -> None:
-        await self.serve("cache", self.config.cache, self.cache_observer)
-        await self.serve("router", self.config.router, self.inbox)
+        await self.serve("cache", self.config.cache, self.cache)
+        await self.serve("router", self.config.router, self.router)
         for index, uri in enumerate(self.config.verifiers):
             name = VERIFIER_PARTIES[index] if index < len(VERIFIER_PARTIES) else f"verifier-{index + 1}"
-            await self.serve(name, uri, PlayedVerifier(uri, self.board))
+            await self.serve(name, uri, PlayedVerifier(name, uri, board=self.board))
 
     async def start_embedded(self, app_factory: DrafterAppFactory | None, **options: Any) -> None:
         """``reproducible=True``: the embedded drafter chooses M from its priors and seeds its randomness
@@ -162,9 +150,6 @@ class DrafterEnvironment(RoleEnvironment):
             await self.embedded.stop()
             self.embedded = None
         self.board.close_all()
-
-    def close_cache(self) -> None:
-        self.cache.store.close()
 
 
 def embedded_drafter_target(folder: Path) -> TargetConfig:

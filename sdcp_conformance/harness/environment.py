@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.harness.judging import run_nonce
 from sdcp_conformance.harness.role_environment import RoleEnvironment
-from sdcp_conformance.harness.roles.played_router import RouterInbox
+from sdcp_conformance.harness.roles.played_router import PlayedRouter
 from sdcp_conformance.harness.roles.recording import Recorder
 from sdcp_conformance.harness.rule2_judging import JudgeHost, new_judge_host
 from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
@@ -57,8 +56,7 @@ class Environment(RoleEnvironment):
         """Running cases by their cache prefix (the path under which they name their objects)."""
         self._owners: dict[bytes, CaseContext] = {}
         """Which running case opened a session: the router's events are recorded there."""
-        self.cache = CacheApp()
-        self.inbox = RouterInbox()
+        self.router = PlayedRouter(accepts_events=True)
         self.embedded: RunningRole | None = None
         self.embedded_app: VerifierApp | None = None
         self.session_nonce = run_nonce(config.embedded)
@@ -129,8 +127,7 @@ class Environment(RoleEnvironment):
     def reset(self) -> None:
         """Undo what a case may have switched in the harness: faults (held requests let go), fences, pinned load."""
         self.current = None
-        self.cache.faults.disarm()
-        self.cache.enforce_fences = True
+        self.cache.reset()
         if self.embedded_app is not None:
             self.embedded_app.pinned_load = None
 
@@ -191,7 +188,7 @@ class Environment(RoleEnvironment):
     async def _serve(self, name: str) -> None:
         uri = self.config.cache if name == "cache" else self.config.router
         handler: Handler = (Recorder("cache", self.cache, self._cache_transcripts) if name == "cache"
-                            else Recorder("router", self.inbox, self._router_transcripts))
+                            else Recorder("router", self.router, self._router_transcripts))
         await self.serve(name, uri, handler)
         self._serving.add(name)
 
@@ -220,9 +217,6 @@ class Environment(RoleEnvironment):
         if self.embedded is not None:
             await self.embedded.stop()
             self.embedded = None
-
-    def close_cache(self) -> None:
-        self.cache.store.close()
 
     # ------------------------------------------------------------------ load control
 

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from sdcp_conformance.harness.iut import Identity, IutLink
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.patience import Patience
+from sdcp_conformance.harness.roles.played_cache import PlayedCache
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.transport.pki import Pki, load_pki
@@ -54,6 +55,8 @@ class RoleEnvironment:
         self.current: CaseTranscript | None = None
         """The transcript of the case running now (where the IUT link records)."""
         self.servers: list[H2Server] = []
+        self.cache = PlayedCache(config.cache)
+        """The MLC the harness plays (§5.1 Table 1), for an IUT of every role."""
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self.iut = self.new_link(self.recording_into)
 
@@ -184,13 +187,10 @@ class RoleEnvironment:
         for server in self.servers:
             await server.stop()
         self.servers.clear()
-        self.close_cache()
+        self.cache.store.close()
         if self._tempdir is not None:
             self._tempdir.cleanup()
             self._tempdir = None
-
-    def close_cache(self) -> None:
-        """Close the played MLC's store."""
 
 
 Env = TypeVar("Env", bound=RoleEnvironment)
@@ -203,9 +203,31 @@ class RoleContext(JudgedContext, Generic[Env]):
     def __init__(self, env: Env, case: Case, seed: int, run: str = "main") -> None:
         super().__init__(case, seed, run)
         self.env = env
+        # What every case reaches by one name (the played parties of each role: its own context).
+        self.iut: IutLink = env.iut
+        """The harness's link to the IUT, as any identity of the PKI."""
+        self.target: TargetConfig = env.config
+        """The target under certification (its base URI, models, the parties' URIs)."""
+        self.pki: Pki = env.pki
+        self.patience: Patience = env.patience
+        """The deadlines of this certification's requests to the IUT (P1-JUDGE-5)."""
+        self.cache: PlayedCache = env.cache
+        """The MLC the harness plays: what the IUT asked of it, its objects, its faults."""
+        self.now = env.now
+        """The event loop's clock (what arrivals are stamped with)."""
 
     def played_servers(self) -> Sequence[H2Server]:
         return self.env.servers
+
+    def cache_uri(self, name: str) -> str:
+        """The URI of an object of this case in the harness's MLC (named under the case, P1-MLC-1)."""
+        return f"{self.env.config.cache}{self.case_id}/{name}"
+
+    def put_object(self, name: str, data: bytes) -> str:
+        """Store an object in the harness's MLC directly (no IUT traffic); returns its URI."""
+        uri = self.cache_uri(name)
+        self.env.cache.put(uri, data)
+        return uri
 
 
 __all__ = ["BIND_ATTEMPTS", "RoleContext", "RoleEnvironment"]

@@ -21,11 +21,12 @@ from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import session_id_for
 from sdcp_conformance.harness.role_environment import RoleContext
+from sdcp_conformance.harness.roles.played_verifier import FINISHED, Fault, PlayedVerifier
 from sdcp_conformance.harness.roles.router_checks import Violation, check_session
 from sdcp_conformance.harness.roles.router_drafters import PlayedDrafter
+from sdcp_conformance.harness.roles.router_front import FrontClient
 from sdcp_conformance.harness.roles.router_history import AssignSeen, OpenSeen, PutSeen
 from sdcp_conformance.harness.roles.router_truth import FrontSession, counted
-from sdcp_conformance.harness.roles.router_verifiers import FINISHED, Fault, PlayedVerifier
 from sdcp_conformance.harness.router_environment import TARGET_MODEL, RouterEnvironment
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
@@ -51,6 +52,12 @@ class RouterContext(RoleContext[RouterEnvironment]):
         self.history = env.history
         self.sessions: list[FrontSession] = []
         self.act_s = EMBEDDED_ACT_S if env.config.embedded else ACT_S
+        self.verifiers: dict[str, PlayedVerifier] = env.verifiers
+        """The played verifiers, by party name (``verifier-1``, …)."""
+        self.drafters: dict[str, PlayedDrafter] = env.drafters
+        """The played drafters, by party name (``drafter-1``, …)."""
+        self.front: FrontClient = env.front
+        """The played front: the router's clients' side (§6.7)."""
 
     def helper_row(self, row: str) -> str:
         """The row a shared helper judges against: ``row`` where the case declares it (or it is ambient), else
@@ -103,7 +110,7 @@ class RouterContext(RoleContext[RouterEnvironment]):
                 pass
         if session_id is None:
             return None, answer
-        tokens = tuple(prompt) if not isinstance(prompt, str) else tuple(self.env.mlc.tokens(prompt) or ())
+        tokens = tuple(prompt) if not isinstance(prompt, str) else tuple(self.env.cache.tokens(prompt) or ())
         front = FrontSession(session_id, sent, prompt if isinstance(prompt, str) else tuple(prompt), tokens, asked)
         self.sessions.append(front)
         self.env.fronts[session_id] = front
@@ -257,7 +264,7 @@ class RouterContext(RoleContext[RouterEnvironment]):
 
     def log(self, front: FrontSession) -> tuple[Any, ...]:
         opens = [seen for seen in self.history.of(OpenSeen, front.id) if seen.opening is not None]
-        return self.env.mlc.log(opens[0].opening.commit_log) if opens and opens[0].opening else ()
+        return self.env.cache.log(opens[0].opening.commit_log) if opens and opens[0].opening else ()
 
     # ------------------------------------------------------------------ judging (the history checker)
 

@@ -12,23 +12,20 @@ they see goes into one :class:`~.roles.router_history.History`.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.iut import Answer, IutLink
 from sdcp_conformance.harness.judging import run_nonce
 from sdcp_conformance.harness.role_environment import RoleEnvironment
+from sdcp_conformance.harness.roles.played_verifier import PlayedVerifier, RouterLinks
 from sdcp_conformance.harness.roles.recording import Recorder, current_only
 from sdcp_conformance.harness.roles.router_drafters import PlayedDrafter
 from sdcp_conformance.harness.roles.router_front import CLIENT_IDENTITY, FrontClient
 from sdcp_conformance.harness.roles.router_history import History, PutSeen
-from sdcp_conformance.harness.roles.router_mlc import ObservedMlc
 from sdcp_conformance.harness.roles.router_status import StatusReporter
 from sdcp_conformance.harness.roles.router_truth import Facts, FrontSession
-from sdcp_conformance.harness.roles.router_verifiers import PlayedVerifier
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.messages import ROLE_DRAFTER, ROLE_VERIFIER
@@ -62,8 +59,7 @@ class RouterEnvironment(RoleEnvironment):
         self.session_nonce = run_nonce(config.embedded)
         """Mixed into the session IDs the cases choose (D-ID-1: a rerun never meets the last run's sessions)."""
         self.history = History()
-        self.cache_app = CacheApp(clock=time.time)
-        self.mlc = ObservedMlc(self.cache_app, self.history, config.cache, clock=time.time)
+        self.cache.history = self.history
         names = {uri: name for name, uri in pki.base_uris.items()}
         self._quiet = IutLink(config.base_uri, config.ca, self.identities(), lambda: None,
                               max_response_bytes=config.max_response_bytes, patience=self.iut.patience)
@@ -73,13 +69,12 @@ class RouterEnvironment(RoleEnvironment):
         target = mock_model(TARGET_MODEL).model_sha256
         for uri in config.verifiers:
             name = _named(names, uri, "verifier")
-            self.verifiers[name] = PlayedVerifier(
-                name, uri, target=target, mlc=self.mlc, history=self.history,
-                status=self._reporter(name, uri, ROLE_VERIFIER), send_event=self._send_event)
+            self.verifiers[name] = PlayedVerifier(name, uri, links=RouterLinks(
+                target, self.cache, self.history, self._reporter(name, uri, ROLE_VERIFIER), self._send_event))
         for uri, model in zip(config.drafters, drafter_models(config), strict=True):
             name = _named(names, uri, "drafter")
             self.drafters[name] = PlayedDrafter(
-                name, uri, model, mock_model(model).model_sha256, mlc=self.mlc, history=self.history,
+                name, uri, model, mock_model(model).model_sha256, mlc=self.cache, history=self.history,
                 status=self._reporter(name, uri, ROLE_DRAFTER), put_lookup=self._latest_put)
         self.fronts: dict[bytes, FrontSession] = {}
         """Every session a case asked the front to open, by id."""
@@ -130,8 +125,7 @@ class RouterEnvironment(RoleEnvironment):
     def reset(self) -> None:
         """Undo what a case switched in the harness (faults, fences, modes); :meth:`prepare` revives instances."""
         self.current = None
-        self.cache_app.faults.disarm()
-        self.cache_app.enforce_fences = True
+        self.cache.reset()
         for verifier in self.verifiers.values():
             verifier.reset()
         for drafter in self.drafters.values():
@@ -158,7 +152,7 @@ class RouterEnvironment(RoleEnvironment):
                 raise outcome
 
     async def serve_played(self) -> None:
-        handlers: list[tuple[str, str, Handler]] = [("cache", self.config.cache, self.mlc)]
+        handlers: list[tuple[str, str, Handler]] = [("cache", self.config.cache, self.cache)]
         handlers += [(name, v.uri, v) for name, v in self.verifiers.items()]
         handlers += [(name, d.uri, d) for name, d in self.drafters.items()]
         for name, uri, handler in handlers:
@@ -185,9 +179,6 @@ class RouterEnvironment(RoleEnvironment):
         if self.embedded is not None:
             await self.embedded.stop()
             self.embedded = None
-
-    def close_cache(self) -> None:
-        self.cache_app.store.close()
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -48,13 +48,8 @@ class LlamaRuntime(OnDevice):
         return cls.from_tensors(checkpoint.config, checkpoint.tensors(device), device, dtype)
 
     @classmethod
-    def from_tensors(
-        cls,
-        config: LlamaConfig,
-        tensors: dict[str, torch.Tensor],
-        device: torch.device | str = "cpu",
-        dtype: torch.dtype = torch.float32,
-    ) -> LlamaRuntime:
+    def from_tensors(cls, config: LlamaConfig, tensors: dict[str, torch.Tensor], device: torch.device | str = "cpu",
+                     dtype: torch.dtype = torch.float32) -> LlamaRuntime:
         """Build from Hugging Face-named tensors held in memory (e.g. a synthetic benchmark model)."""
         return cls(LlamaWeights.from_state_dict(config, tensors, device=device, dtype=dtype))
 

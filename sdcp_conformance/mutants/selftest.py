@@ -3,26 +3,21 @@
 :func:`run_selftest` certifies the embedded reference verifier and then each
 mutant (as the embedded IUT, through ``certify(app_factory=...)``), and
 returns the kill matrix: for each mutant, the case IDs whose verdict counts as
-detecting it. ``killers.json`` stores that matrix so CI can re-run each
-mutant against its known killers only.
+detecting it. The killers files (:mod:`.catalogue`) store that matrix so CI
+can re-run each mutant against its known killers only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify, default_catalogue
 from sdcp_conformance.harness.runner import CaseResult, Progress, RunReport
-from sdcp_conformance.mutants.registry import RoleMutant, killers_path
-
-Mutant = RoleMutant
-KILLERS_PATH = killers_path("verifier")
-"""Mutant name → case IDs that killed it in the last ``selftest --write-killers`` (the verifier's)."""
+from sdcp_conformance.mutants.base import Mutant
+from sdcp_conformance.mutants.catalogue import killers_path, load_killers
 
 REFERENCE_OK = frozenset({Verdict.PASSED, Verdict.SKIPPED, Verdict.INFORMATIONAL})
 """What the clean reference may score: it implements the profile to the letter, so not even NON-STRICT."""
@@ -169,24 +164,7 @@ def case_runs(selectors: Sequence[str] = (), role: str = "verifier") -> int:
     return len([case for case in selected if case != catalogue.sanity_id]) + 2
 
 
-def load_killers(path: Path = KILLERS_PATH) -> dict[str, list[str]]:
-    if not path.exists():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {str(name): [str(case) for case in cases] for name, cases in data.items()}
-
-
-def write_killers(matrix: Mapping[str, list[str]], path: Path = KILLERS_PATH) -> dict[str, list[str]]:
-    """Merge ``matrix`` into the file (mutants not run keep their entries); returns what was written."""
-    merged = load_killers(path)
-    merged.update({name: sorted(cases) for name, cases in matrix.items()})
-    text = json.dumps(dict(sorted(merged.items())), indent=2) + "\n"
-    path.write_text(text, encoding="utf-8")
-    return merged
-
-
 __all__ = [
-    "KILLERS_PATH",
     "REFERENCE_OK",
     "MutantOutcome",
     "ProgressFactory",
@@ -196,7 +174,5 @@ __all__ = [
     "certify_mutant",
     "killers_in",
     "killers_under_seeds",
-    "load_killers",
     "run_selftest",
-    "write_killers",
 ]

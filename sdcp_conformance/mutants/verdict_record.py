@@ -17,8 +17,8 @@ from typing import Any
 
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.harness.runner import RunReport
-from sdcp_conformance.mutants.registry import RoleMutant, killers_path, mutants_for
-from sdcp_conformance.mutants.selftest import load_killers
+from sdcp_conformance.mutants.base import Mutant
+from sdcp_conformance.mutants.catalogue import killers_path, load_killers, mutants_for
 
 RECORD_SEED = 1
 REFERENCE = "reference"
@@ -38,7 +38,7 @@ def verdicts_of(report: RunReport) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-async def record_role(role: str, *, mutants: Iterable[RoleMutant] | None = None, seed: int = RECORD_SEED,
+async def record_role(role: str, *, mutants: Iterable[Mutant] | None = None, seed: int = RECORD_SEED,
                       jobs: int = 4, with_reference: bool = True) -> Verdicts:
     """The verdicts of ``role``'s reference (every case) and of each mutant (its recorded killers), at ``seed``."""
     killers = load_killers(killers_path(role))

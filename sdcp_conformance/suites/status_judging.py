@@ -2,7 +2,7 @@
 drafter (role 1) and a verifier (role 2) alike.
 
 §6.1: "Each instance reports status at intervals shorter than its ttl_ms." The harness plays the instance's
-router and keeps every ``PUT instances/{id}/status`` it receives (:class:`~.played_router.StatusInbox`), with its
+router and keeps every ``PUT instances/{id}/status`` it receives (:class:`~.played_router.PlayedRouter`), with its
 arrival time, path, label and decoded body.
 """
 
@@ -14,7 +14,7 @@ import itertools
 
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.patience import LoopStall
-from sdcp_conformance.harness.roles.played_router import StatusInbox, StatusReport
+from sdcp_conformance.harness.roles.played_router import PlayedRouter, StatusReport
 from sdcp_conformance.harness.roles.router_status import instance_id
 from sdcp_conformance.judge.status_budget import STATUS_TIMED_TTL_MS, WAIT_BUDGET_S
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
@@ -38,11 +38,11 @@ been stamped while the harness was busy with the case before (late, so the first
 ROLES = {1: "drafter", 2: "verifier"}
 
 
-def _newer(inbox: StatusInbox, sequence: int) -> bool:
+def _newer(inbox: PlayedRouter, sequence: int) -> bool:
     return bool(inbox.since(sequence))
 
 
-async def judge_status_reports(ctx: JudgedContext, inbox: StatusInbox, *, base_uri: str, role: int,
+async def judge_status_reports(ctx: JudgedContext, inbox: PlayedRouter, *, base_uri: str, role: int,
                                message_row: str, path_row: str, stall: LoopStall | None = None) -> None:
     """Five consecutive status reports (fewer for a long ttl_ms): each within ttl_ms of the last, the mean gap of the
     last four under ttl_ms (``INTERVAL_ROW``); each a status message naming ``base_uri`` with ``role``

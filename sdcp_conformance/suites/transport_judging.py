@@ -8,8 +8,18 @@ from collections.abc import Awaitable
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.probes import ProbeOutcome, ProbeResult
+from sdcp_conformance.transport.client import FailureKind
 from sdcp_conformance.transport.failures import Stage
 from sdcp_conformance.transport.tls import names_party
+
+MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
+        "is REQUIRED.")
+"""§5.1, quoted by every role's transport cases."""
+TLS_PROFILE = ("HTTP/2 over TLS 1.3 with a required client certificate. A handshake without a client certificate, "
+               "with one from an unknown CA, or at TLS 1.2 must fail.")
+"""P1-TLS-1, quoted by every role's transport cases."""
+REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
+"""How a harness client sees a refused handshake (or a refusal on the first request over it)."""
 
 HTTP1_ACCEPTABLE = ("handshake refused", "HTTP/1.1 505", "connection closed without an HTTP/1.x answer")
 

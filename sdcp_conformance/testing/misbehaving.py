@@ -44,6 +44,7 @@ from hyperframe.frame import (
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
+from sdcp_conformance.transport.frames import receive_events, write_queued
 from sdcp_conformance.transport.h2state import GoawayAwareConnection
 from sdcp_conformance.transport.problem import status_problem_response
 from sdcp_conformance.transport.server import listening_port
@@ -344,15 +345,10 @@ class _Connection(asyncio.Protocol):
         if self.http1:
             self._answer_http1()
             return
-        try:
-            events = self.h2.receive_data(data)
-        except h2.exceptions.ProtocolError:
-            self.flush()
-            self.close()
-            return
-        for event in events:
-            self._dispatch(event)
+        error = receive_events(self.h2, data, self._dispatch)
         self.flush()
+        if error is not None:
+            self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
@@ -370,9 +366,7 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
 
     def flush(self) -> None:
-        data = self.h2.data_to_send()
-        if data and self.transport is not None and not self.transport.is_closing():
-            self.transport.write(data)
+        write_queued(self.h2, self.transport)
 
     def _answer_http1(self) -> None:
         assert self.transport is not None

@@ -28,6 +28,7 @@ from sdcp_conformance.transport.failures import (
     classify_tls_error,
     h2_error_name,
 )
+from sdcp_conformance.transport.frames import FrameWriter, receive_events
 from sdcp_conformance.transport.h2state import GoawayAwareConnection
 from sdcp_conformance.transport.hpack_reuse import ReusingDecoder, ReusingEncoder
 from sdcp_conformance.transport.tls import ALPN_H2, peer_uri_sans
@@ -116,6 +117,7 @@ class ClientConnection(asyncio.Protocol):
         self.streams: dict[int, ClientStream] = {}
         loop = asyncio.get_running_loop()
         self.loop = loop
+        self._writer = FrameWriter(self.h2, loop, lambda: self.transport)
         self.ready: asyncio.Future[None] = loop.create_future()
         self.usable = True
         self.retired = False
@@ -130,7 +132,6 @@ class ClientConnection(asyncio.Protocol):
         """Streams answered whole on this connection."""
         self._held: list[ClientStream] = []
         self._first_bytes = b""
-        self._flush_pending = False
         self._slot_waiters: list[asyncio.Future[None]] = []
 
     @property
@@ -162,19 +163,14 @@ class ClientConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if not self.ready.done() and len(self._first_bytes) < FIRST_BYTES:
             self._first_bytes += data[: FIRST_BYTES - len(self._first_bytes)]
-        try:
-            events = self.h2.receive_data(data)
-        except h2.exceptions.ProtocolError as exc:
-            self.flush()  # h2 queued a GOAWAY naming the error
+        error = receive_events(self.h2, data, self._dispatch)
+        self.flush()  # after an error too: h2 queued a GOAWAY naming it
+        if error is not None:
             for event in self.h2.parsed_events:  # the frames before the bad one: their headers are evidence
                 with contextlib.suppress(h2.exceptions.ProtocolError):
                     self._dispatch(event)
-            self._on_protocol_error(exc)
+            self._on_protocol_error(error)
             self.close()
-            return
-        for event in events:
-            self._dispatch(event)
-        self.flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.usable = False
@@ -465,15 +461,10 @@ class ClientConnection(asyncio.Protocol):
 
     def flush_soon(self) -> None:
         """Coalesce the frames of all streams started in this loop iteration into one write."""
-        if not self._flush_pending:
-            self._flush_pending = True
-            self.loop.call_soon(self.flush)
+        self._writer.flush_soon()
 
     def flush(self) -> None:
-        self._flush_pending = False
-        data = self.h2.data_to_send()
-        if data and self.transport is not None and not self.transport.is_closing():
-            self.transport.write(data)
+        self._writer.flush()
 
     def close(self) -> None:
         """GOAWAY, then drop the connection.

@@ -25,6 +25,7 @@ import h2.settings
 from h2.errors import ErrorCodes
 
 from sdcp_conformance.protocol.errors import ProtocolError
+from sdcp_conformance.transport.frames import FrameWriter
 from sdcp_conformance.transport.h2state import GoawayAwareConnection
 from sdcp_conformance.transport.limits import TokenBucket
 from sdcp_conformance.transport.problem import problem_response, status_problem_response
@@ -129,7 +130,7 @@ class ServerConnection(asyncio.Protocol):
         self._writable = asyncio.Event()
         self._writable.set()
         self._closed = self._loop.create_future()
-        self._flush_pending = False
+        self._writer = FrameWriter(self._h2, self._loop, lambda: self._transport)
 
     # -- asyncio.Protocol -------------------------------------------------------------
 
@@ -159,7 +160,7 @@ class ServerConnection(asyncio.Protocol):
         self._h2.decoder.max_header_list_size = limits.max_header_list_size
         self._h2.initiate_connection()
         self._h2.increment_flow_control_window(limits.connection_window - 65535)
-        self._flush()
+        self._writer.flush()
         if not self._admitted:
             self._count_calm("connections per identity")
             self._goaway_and_close(ErrorCodes.ENHANCE_YOUR_CALM, f"more than {limits.max_connections_per_identity} "
@@ -181,14 +182,14 @@ class ServerConnection(asyncio.Protocol):
                 if isinstance(exc, h2.exceptions.FrameTooLargeError):
                     stats.frame_size_refused += 1
                 self._server.refuse("h2-protocol", f"{type(exc).__name__}: {exc}", self._identity)
-            self._flush()
+            self._writer.flush()
             self._close()
             return
         for event in events:
             if self._is_closing():
                 break
             self._dispatch(event)
-        self._flush()
+        self._writer.flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._server.detach(self)
@@ -225,7 +226,7 @@ class ServerConnection(asyncio.Protocol):
             return
         if not self._http1:
             self._h2.close_connection()
-            self._flush()
+            self._writer.flush()
         for task in self._tasks.values():
             task.cancel()
         self._close()
@@ -245,7 +246,7 @@ class ServerConnection(asyncio.Protocol):
         if not self._http1:
             with contextlib.suppress(h2.exceptions.ProtocolError):
                 self._h2.close_connection(code, additional_data=why.encode())
-            self._flush()
+            self._writer.flush()
         for task in self._tasks.values():
             task.cancel()
         self._close()
@@ -327,7 +328,7 @@ class ServerConnection(asyncio.Protocol):
         if self._goaway_last is not None and now - self._goaway_at > limits.drain_timeout_s:
             self._time_out("drain", "streams owed after GOAWAY not done")
             return
-        self._flush()
+        self._writer.flush()
         self._timer = self._loop.call_later(limits.tick_s, self._tick)
 
     def _time_out(self, which: str, why: str) -> None:
@@ -361,7 +362,7 @@ class ServerConnection(asyncio.Protocol):
         held, self._held = self._held, {}
         for stream_id, amount in held.items():
             self._h2.acknowledge_received_data(amount, stream_id)
-        self._flush_soon()
+        self._writer.flush_soon()
 
     # -- h2 events ----------------------------------------------------------------------
 
@@ -449,12 +450,12 @@ class ServerConnection(asyncio.Protocol):
         self._goaway_last, self._goaway_at = last, self._loop.time()
         self._h2.close_connection(ErrorCodes.NO_ERROR, last_stream_id=last)
         self._server.stats.graceful_goaways += 1
-        self._flush_soon()
+        self._writer.flush_soon()
 
     def _maybe_done(self) -> None:
         """After a graceful GOAWAY, close once every stream it promised to answer is done."""
         if self._goaway_last is not None and not self._inbound and not self._tasks and not self._is_closing():
-            self._flush()
+            self._writer.flush()
             self._close()
 
     def _refuse(self, stream_id: int, status: int, why: str, *, stream_error: bool = True) -> None:
@@ -531,7 +532,7 @@ class ServerConnection(asyncio.Protocol):
             # D-SRV-2: last_stream_id is the highest stream h2 received, this one
             # included: the request was seen but never answered.
             self._h2.close_connection(ErrorCodes.NO_ERROR)
-            self._flush()
+            self._writer.flush()
             self._close()
         else:
             self._transport.abort()
@@ -547,8 +548,8 @@ class ServerConnection(asyncio.Protocol):
                 continue
             chunk, view = view[:window], view[window:]
             self._h2.send_data(stream_id, bytes(chunk), end_stream=not view)
-            self._flush_soon()
-        self._flush_soon()
+            self._writer.flush_soon()
+        self._writer.flush_soon()
 
     def _send_headers(self, stream_id: int, response: Response, *, end_stream: bool) -> None:
         headers = [(":status", str(response.status)), ("content-length", str(len(response.body)))]
@@ -587,21 +588,7 @@ class ServerConnection(asyncio.Protocol):
     def _reset(self, stream_id: int, code: ErrorCodes) -> None:
         with contextlib.suppress(h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
             self._h2.reset_stream(stream_id, code)
-        self._flush_soon()
-
-    # -- writing ------------------------------------------------------------------------
-
-    def _flush_soon(self) -> None:
-        """Coalesce the frames of every stream answered in this loop iteration into one write."""
-        if not self._flush_pending:
-            self._flush_pending = True
-            self._loop.call_soon(self._flush)
-
-    def _flush(self) -> None:
-        self._flush_pending = False
-        data = self._h2.data_to_send()
-        if data and self._transport is not None and not self._transport.is_closing():
-            self._transport.write(data)
+        self._writer.flush_soon()
 
 
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:

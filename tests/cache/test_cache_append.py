@@ -295,32 +295,22 @@ def log_reply(*records: LogRecord, etag: str = '"e1"') -> CacheReply:
     return CacheReply(200, b"".join(encode_record(r) for r in records), etag)
 
 
-def test_409_from_an_enforcing_cache_means_fenced_and_reports_the_fence() -> None:
-    client = ScriptedClient(
-        gets=[log_reply(commit(1, 1)), log_reply(commit(1, 1), FenceRecord(2), etag='"e2"')],
-        puts=[CacheReply(409)],
-    )
+@pytest.mark.parametrize(
+    ("put_answer", "second_read", "read_back"),
+    [
+        # An enforcing cache refuses the PUT with 409; the log read again shows the fence.
+        (CacheReply(409), log_reply(commit(1, 1), FenceRecord(2), etag='"e2"'), False),
+        # §6.8: "treat its append as failed if a fence record with a higher epoch precedes its own".
+        (CacheReply(204, etag='"e2"'), log_reply(commit(1, 1), FenceRecord(2), commit(1, 2)), True),
+    ],
+    ids=["409-from-an-enforcing-cache", "read-back-showing-a-higher-fence-before-the-record"],
+)
+def test_a_higher_fence_means_fenced_and_reports_the_fence(
+    put_answer: CacheReply, second_read: CacheReply, read_back: bool
+) -> None:
+    client = ScriptedClient(gets=[log_reply(commit(1, 1)), second_read], puts=[put_answer])
     outcome = run(append_record(client, URI, commit(1, 2)))
-    assert (outcome.status, outcome.fence, outcome.read_back) == (
-        AppendStatus.FENCED,
-        FenceRecord(2),
-        False,
-    )
-
-
-def test_read_back_showing_a_higher_fence_before_the_record_means_fenced() -> None:
-    """§6.8: "treat its append as failed if a fence record with a higher epoch precedes its own"."""
-    ours = commit(1, 2)
-    client = ScriptedClient(
-        gets=[log_reply(commit(1, 1)), log_reply(commit(1, 1), FenceRecord(2), ours)],
-        puts=[CacheReply(204, etag='"e2"')],
-    )
-    outcome = run(append_record(client, URI, ours))
-    assert (outcome.status, outcome.fence, outcome.read_back) == (
-        AppendStatus.FENCED,
-        FenceRecord(2),
-        True,
-    )
+    assert (outcome.status, outcome.fence, outcome.read_back) == (AppendStatus.FENCED, FenceRecord(2), read_back)
 
 
 def test_read_back_with_the_fence_after_the_record_is_a_success() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.fuzz.drafter_campaign import DrafterCampaignConfig, replay_drafter_file, run_drafter_campaign
+from sdcp_conformance.fuzz.rules.drafter import DrafterCampaignConfig, replay_drafter_file, run_drafter_campaign
 
 FINDS = {
     "drf-pipelined-proposals": ({"R-6.2-ONE-OUTSTANDING"}, 1),

@@ -22,7 +22,7 @@ from sdcp_conformance.harness.certify import default_catalogue
 from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
 from sdcp_conformance.harness.runner import RunReport, run_catalogue
 from sdcp_conformance.judge import Verdict
-from sdcp_conformance.mutants.registry import mutants_for
+from sdcp_conformance.mutants.catalogue import mutants_for
 
 CATALOGUE = default_catalogue("drafter")
 DISCARD_CASES = ("DRF-6.3-DISCARD-001", "DRF-6.3-DISCARD-002", "DRF-6.2-OUTSTANDING-002")

@@ -17,10 +17,11 @@ from sdcp_conformance.harness.certify import default_catalogue
 from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
 from sdcp_conformance.harness.runner import RunReport, run_catalogue
 from sdcp_conformance.judge import Verdict
-from sdcp_conformance.mutants.drafter_base import UNMUTATED_DRAFTER, DrafterMutant
-from sdcp_conformance.mutants.drafter_catalogue import DRAFTER_MUTANTS
-from sdcp_conformance.mutants.registry import killers_path, mutants_for
-from sdcp_conformance.mutants.selftest import killers_in, load_killers
+from sdcp_conformance.mutants.base import DrafterMutant
+from sdcp_conformance.mutants.catalogue import killers_path, load_killers, mutants_for
+from sdcp_conformance.mutants.drafter import MUTANTS as DRAFTER_MUTANTS
+from sdcp_conformance.mutants.drafter import UNMUTATED as UNMUTATED_DRAFTER
+from sdcp_conformance.mutants.selftest import killers_in
 from sdcp_conformance.reference.drafter.app import DrafterApp
 from sdcp_conformance.reference.drafter.session import DrafterSession
 

@@ -15,7 +15,7 @@ import pytest
 
 from sdcp_conformance.harness.roles.played_cache import CacheEvent
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
-from sdcp_conformance.harness.roles.played_verifier import (
+from sdcp_conformance.harness.roles.proposal_board import (
     Pace,
     VerifierBoard,
     answer_final,

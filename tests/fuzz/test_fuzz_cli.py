@@ -33,14 +33,14 @@ def test_fuzz_command_runs_keeps_its_database_and_replays(tmp_path: Path) -> Non
 
 def test_a_flaky_drafter_campaign_fails_and_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A failure seen once and not again on its steps (kept or not) exits 1, and nothing says it passed."""
-    from sdcp_conformance.fuzz import drafter_campaign
+    from sdcp_conformance.fuzz.rules import drafter
     from sdcp_conformance.fuzz.scaffold import FuzzStats
 
     def flaky_campaign(config: Any, progress: Any = None) -> Any:
         stats = FuzzStats(examples=3, steps=9, flaky=True)
-        return drafter_campaign.DrafterCampaignResult(stats, None, None)
+        return drafter.DrafterCampaignResult(stats, None, None)
 
-    monkeypatch.setattr(drafter_campaign, "run_drafter_campaign", flaky_campaign)
+    monkeypatch.setattr(drafter, "run_drafter_campaign", flaky_campaign)
     result = CliRunner().invoke(main, ["fuzz", "--role", "drafter", "--examples", "3", "--out", str(tmp_path)])
     assert result.exit_code == 1, result.output
     assert "FLAKY" in result.output and "no failure found" not in result.output

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.fuzz.campaign import CampaignConfig, replay_file, run_campaign
 from sdcp_conformance.fuzz.messages import MessageStats
+from sdcp_conformance.fuzz.rules.verifier import CampaignConfig, replay_file, run_campaign
 from sdcp_conformance.fuzz.scaffold import FuzzStats
 
 # `stored-verdict-refreshed` is left out: whether 300 examples reach a retry after the counters changed

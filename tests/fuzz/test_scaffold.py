@@ -11,16 +11,15 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
+from sdcp_conformance.fuzz.campaign import FuzzConfig, fuzz_for
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.scaffold import (
     TRANSCRIPT_TAIL,
-    FuzzConfig,
     FuzzFailure,
     FuzzMachine,
     FuzzStats,
     Runner,
     bind,
-    fuzz_for,
 )
 from sdcp_conformance.fuzz.steps import Step, Violation
 
@@ -241,11 +240,13 @@ def test_fuzz_for_runs_once_without_a_budget_and_in_seeded_chunks_with_one() -> 
 
 
 def test_the_campaign_configs_share_their_common_fields() -> None:
-    from sdcp_conformance.fuzz.campaign import CampaignConfig
-    from sdcp_conformance.fuzz.drafter_campaign import DrafterCampaignConfig
+    from sdcp_conformance.fuzz.rules.drafter import DrafterCampaignConfig
+    from sdcp_conformance.fuzz.rules.failover import FailoverConfig
+    from sdcp_conformance.fuzz.rules.verifier import CampaignConfig
 
-    common = ["target", "mutant", "examples", "budget_s", "seed", "database"]
+    common = ["target", "mutant", "examples", "seed", "step_count", "database", "out", "budget_s", "strict"]
     assert list(FuzzConfig.__dataclass_fields__) == common
-    assert list(CampaignConfig.__dataclass_fields__) == [*common, "messages", "step_count", "out", "strict"]
-    assert list(DrafterCampaignConfig.__dataclass_fields__) == [*common, "step_count", "out", "strict"]
-    assert (CampaignConfig().step_count, DrafterCampaignConfig().step_count) == (12, 8)
+    assert list(CampaignConfig.__dataclass_fields__) == [*common, "messages"]
+    assert list(DrafterCampaignConfig.__dataclass_fields__) == list(FailoverConfig.__dataclass_fields__) == common
+    assert (CampaignConfig().step_count, DrafterCampaignConfig().step_count, FailoverConfig().step_count) == (12, 8, 6)
+    assert FailoverConfig(None, "m", 5, 4, 3).step_count == 3 and FailoverConfig().out is None, "the router's order"

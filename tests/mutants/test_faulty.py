@@ -6,7 +6,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from sdcp_conformance.cli.selftest import selftest
-from sdcp_conformance.mutants.faulty import Rule1Fault, faulty_rule1, raw_member
+from sdcp_conformance.mutants.verifier.faulty import Rule1Fault, faulty_rule1, raw_member
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.rules import rule1
 

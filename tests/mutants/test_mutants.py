@@ -16,8 +16,10 @@ from sdcp_conformance import spec
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify, default_catalogue
 from sdcp_conformance.harness.runner import CaseResult
-from sdcp_conformance.mutants import MUTANTS, MUTANTS_LIST, UNMUTATED, get_mutant
-from sdcp_conformance.mutants.selftest import REFERENCE_OK, killers_in, load_killers
+from sdcp_conformance.mutants import get_mutant
+from sdcp_conformance.mutants.catalogue import load_killers
+from sdcp_conformance.mutants.selftest import REFERENCE_OK, killers_in
+from sdcp_conformance.mutants.verifier import CATALOGUE, MUTANTS, UNMUTATED
 
 SEED = 1
 KILLERS = load_killers()
@@ -35,29 +37,29 @@ def test_clean_reference_passes_every_case() -> None:
 
 
 def test_catalogue_is_large_and_names_are_unique() -> None:
-    assert len(MUTANTS_LIST) >= MIN_MUTANTS
-    assert len(MUTANTS) == len(MUTANTS_LIST)
+    assert len(MUTANTS) >= MIN_MUTANTS
+    assert len(CATALOGUE) == len(MUTANTS)
 
 
-@pytest.mark.parametrize("name", sorted(MUTANTS))
+@pytest.mark.parametrize("name", sorted(CATALOGUE))
 def test_mutant_cites_the_draft_or_profile_verbatim(name: str) -> None:
     assert spec.is_verbatim(get_mutant(name).violates)
 
 
 def test_every_mutant_has_recorded_killers() -> None:
-    missing = sorted(name for name in MUTANTS if not KILLERS.get(name))
+    missing = sorted(name for name in CATALOGUE if not KILLERS.get(name))
     assert not missing, ("mutants without killers in killers.json (run `sdcp-conformance selftest "
                          f"--write-killers`, or add a case that kills them): {missing}")
 
 
 def test_killers_name_only_catalogued_mutants_and_existing_cases() -> None:
     known_cases = set(default_catalogue().cases)
-    assert set(KILLERS) <= set(MUTANTS), f"killers.json names unknown mutants {sorted(set(KILLERS) - set(MUTANTS))}"
+    assert set(KILLERS) <= set(CATALOGUE), f"killers.json names unknown mutants {sorted(set(KILLERS) - set(CATALOGUE))}"
     unknown = {name: [case for case in cases if case not in known_cases] for name, cases in KILLERS.items()}
     assert not any(unknown.values()), f"killers.json names cases that no longer exist: {unknown}"
 
 
-@pytest.mark.parametrize("name", sorted(MUTANTS))
+@pytest.mark.parametrize("name", sorted(CATALOGUE))
 def test_mutant_is_killed_by_its_recorded_killers(name: str) -> None:
     mutant = get_mutant(name)
     killers = KILLERS.get(name)

@@ -11,7 +11,7 @@ import pytest
 from sdcp_conformance.harness.case import Case, Level, Verdict
 from sdcp_conformance.harness.runner import CaseResult, RunReport
 from sdcp_conformance.harness.suites import SUITES
-from sdcp_conformance.mutants.registry import mutants_for
+from sdcp_conformance.mutants.catalogue import mutants_for
 from sdcp_conformance.mutants.verdict_record import (
     REFERENCE,
     differences,

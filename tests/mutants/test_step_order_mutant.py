@@ -10,7 +10,7 @@ import pytest
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.mutants import get_mutant
-from sdcp_conformance.mutants.selftest import load_killers
+from sdcp_conformance.mutants.catalogue import load_killers
 
 CASE = "VER-6.4-RULE2-012"
 MUTANT = "rule2-temperature-after-top-p"

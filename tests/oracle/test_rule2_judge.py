@@ -13,7 +13,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from sdcp_conformance.mutants.rule2_stats import ENGINES
+from sdcp_conformance.mutants.verifier.rule2_stats import ENGINES
 from sdcp_conformance.oracle.rule2_designs import (
     DESIGNS,
     MODEL,

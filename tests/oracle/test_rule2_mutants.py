@@ -9,9 +9,9 @@ negligible probability — see each case's power statement and
 
 from __future__ import annotations
 
-from sdcp_conformance.mutants.catalogue import MUTANTS
-from sdcp_conformance.mutants.rule2_stats import RULE2_STAT_MUTANTS
-from sdcp_conformance.mutants.selftest import load_killers
+from sdcp_conformance.mutants.catalogue import load_killers
+from sdcp_conformance.mutants.verifier import CATALOGUE as MUTANTS
+from sdcp_conformance.mutants.verifier.rule2_stats import RULE2_STAT_MUTANTS
 
 
 def test_at_least_twelve_statistical_mutants_are_catalogued() -> None:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sdcp_conformance.oracle import rule2 as oracle
+from tests.vectors import read_vectors
 
-VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "rule2_rounds.json"
-ROUNDS: list[dict[str, Any]] = json.loads(VECTORS.read_text(encoding="utf-8"))["rounds"]
+ROUNDS: list[dict[str, Any]] = read_vectors("rule2_rounds.json")["rounds"]
 
 
 @pytest.mark.parametrize("case", ROUNDS, ids=lambda case: case["name"])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sdcp_conformance.models.bigram import bigram_logits
-from sdcp_conformance.mutants.rule2_stats import ENGINES
+from sdcp_conformance.mutants.verifier.rule2_stats import ENGINES
 from sdcp_conformance.oracle.rule2 import distribution as plain_distribution
 from sdcp_conformance.oracle.rule2 import draw as plain_draw
 from sdcp_conformance.oracle.rule2_designs import (

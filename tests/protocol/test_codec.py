@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 import tracemalloc
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +23,9 @@ from sdcp_conformance.protocol.codec import (
 )
 from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.problems import ProblemType
+from tests.vectors import read_vectors
 
-VECTORS = json.loads((Path(__file__).parents[2] / "fixtures/vectors/rfc8949_appendix_a.json").read_text())
+VECTORS = read_vectors("rfc8949_appendix_a.json")
 
 
 def _value(spec: Any) -> Any:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,12 +15,11 @@ from sdcp_conformance.protocol.control import (
 )
 from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.problems import ProblemType
-
-VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "escalation_traces.json"
+from tests.vectors import read_vectors
 
 
 def load_traces() -> list[dict[str, Any]]:
-    return json.loads(VECTORS.read_text())["traces"]  # type: ignore[no-any-return]
+    return read_vectors("escalation_traces.json")["traces"]  # type: ignore[no-any-return]
 
 
 def contract(**members: Any) -> dict[str, Any]:

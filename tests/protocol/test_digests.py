@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,17 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.protocol import (
-    contract_digest,
-    decode,
-    encode,
-    extend_digest,
-    prefix_digest,
-    verify_uniform,
-)
+from sdcp_conformance.protocol import contract_digest, decode, encode, extend_digest, prefix_digest, verify_uniform
 from sdcp_conformance.protocol.chain import digest_chain
+from tests.vectors import read_vectors
 
-CORE = json.loads((Path(__file__).parents[2] / "fixtures/vectors/core.json").read_text())
+CORE = read_vectors("core.json")
 
 
 def _unhex(value: Any) -> Any:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 import struct
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,8 +25,7 @@ from sdcp_conformance.protocol.rules import (
     rule2,
     truncate,
 )
-
-VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "rule2_rounds.json"
+from tests.vectors import read_vectors
 
 
 class ScriptedUniforms:
@@ -171,7 +168,7 @@ def test_parse_q_rows_refuses_the_wrong_size(size: int) -> None:
 
 
 def load_rounds() -> list[dict[str, Any]]:
-    return json.loads(VECTORS.read_text())["rounds"]  # type: ignore[no-any-return]
+    return read_vectors("rule2_rounds.json")["rounds"]  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("case", load_rounds(), ids=lambda case: case["name"])

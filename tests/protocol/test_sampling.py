@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,13 +17,13 @@ from sdcp_conformance.protocol.sampling import (
     greedy_token,
     target_distribution,
 )
+from tests.vectors import read_vectors
 
-VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "sampling.json"
 LN2, LN3, LN5 = math.log(2.0), math.log(3.0), math.log(5.0)
 
 
 def load_vectors() -> dict[str, Any]:
-    return json.loads(VECTORS.read_text())  # type: ignore[no-any-return]
+    return read_vectors("sampling.json")  # type: ignore[no-any-return]
 
 
 def _float(value: float | str) -> float:

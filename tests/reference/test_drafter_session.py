@@ -24,12 +24,11 @@ from sdcp_conformance.reference.drafter.session import (
     check_epoch,
 )
 from tests.reference.digests import chain, prefix_digest
+from tests.reference.parties import SESSION, TOKENIZER, party
 
 V = 8
-SESSION = bytes(range(16))
-ME = "https://127.0.0.1:1/drafter/"
+ME = party("drafter")
 MODEL = bytes([7]) * 32
-TOKENIZER = bytes([2]) * 32
 PROMPT = [1, 2, 3]
 IDENTITY = DrafterIdentity(ME, MODEL, TOKENIZER, V)
 STATUS = Status(instance=ME, role=1, load=0, queue=0, ttl_ms=1000)

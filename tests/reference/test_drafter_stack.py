@@ -9,7 +9,6 @@ the target's greedy decoding, computed here.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,15 +26,11 @@ from sdcp_conformance.reference.drafter.links import HandlerVerifierLink, Object
 from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.ports import AppendOutcome, CacheUnavailable, ScoreItem
 from sdcp_conformance.transport.types import Handler, Request
+from tests.reference.parties import SESSION, SESSION_ID, TOKENIZER, party
 
 V = 8
-SESSION = bytes(range(16))
-SESSION_ID = base64.urlsafe_b64encode(SESSION).rstrip(b"=").decode()
-ROUTER = "https://127.0.0.1:1/router/"
-DRAFTER = "https://127.0.0.1:1/drafter/"
-VERIFIER = "https://127.0.0.1:1/v/"
-CACHE = "https://127.0.0.1:1/c/"
-TARGET, DRAFT, TOKENIZER = bytes([1]) * 32, bytes([7]) * 32, bytes([2]) * 32
+ROUTER, DRAFTER, VERIFIER, CACHE = party("router"), party("drafter"), party("v"), party("c")
+TARGET, DRAFT = bytes([1]) * 32, bytes([7]) * 32
 PROMPT = [3, 1, 4]
 
 

@@ -14,7 +14,7 @@ from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Contract, Status
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.reference.router.registry import InstanceRegistry
-from tests.reference.router_parties import DA, DB, DC, MODEL_1, MODEL_2, V1, V2
+from tests.reference.parties import DA, DB, DC, MODEL_1, MODEL_2, V1, V2
 
 
 def contract(**changes: Any) -> Contract:

@@ -26,14 +26,10 @@ from sdcp_conformance.reference.router.session import (
     Wants,
     m_init_for,
 )
+from tests.reference.parties import DA, SESSION, V1, V2, party
 
-SESSION = bytes(range(16))
 PROMPT = [5, 6, 7]
-V1 = "https://127.0.0.1:1/verifier-1/"
-V2 = "https://127.0.0.1:1/verifier-2/"
-DA = "https://127.0.0.1:1/drafter-a/"
-DB = "https://127.0.0.1:1/drafter-b/"
-LOG = "https://127.0.0.1:1/mlc/log"
+LOG = party("mlc") + "log"
 
 
 def contract(**changes: Any) -> Contract:

@@ -7,7 +7,6 @@ The fake target model's next token is a fixed function of the context
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -25,14 +24,13 @@ from sdcp_conformance.protocol.messages import Contract, Event
 from sdcp_conformance.reference.verifier.app import ScoreBatcher, VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.ports import AppendOutcome, CacheUnavailable, ScoreItem
 from sdcp_conformance.transport.types import Request
+from tests.reference.async_tests import Inbox, async_test
+from tests.reference.parties import SESSION, SESSION_ID, TOKENIZER, party
 
 V = 16
-SESSION = bytes(range(16))
-SESSION_ID = base64.urlsafe_b64encode(SESSION).rstrip(b"=").decode()
-ROUTER = "https://127.0.0.1:1/router/"
-DRAFTER = "https://127.0.0.1:1/drafter/"
+ROUTER = party("router")
+DRAFTER = party("drafter")
 TARGET = bytes([1]) * 32
-TOKENIZER = bytes([2]) * 32
 PROMPT = [3, 1, 4]
 
 
@@ -89,14 +87,9 @@ class FakeCache:
         return AppendOutcome.APPENDED
 
 
-class FakeRouter:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.delivered = asyncio.Event()
-
+class FakeRouter(Inbox[Event]):
     async def post_event(self, event: Event) -> None:
-        self.events.append(event)
-        self.delivered.set()
+        self.put(event)
 
     async def put_status(self, status: Mapping[str, Any]) -> None:
         pass
@@ -154,30 +147,24 @@ def greedy(context: Sequence[int], count: int) -> list[int]:
     return tokens
 
 
-def run(coroutine: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coroutine, 30))
-
-
-def test_open_assign_and_a_greedy_round() -> None:
-    async def scenario() -> None:
-        h = Harness(output_wait_s=0.0)
-        status, state = await h.open()
-        assert status == 201 and state["round"] == 0 and state["committed"] == 0
-        d0 = prefix_digest(digest_of(Contract.from_obj(contract())), PROMPT)
-        assert state["digest"] == d0
-        assert (await h.open())[0] == 200  # P1-MSG-5: idempotent retry
-        assert (await h.assign())[0] == 200
-        good = greedy(PROMPT, 3)
-        status, verdict = await h.propose([good[0], good[1], (good[2] + 1) % V])
-        expected = greedy(PROMPT, 3)
-        assert status == 200 and verdict["accepted"] == 2 and verdict["emitted"] == expected
-        assert verdict["digest"] == extend_digest(d0, expected)
-        log = h.cache.logs["https://127.0.0.1:1/c/log"]
-        assert log == [{"epoch": 1, "round": 1, "emitted": expected, "committed": 3, "digest": verdict["digest"]}]
-        status, output = await h.call("GET", f"sessions/{SESSION_ID}/output", query="from=1", peer=DRAFTER)
-        assert status == 200 and output["tokens"] == expected[1:] and output["from"] == 1
-
-    run(scenario())
+@async_test
+async def test_open_assign_and_a_greedy_round() -> None:
+    h = Harness(output_wait_s=0.0)
+    status, state = await h.open()
+    assert status == 201 and state["round"] == 0 and state["committed"] == 0
+    d0 = prefix_digest(digest_of(Contract.from_obj(contract())), PROMPT)
+    assert state["digest"] == d0
+    assert (await h.open())[0] == 200  # P1-MSG-5: idempotent retry
+    assert (await h.assign())[0] == 200
+    good = greedy(PROMPT, 3)
+    status, verdict = await h.propose([good[0], good[1], (good[2] + 1) % V])
+    expected = greedy(PROMPT, 3)
+    assert status == 200 and verdict["accepted"] == 2 and verdict["emitted"] == expected
+    assert verdict["digest"] == extend_digest(d0, expected)
+    log = h.cache.logs["https://127.0.0.1:1/c/log"]
+    assert log == [{"epoch": 1, "round": 1, "emitted": expected, "committed": 3, "digest": verdict["digest"]}]
+    status, output = await h.call("GET", f"sessions/{SESSION_ID}/output", query="from=1", peer=DRAFTER)
+    assert status == 200 and output["tokens"] == expected[1:] and output["from"] == 1
 
 
 @pytest.mark.parametrize(
@@ -190,31 +177,27 @@ def test_open_assign_and_a_greedy_round() -> None:
         ({"x-unknown": 1}, 422, "sdcp-bad-contract"),
     ],
 )
-def test_session_open_refusals(changes: dict[str, Any], status: int, suffix: str) -> None:
-    async def scenario() -> None:
-        h = Harness()
-        got_status, problem = await h.open(**changes)
-        assert got_status == status and problem["type"].endswith(suffix)
-
-    run(scenario())
+@async_test
+async def test_session_open_refusals(changes: dict[str, Any], status: int, suffix: str) -> None:
+    h = Harness()
+    got_status, problem = await h.open(**changes)
+    assert got_status == status and problem["type"].endswith(suffix)
 
 
-def test_router_only_resources_and_unknown_sessions() -> None:
-    async def scenario() -> None:
-        h = Harness()
-        body = {"session": SESSION, "epoch": 1, "contract": contract(), "prompt": PROMPT, "commit_log": "l"}
-        status, problem = await h.call("POST", "sessions", body, peer=DRAFTER)
-        assert status == 403 and problem["type"].endswith("sdcp-not-assigned")
-        status, _ = await h.call("GET", f"sessions/{SESSION_ID}/output")
-        assert status == 404
-        status, problem = await h.call("POST", "proposals", {**h_proposal_stub(), "session": SESSION}, peer=DRAFTER)
-        assert status == 403
-        status, _ = await h.call("GET", "sessions/not-base64!/output")
-        assert status == 400
-        status, _ = await h.call("DELETE", "proposals")
-        assert status == 405
-
-    run(scenario())
+@async_test
+async def test_router_only_resources_and_unknown_sessions() -> None:
+    h = Harness()
+    body = {"session": SESSION, "epoch": 1, "contract": contract(), "prompt": PROMPT, "commit_log": "l"}
+    status, problem = await h.call("POST", "sessions", body, peer=DRAFTER)
+    assert status == 403 and problem["type"].endswith("sdcp-not-assigned")
+    status, _ = await h.call("GET", f"sessions/{SESSION_ID}/output")
+    assert status == 404
+    status, problem = await h.call("POST", "proposals", {**h_proposal_stub(), "session": SESSION}, peer=DRAFTER)
+    assert status == 403
+    status, _ = await h.call("GET", "sessions/not-base64!/output")
+    assert status == 400
+    status, _ = await h.call("DELETE", "proposals")
+    assert status == 405
 
 
 def h_proposal_stub() -> dict[str, Any]:
@@ -222,149 +205,131 @@ def h_proposal_stub() -> dict[str, Any]:
             "status": {"instance": DRAFTER, "role": 1, "load": 0, "queue": 0, "ttl_ms": 1}}
 
 
-def test_concurrent_identical_retry_waits_for_the_first_verdict() -> None:
-    async def scenario() -> None:
-        h = Harness()
-        await h.open()
-        await h.assign()
-        h.model.gate = threading.Event()
-        body = h.proposal(greedy(PROMPT, 2))
-        first = asyncio.create_task(h.call("POST", "proposals", body, peer=DRAFTER))
-        second = asyncio.create_task(h.call("POST", "proposals", body, peer=DRAFTER))
-        different = asyncio.create_task(h.call("POST", "proposals", {**body, "tokens": [0]}, peer=DRAFTER))
-        status, problem = await different
-        assert status == 409 and problem["type"].endswith("sdcp-stale-base")
-        h.model.gate.set()
-        (s1, v1), (s2, v2) = await first, await second
-        assert s1 == s2 == 200 and v1 == v2
-        assert len(h.cache.logs["https://127.0.0.1:1/c/log"]) == 1  # committed once
-
-    run(scenario())
+@async_test
+async def test_concurrent_identical_retry_waits_for_the_first_verdict() -> None:
+    h = Harness()
+    await h.open()
+    await h.assign()
+    h.model.gate = threading.Event()
+    body = h.proposal(greedy(PROMPT, 2))
+    first = asyncio.create_task(h.call("POST", "proposals", body, peer=DRAFTER))
+    second = asyncio.create_task(h.call("POST", "proposals", body, peer=DRAFTER))
+    different = asyncio.create_task(h.call("POST", "proposals", {**body, "tokens": [0]}, peer=DRAFTER))
+    status, problem = await different
+    assert status == 409 and problem["type"].endswith("sdcp-stale-base")
+    h.model.gate.set()
+    (s1, v1), (s2, v2) = await first, await second
+    assert s1 == s2 == 200 and v1 == v2
+    assert len(h.cache.logs["https://127.0.0.1:1/c/log"]) == 1  # committed once
 
 
-def test_fenced_append_releases_nothing_and_stops_serving() -> None:
-    async def scenario() -> None:
-        h = Harness(output_wait_s=0.0)
-        await h.open()
-        await h.assign()
-        h.cache.fence_epoch = 2
-        status, problem = await h.propose(greedy(PROMPT, 1))
-        assert status == 409 and problem["type"].endswith("sdcp-stale-epoch")
-        assert h.app.sessions[SESSION].machine.output == []
-        status, _ = await h.call("GET", f"sessions/{SESSION_ID}/output", peer=DRAFTER)
-        assert status == 409
-
-    run(scenario())
+@async_test
+async def test_fenced_append_releases_nothing_and_stops_serving() -> None:
+    h = Harness(output_wait_s=0.0)
+    await h.open()
+    await h.assign()
+    h.cache.fence_epoch = 2
+    status, problem = await h.propose(greedy(PROMPT, 1))
+    assert status == 409 and problem["type"].endswith("sdcp-stale-epoch")
+    assert h.app.sessions[SESSION].machine.output == []
+    status, _ = await h.call("GET", f"sessions/{SESSION_ID}/output", peer=DRAFTER)
+    assert status == 409
 
 
-def test_failed_append_abandons_the_round_for_a_retry() -> None:
-    async def scenario() -> None:
-        h = Harness()
-        await h.open()
-        await h.assign()
-        h.cache.fail_appends = True
-        body = h.proposal(greedy(PROMPT, 1))
-        assert (await h.call("POST", "proposals", body, peer=DRAFTER))[0] == 503
-        h.cache.fail_appends = False
-        status, verdict = await h.call("POST", "proposals", body, peer=DRAFTER)
-        assert status == 200 and verdict["round"] == 1
-
-    run(scenario())
+@async_test
+async def test_failed_append_abandons_the_round_for_a_retry() -> None:
+    h = Harness()
+    await h.open()
+    await h.assign()
+    h.cache.fail_appends = True
+    body = h.proposal(greedy(PROMPT, 1))
+    assert (await h.call("POST", "proposals", body, peer=DRAFTER))[0] == 503
+    h.cache.fail_appends = False
+    status, verdict = await h.call("POST", "proposals", body, peer=DRAFTER)
+    assert status == 200 and verdict["round"] == 1
 
 
-def test_rule2_rows_unavailable_and_zero() -> None:
-    async def scenario() -> None:
-        h = Harness()
-        await h.open(rule=2, sampling={"seed": 3})
-        await h.assign()
-        status, problem = await h.propose([1], q_rows="https://127.0.0.1:1/c/q-missing")
-        assert status == 409 and problem["type"].endswith("sdcp-q-unavailable")
-        q = np.zeros((1, V), dtype="<f4")
-        q[0, 2] = 1.0
-        h.cache.objects["https://127.0.0.1:1/c/q"] = q.tobytes()
-        status, problem = await h.propose([1], q_rows="https://127.0.0.1:1/c/q")
-        assert status == 422 and problem["type"].endswith("sdcp-bad-proposal")
-        assert "https://127.0.0.1:1/c/log" not in h.cache.logs
-
-    run(scenario())
+@async_test
+async def test_rule2_rows_unavailable_and_zero() -> None:
+    h = Harness()
+    await h.open(rule=2, sampling={"seed": 3})
+    await h.assign()
+    status, problem = await h.propose([1], q_rows="https://127.0.0.1:1/c/q-missing")
+    assert status == 409 and problem["type"].endswith("sdcp-q-unavailable")
+    q = np.zeros((1, V), dtype="<f4")
+    q[0, 2] = 1.0
+    h.cache.objects["https://127.0.0.1:1/c/q"] = q.tobytes()
+    status, problem = await h.propose([1], q_rows="https://127.0.0.1:1/c/q")
+    assert status == 422 and problem["type"].endswith("sdcp-bad-proposal")
+    assert "https://127.0.0.1:1/c/log" not in h.cache.logs
 
 
-def test_switch_posts_an_event_and_self_decoding_runs_to_its_budget() -> None:
-    async def scenario() -> None:
-        h = Harness(pinned_load=10)
-        await h.open(fallback=[3, 2], self_load=50, self_max=3)
-        await h.assign()
-        bad = (greedy(PROMPT, 1)[0] + 1) % V
-        status, verdict = await h.propose([bad])
-        assert status == 200 and verdict["action"] == 3
-        # Self-decoding commits three more tokens, then asks for a drafter (kind 0).
-        machine = h.app.sessions[SESSION].machine
-        deadline = asyncio.get_running_loop().time() + 10
-        while not any(event.kind == 0 for event in h.router.events):
-            assert asyncio.get_running_loop().time() < deadline, "self-decoding never ended"
-            h.router.delivered.clear()
-            await asyncio.wait_for(h.router.delivered.wait(), 10)
-        assert [int(event.kind) for event in h.router.events] == [3, 0]
-        assert machine.output == greedy(PROMPT, 4) and machine.round == 4
-        log = h.cache.logs["https://127.0.0.1:1/c/log"]
-        assert [record["round"] for record in log] == [1, 2, 3, 4]
-
-    run(scenario())
+@async_test
+async def test_switch_posts_an_event_and_self_decoding_runs_to_its_budget() -> None:
+    h = Harness(pinned_load=10)
+    await h.open(fallback=[3, 2], self_load=50, self_max=3)
+    await h.assign()
+    bad = (greedy(PROMPT, 1)[0] + 1) % V
+    status, verdict = await h.propose([bad])
+    assert status == 200 and verdict["action"] == 3
+    # Self-decoding commits three more tokens, then asks for a drafter (kind 0).
+    machine = h.app.sessions[SESSION].machine
+    deadline = asyncio.get_running_loop().time() + 10
+    while not any(event.kind == 0 for event in h.router.received):
+        assert asyncio.get_running_loop().time() < deadline, "self-decoding never ended"
+        h.router.arrived.clear()
+        await asyncio.wait_for(h.router.arrived.wait(), 10)
+    assert [int(event.kind) for event in h.router.received] == [3, 0]
+    assert machine.output == greedy(PROMPT, 4) and machine.round == 4
+    log = h.cache.logs["https://127.0.0.1:1/c/log"]
+    assert [record["round"] for record in log] == [1, 2, 3, 4]
 
 
-def test_self_decode_skipped_under_load_switches() -> None:
-    async def scenario() -> None:
-        h = Harness(pinned_load=90)
-        await h.open(fallback=[3, 2], self_load=50)
-        await h.assign()
-        status, verdict = await h.propose([(greedy(PROMPT, 1)[0] + 1) % V])
-        assert verdict["action"] == 2 and verdict["load"] == 90
-        await asyncio.wait_for(h.router.delivered.wait(), 10)
-        assert [int(event.kind) for event in h.router.events] == [2]
-        status, _problem = await h.propose([1])
-        assert status == 403
-
-    run(scenario())
+@async_test
+async def test_self_decode_skipped_under_load_switches() -> None:
+    h = Harness(pinned_load=90)
+    await h.open(fallback=[3, 2], self_load=50)
+    await h.assign()
+    status, verdict = await h.propose([(greedy(PROMPT, 1)[0] + 1) % V])
+    assert verdict["action"] == 2 and verdict["load"] == 90
+    await asyncio.wait_for(h.router.arrived.wait(), 10)
+    assert [int(event.kind) for event in h.router.received] == [2]
+    status, _problem = await h.propose([1])
+    assert status == 403
 
 
-def test_output_long_poll_wakes_on_commit() -> None:
-    async def scenario() -> None:
-        h = Harness(output_wait_s=20)
-        await h.open(max_new=2)
-        await h.assign()
-        reader = asyncio.create_task(h.call("GET", f"sessions/{SESSION_ID}/output", peer=DRAFTER, query="from=0"))
-        status, verdict = await h.propose(greedy(PROMPT, 3)[:2])
-        status, output = await reader
-        assert status == 200 and output["tokens"] == greedy(PROMPT, 2) and output["final"] is True
-        assert output["finish"] == 4 and verdict["action"] == 4
-        status, _problem = await h.propose([1])
-        assert status == 410
-
-    run(scenario())
+@async_test
+async def test_output_long_poll_wakes_on_commit() -> None:
+    h = Harness(output_wait_s=20)
+    await h.open(max_new=2)
+    await h.assign()
+    reader = asyncio.create_task(h.call("GET", f"sessions/{SESSION_ID}/output", peer=DRAFTER, query="from=0"))
+    status, verdict = await h.propose(greedy(PROMPT, 3)[:2])
+    status, output = await reader
+    assert status == 200 and output["tokens"] == greedy(PROMPT, 2) and output["final"] is True
+    assert output["finish"] == 4 and verdict["action"] == 4
+    status, _problem = await h.propose([1])
+    assert status == 410
 
 
 @pytest.mark.parametrize("encoded", ["é" * 22, "AAAAAAAAAAAAAAAAAAAAA\u0660"])
-def test_non_ascii_session_ids_are_bad_messages_not_crashes(encoded: str) -> None:
+@async_test
+async def test_non_ascii_session_ids_are_bad_messages_not_crashes(encoded: str) -> None:
     """P1-MSG-3: any other alphabet is 400 (found by the API fuzzer: it was a 500)."""
-    async def scenario() -> None:
-        h = Harness()
-        status, problem = await h.call("GET", f"sessions/{encoded}/output")
-        assert status == 400 and problem["type"].endswith("sdcp-bad-message")
-
-    run(scenario())
+    h = Harness()
+    status, problem = await h.call("GET", f"sessions/{encoded}/output")
+    assert status == 400 and problem["type"].endswith("sdcp-bad-message")
 
 
-def test_a_prompt_reference_that_is_no_url_is_a_bad_message() -> None:
+@async_test
+async def test_a_prompt_reference_that_is_no_url_is_a_bad_message() -> None:
     """A cache-ref httpx cannot even parse is unreadable, hence 400 (the API fuzzer found a 500)."""
     from sdcp_conformance.cache.append import CacheTransportError
     from sdcp_conformance.cache.clients import HttpxObjectClient
 
-    async def scenario() -> None:
-        async with httpx.AsyncClient() as http:
-            with pytest.raises(CacheTransportError):
-                await HttpxObjectClient(http, timeout=1.0).get("https://127.0.0.1:1/a\x11b")
-
-    run(scenario())
+    async with httpx.AsyncClient() as http:
+        with pytest.raises(CacheTransportError):
+            await HttpxObjectClient(http, timeout=1.0).get("https://127.0.0.1:1/a\x11b")
 
 
 class ThreadConfinedModel(FakeModel):
@@ -389,21 +354,18 @@ class ThreadConfinedModel(FakeModel):
         self.calls.append(("forget", session, self.scoring))
 
 
-def test_a_forget_asked_for_during_a_scoring_pass_runs_after_it() -> None:
+@async_test
+async def test_a_forget_asked_for_during_a_scoring_pass_runs_after_it() -> None:
     """D-VER-10: a session reopened while its item is being scored keeps its cache until the pass ends."""
-
-    async def scenario() -> None:
-        model = ThreadConfinedModel()
-        batcher = ScoreBatcher(model, 8)  # type: ignore[arg-type]
-        scoring = asyncio.create_task(batcher.score(ScoreItem(SESSION, (3, 1, 4), (5,))))
-        assert await asyncio.to_thread(model.entered.wait, 10)
-        batcher.forget(SESSION)
-        assert model.calls == [], "the cache was dropped under the running pass"
-        model.gate.set()
-        await asyncio.wait_for(scoring, 10)
-        assert model.calls == ["score", ("forget", SESSION, False)]
-        batcher.forget(b"idle" * 4)  # no pass running: at once
-        assert model.calls[-1] == ("forget", b"idle" * 4, False)
-
-    asyncio.run(asyncio.wait_for(scenario(), 30))
+    model = ThreadConfinedModel()
+    batcher = ScoreBatcher(model, 8)  # type: ignore[arg-type]
+    scoring = asyncio.create_task(batcher.score(ScoreItem(SESSION, (3, 1, 4), (5,))))
+    assert await asyncio.to_thread(model.entered.wait, 10)
+    batcher.forget(SESSION)
+    assert model.calls == [], "the cache was dropped under the running pass"
+    model.gate.set()
+    await asyncio.wait_for(scoring, 10)
+    assert model.calls == ["score", ("forget", SESSION, False)]
+    batcher.forget(b"idle" * 4)  # no pass running: at once
+    assert model.calls[-1] == ("forget", b"idle" * 4, False)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import socket
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,9 @@ from sdcp_conformance.transport.client import SdcpClient
 from sdcp_conformance.transport.pki import init_pki
 from sdcp_conformance.transport.server import H2Server, ServerConfig
 from sdcp_conformance.transport.types import Request, Response
-from tests.reference.test_verifier_app import PROMPT, SESSION, FakeModel, contract, greedy
+from tests.reference.async_tests import Inbox
+from tests.reference.parties import SESSION, SESSION_ID
+from tests.reference.test_verifier_app import PROMPT, FakeModel, contract, greedy
 
 
 def _free_port() -> int:
@@ -28,14 +29,9 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class StubRouter:
-    def __init__(self) -> None:
-        self.requests: list[Request] = []
-        self.arrived = asyncio.Event()
-
+class StubRouter(Inbox[Request]):
     async def __call__(self, request: Request) -> Response:
-        self.requests.append(request)
-        self.arrived.set()
+        self.put(request)
         return Response(204)
 
 
@@ -70,13 +66,12 @@ def test_verifier_round_over_tls_commits_through_the_mlc_log(tmp_path: Path) -> 
             opened = await as_router.send_message("POST", "sessions", body)
             assert opened.status == 201, opened.body
             d0 = prefix_digest(digest_of(Contract.from_obj(contract())), PROMPT)
-            sid = base64.urlsafe_b64encode(SESSION).rstrip(b"=").decode()
             assignment = {"session": SESSION, "epoch": 1, "contract": contract(), "verifier": uris["verifier"],
                           "drafter": uris["drafter"], "prompt": PROMPT, "round": 0, "committed": 0,
                           "digest": d0, "m_init": 4}
-            assert (await as_router.send_message("PUT", f"sessions/{sid}/drafter", assignment)).status == 200
+            assert (await as_router.send_message("PUT", f"sessions/{SESSION_ID}/drafter", assignment)).status == 200
             # The drafter's own certificate is not the router's: it may not assign.
-            assert (await as_drafter.send_message("PUT", f"sessions/{sid}/drafter", assignment)).status == 403
+            assert (await as_drafter.send_message("PUT", f"sessions/{SESSION_ID}/drafter", assignment)).status == 403
             tokens = greedy(PROMPT, 3)
             proposal = {"session": SESSION, "epoch": 1, "round": 1, "drafter": uris["drafter"], "base": 0,
                         "base_digest": d0, "tokens": tokens[:2],
@@ -92,10 +87,10 @@ def test_verifier_round_over_tls_commits_through_the_mlc_log(tmp_path: Path) -> 
             assert stored is not None
             log = decode_sequence(stored.data)
             assert log == [{"epoch": 1, "round": 1, "emitted": tokens, "committed": 3, "digest": verdict["digest"]}]
-            output = await as_drafter.request("GET", f"sessions/{sid}/output?from=0")
+            output = await as_drafter.request("GET", f"sessions/{SESSION_ID}/output?from=0")
             assert decode(output.body)["tokens"] == tokens
             await asyncio.wait_for(router.arrived.wait(), 10)  # the status report reached the router
-            assert router.requests[0].method == "PUT" and router.requests[0].path.startswith("/router/instances/")
+            assert router.received[0].method == "PUT" and router.received[0].path.startswith("/router/instances/")
         finally:
             await as_router.aclose()
             await as_drafter.aclose()

@@ -27,11 +27,10 @@ from sdcp_conformance.reference.verifier.session import (
     VerifierSession,
     WaitForRound,
 )
+from tests.reference.parties import DA, DB, SESSION
 
 V = 8
-SESSION = bytes(range(16))
-DRAFTER = "https://127.0.0.1:1/drafter-a/"
-OTHER = "https://127.0.0.1:1/drafter-b/"
+DRAFTER, OTHER = DA, DB
 PROMPT = [1, 2, 3]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sdcp_conformance.mutants.registry import find_mutant, killers_path
+from sdcp_conformance.mutants.catalogue import find_mutant, killers_path
 from sdcp_conformance.report.diff import diff_documents
 from tests.report.conftest import MUTANT, Run, cli
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from sdcp_conformance.cli.fuzz import _table, cbor_text
-from sdcp_conformance.fuzz.stateful import FuzzStats
+from sdcp_conformance.fuzz.scaffold import FuzzStats
 from tests.report.conftest import cli
 from tests.report.interrupts import interrupt, start_interruptible
 

@@ -228,7 +228,7 @@ def test_report_diff_refuses_runs_of_different_roles_or_targets_unless_forced(tm
 
 
 def test_an_unknown_mutant_lists_the_mutants_of_the_role_in_question() -> None:
-    from sdcp_conformance.mutants.registry import mutants_for
+    from sdcp_conformance.mutants.catalogue import mutants_for
 
     names = {role: {mutant.name for mutant in mutants_for(role)} for role in ("verifier", "drafter", "router")}
     for words, role in ((["certify"], "verifier"), (["certify", "--role", "router"], "router"),

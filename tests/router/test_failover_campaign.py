@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.fuzz.failover_campaign import (
+from sdcp_conformance.fuzz.rules.failover import (
     FailoverConfig,
     load_failure,
     replay_failover,

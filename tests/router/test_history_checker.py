@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.cache.commit_log import CommitRecord, FenceRecord, encode_record
+from sdcp_conformance.harness.roles.played_cache import PlayedCache
 from sdcp_conformance.harness.roles.router_assignment_checks import check_assignments, check_policies
 from sdcp_conformance.harness.roles.router_checks import check_fences, check_front, check_opens, rows_of
 from sdcp_conformance.harness.roles.router_history import (
@@ -20,7 +20,6 @@ from sdcp_conformance.harness.roles.router_history import (
     PolicySeen,
     PutSeen,
 )
-from sdcp_conformance.harness.roles.router_mlc import ObservedMlc
 from sdcp_conformance.harness.roles.router_truth import Facts, FrontSession, counted
 from sdcp_conformance.protocol.chain import contract_digest
 from sdcp_conformance.protocol.messages import (
@@ -311,8 +310,8 @@ def test_policies_start_after_the_known_round() -> None:
 
 
 def test_played_verifier_appends_fenced_or_not() -> None:
-    app = CacheApp()
-    mlc = ObservedMlc(app, History(), CACHE)
+    mlc = PlayedCache(CACHE)
+    app = mlc.app
     first = record(1, 1, [], [3, 4])
     assert mlc.append(LOG, first).stored
     assert mlc.append(LOG, FenceRecord(2)).stored

@@ -8,13 +8,12 @@ import base64
 import hashlib
 from typing import Any
 
-from sdcp_conformance.cache.app import CacheApp
 from sdcp_conformance.cache.commit_log import FenceRecord
 from sdcp_conformance.harness.iut import Answer
+from sdcp_conformance.harness.roles.played_cache import PlayedCache
+from sdcp_conformance.harness.roles.played_verifier import Fault, PlayedVerifier, RouterLinks
 from sdcp_conformance.harness.roles.router_history import History, OpenSeen, PutSeen
-from sdcp_conformance.harness.roles.router_mlc import ObservedMlc
 from sdcp_conformance.harness.roles.router_status import StatusReporter
-from sdcp_conformance.harness.roles.router_verifiers import Fault, PlayedVerifier
 from sdcp_conformance.protocol.chain import contract_digest
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.transport.types import Request
@@ -42,12 +41,12 @@ async def _never(*_: Any) -> Answer:
     raise AssertionError("no network in this test")
 
 
-def verifier() -> tuple[PlayedVerifier, ObservedMlc, History]:
+def verifier() -> tuple[PlayedVerifier, PlayedCache, History]:
     history = History()
-    mlc = ObservedMlc(CacheApp(), history, CACHE)
+    mlc = PlayedCache(CACHE)
+    mlc.history = history
     status = StatusReporter("verifier-1", URI, 2, history, quiet=_never, recorded=_never)
-    return PlayedVerifier("verifier-1", URI, target=TARGET, mlc=mlc, history=history, status=status,
-                          send_event=_never), mlc, history
+    return PlayedVerifier("verifier-1", URI, links=RouterLinks(TARGET, mlc, history, status, _never)), mlc, history
 
 
 async def call(played: PlayedVerifier, method: str, path: str, body: Any = None) -> tuple[int, Any]:

@@ -17,10 +17,11 @@ from sdcp_conformance import spec
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.router_environment import RouterEnvironment
 from sdcp_conformance.harness.runner import order_cases, run_case
-from sdcp_conformance.mutants.registry import ROLE_MUTANTS, killers_path, mutants_for
-from sdcp_conformance.mutants.router_base import RouterMutant
-from sdcp_conformance.mutants.router_catalogue import ROUTER_MUTANTS, ROUTER_MUTANTS_BY_NAME
-from sdcp_conformance.mutants.selftest import load_killers
+from sdcp_conformance.mutants.base import RouterMutant
+from sdcp_conformance.mutants.catalogue import ROLES as ROLE_MUTANTS
+from sdcp_conformance.mutants.catalogue import killers_path, load_killers, mutants_for
+from sdcp_conformance.mutants.router import CATALOGUE as ROUTER_MUTANTS_BY_NAME
+from sdcp_conformance.mutants.router import MUTANTS as ROUTER_MUTANTS
 from sdcp_conformance.suites.router import CATALOGUE
 
 SEEDS = (1, 2, 3, 4, 5)

@@ -15,7 +15,7 @@ from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.harness.runner import CaseResult
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.judge.requirements.router import ROWS
-from sdcp_conformance.mutants.router_base import UNMUTATED_ROUTER
+from sdcp_conformance.mutants.router import UNMUTATED as UNMUTATED_ROUTER
 from sdcp_conformance.report.coverage import coverage_rows
 from sdcp_conformance.suites.router import CATALOGUE
 from tests.harness.graceful_goaway import goaway_after, goaways

@@ -171,7 +171,7 @@ def _stop(process: subprocess.Popen[str]) -> None:
 
 def plant(name: str, planted: Planted, source: Path, into: Path) -> None:
     shutil.copytree(source, into, symlinks=True)
-    file = into / planted.file
+    file = into / planted.file.removeprefix("../")  # the shared ../node_common/ is installed as node_common/
     text = file.read_text(encoding="utf-8")
     if text.count(planted.line) != 1:
         raise SystemExit(

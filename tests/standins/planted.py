@@ -1,10 +1,11 @@
 """The bugs ``python -m tests.standins.mutants`` plants in the Node.js stand-ins, by role: one edit of one line each.
 
-Each entry names the stand-in's file, a text that must occur in it exactly once (so an edit of the stand-in that
-moves it fails loudly), its replacement, the outcome a certification must reach, and why where the outcome is
-not FAILED. The verifier's bugs were written against ``tests/standins/standin_node/``, the router's and
-the drafter's against ``standin_node_router/`` and ``standin_node_drafter/``, by engineers who had not read the
-reference implementations' mutants.
+Each entry names the stand-in's file (``../node_common/…`` for the modules the three share, which each stand-in's
+installed copy holds as its ``node_common/``: a bug planted there is the one stand-in's), a text that must occur
+in it exactly once (so an edit of the stand-in that moves it fails loudly), its replacement, the outcome a
+certification must reach, and why where the outcome is not FAILED. The verifier's bugs were written against
+``tests/standins/standin_node/``, the router's and the drafter's against ``standin_node_router/`` and
+``standin_node_drafter/``, by engineers who had not read the reference implementations' mutants.
 """
 
 from __future__ import annotations
@@ -23,12 +24,22 @@ class Planted(NamedTuple):
     """Where the status alone would not show the cause: the row the failed cases' findings must be on."""
 
 
+OUTBOUND_TLS12_ONLY = Planted(
+    "../node_common/links.js",
+    "session = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3' });",
+    "session = http2.connect(origin, { ...this.tls, maxVersion: 'TLSv1.2' });",
+    "INCOMPLETE",
+    "the sanity case fails: nothing reaches the harness",
+    "R-5.1-MTLS-CLIENT",
+)
+"""The router's and the drafter's connections (the shared node_common/links.js) offer TLS 1.2 at most."""
+
 VERIFIER: dict[str, Planted] = {
     # transport as a client (§5.1): judged on R-5.1-MTLS-CLIENT, D-JUDGE-REFUSED-CLIENT
     "mlc-without-client-certificate": Planted(
-        "links.js",
-        "session = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3', servername: undefined });",
-        "session = http2.connect(origin, { ca: this.tls.ca, minVersion: 'TLSv1.3', servername: undefined });",
+        "../node_common/links.js",
+        "session = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3' });",
+        "session = http2.connect(origin, { ca: this.tls.ca, minVersion: 'TLSv1.3' });",
         "INCOMPLETE",
         "the sanity case fails: no q_rows GET reaches the harness's MLC",
         "R-5.1-MTLS-CLIENT",
@@ -98,7 +109,7 @@ VERIFIER: dict[str, Planted] = {
         "FAILED",
     ),
     "stale-base-without-state": Planted(
-        "server.js",
+        "../node_common/protocol.js",
         "    members.state = state; // P1-ERR-2",
         "    void state; // the state is built, then forgotten",
         "FAILED",
@@ -186,14 +197,14 @@ VERIFIER: dict[str, Planted] = {
         "FAILED",
     ),
     "top-p-strictly-above": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "if (mass >= topP / 1000) { length = n + 1; break; }",
         "if (mass > topP / 1000) { length = n + 1; break; }",
         "PASSED",
         "differs only when a float sum equals top_p exactly: never seen",
     ),
     "greedy-ties-largest-id": Planted(
-        "protocol.js", "if (row[k] > row[best]) best = k;", "if (row[k] >= row[best]) best = k;", "INCOMPLETE"
+        "../node_common/protocol.js", "if (row[k] > row[best]) best = k;", "if (row[k] >= row[best]) best = k;", "INCOMPLETE"
     ),
     # rule 1, truncation, the digest chain
     "rule1-extra-token": Planted(
@@ -223,7 +234,7 @@ VERIFIER: dict[str, Planted] = {
         "P1-CTL-5 alone says accepted is counted before truncation",
     ),
     "digest-chain-drops-last": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "for (const token of tokens) current = sha256(current, u32(token));",
         "for (const token of tokens.slice(0, Math.max(1, tokens.length - 1))) current = sha256(current, u32(token));",
         "INCOMPLETE",
@@ -237,15 +248,15 @@ VERIFIER: dict[str, Planted] = {
     ),
     # contract (§4.1)
     "m-max-unbounded": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "m_max: [(v, p) => uint(v, p, { le: 64 }), true],",
         "m_max: [(v, p) => uint(v, p), true],",
         "FAILED",
     ),
     "unknown-contract-key": Planted(
-        "protocol.js",
-        "    }, path, true);\n  } catch (error) {\n    if (error instanceof FieldError)",
-        "    }, path, false);\n  } catch (error) {\n    if (error instanceof FieldError)",
+        "../node_common/protocol.js",
+        "    return checked(value, CONTRACT, path, true);",
+        "    return checked(value, CONTRACT, path, false);",
         "FAILED",
     ),
     # proposals: authorization, fencing, stale bases, idempotency (§6.3)
@@ -533,7 +544,7 @@ VERIFIER: dict[str, Planted] = {
     ),
     # encoding and digests (§4.2, P1-MSG-1)
     "contract-keys-lexicographic": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "keys.sort((a, b) => Buffer.byteLength(a) - Buffer.byteLength(b) || Buffer.compare(Buffer.from(a), Buffer.from(b)));",
         "keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));", "INCOMPLETE",
         "d[0] over a contract encoded with lexicographic keys is not the harness's: the sanity case fails",
@@ -553,7 +564,7 @@ VERIFIER: dict[str, Planted] = {
     ),
     # batch of 2026-12-07 (a red team; two passed the harness then: identity-includes-status, policy-sampling-closed)
     "contract-digest-without-sampling": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "return sha256(Buffer.from('SDCP-CONTRACT-1\\0'), encode(contract));",
         "return sha256(Buffer.from('SDCP-CONTRACT-1\\0'), encode({ ...contract, sampling: undefined }));",
         "FAILED",
@@ -611,7 +622,7 @@ VERIFIER: dict[str, Planted] = {
         row="R-6.3-FENCING",
     ),
     "limit-status-400": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "limit: ['sdcp-limit', 422],",
         "limit: ['sdcp-limit', 400],",
         "FAILED",
@@ -771,7 +782,7 @@ VERIFIER: dict[str, Planted] = {
         row="R-6.7-FINAL",
     ),
     "problem-type-bare-suffix": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "const PROBLEM_PREFIX = 'urn:ietf:params:sdcp:problem:';",
         "const PROBLEM_PREFIX = '';",
         "NON-STRICT",
@@ -806,14 +817,7 @@ ROUTER: dict[str, Planted] = {
         "policy of R-6.1-SELECTION (MAY); the profile does not say (listed as a gap)",
     ),
     # transport as a client (§5.1): judged on R-5.1-MTLS-CLIENT, D-JUDGE-REFUSED-CLIENT
-    "outbound-tls12-only": Planted(
-        "links.js",
-        "session = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3' });",
-        "session = http2.connect(origin, { ...this.tls, maxVersion: 'TLSv1.2' });",
-        "INCOMPLETE",
-        "the sanity case fails: nothing reaches the harness",
-        "R-5.1-MTLS-CLIENT",
-    ),
+    "outbound-tls12-only": OUTBOUND_TLS12_ONLY,
     "eligible-grace-2s": Planted(
         "router.js",
         "eligible(instance) { return instance.expiresAt > Date.now(); }",
@@ -1101,8 +1105,8 @@ ROUTER: dict[str, Planted] = {
     ),
     "unknown-keys-rejected": Planted(
         "protocol.js",
-        "    return checked(value, MESSAGES[kind], kind);",
-        "    return checked(value, MESSAGES[kind], kind, kind !== 'state' && kind !== 'output');",
+        "  return parseChecked(bytesOrValue, MESSAGES[kind], kind);",
+        "  return parseChecked(bytesOrValue, MESSAGES[kind], kind, kind !== 'state' && kind !== 'output');",
         "FAILED",
     ),
     "problem-json-as-sdcp-cbor": Planted(
@@ -1112,14 +1116,14 @@ ROUTER: dict[str, Planted] = {
         "FAILED",
     ),
     "problem-prefix-wrong": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "export const PROBLEM_PREFIX = 'urn:ietf:params:sdcp:problem:';",
         "export const PROBLEM_PREFIX = 'urn:ietf:params:sdcp:';",
         "NON-STRICT",
         "P1-ERR-1 alone gives the URN; P1-JUDGE-1 makes its prefix NON-STRICT",
     ),
     "stale-epoch-400": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "staleEpoch: ['sdcp-stale-epoch', 409],",
         "staleEpoch: ['sdcp-stale-epoch', 400],",
         "PASSED",
@@ -1127,20 +1131,20 @@ ROUTER: dict[str, Planted] = {
         "(the reference decides 409 sdcp-stale-epoch, D-RTR-7): no case judges it",
     ),
     "nondeterministic-keys": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "    keys.sort((a, b) => Buffer.byteLength(a) - Buffer.byteLength(b) || Buffer.compare(Buffer.from(a), Buffer.from(b)));\n",
         "",
         "NON-STRICT",
         "P1-MSG-1 alone asks for deterministic encoding",
     ),
     "tls12-allowed": Planted(
-        "server.js",
+        "../node_common/server.js",
         "requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3', allowHTTP1: false,",
         "requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.2', allowHTTP1: false,",
         "FAILED",
     ),
     "client-cert-optional": Planted(
-        "server.js",
+        "../node_common/server.js",
         "requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3', allowHTTP1: false,",
         "requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.3', allowHTTP1: false,",
         "FAILED",
@@ -1209,7 +1213,7 @@ ROUTER: dict[str, Planted] = {
     ),
     # batch of 2026-12-07 (red team)
     "contract-error-bad-message": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "if (error instanceof FieldError) throw new ProtocolError('badContract', error.message);",
         "if (error instanceof FieldError) throw new ProtocolError('badMessage', error.message);",
         "FAILED",
@@ -1241,7 +1245,7 @@ ROUTER: dict[str, Planted] = {
         row="R-6.9-ROUTER-RESUME",
     ),
     "not-assigned-401": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "notAssigned: ['sdcp-not-assigned', 403],",
         "notAssigned: ['sdcp-not-assigned', 401],",
         "NON-STRICT",
@@ -1382,21 +1386,14 @@ DRAFTER: dict[str, Planted] = {
     ),
     # transport as a client (§5.1): judged on R-5.1-MTLS-CLIENT, D-JUDGE-REFUSED-CLIENT
     "no-client-certificate": Planted(
-        "links.js",
-        "s = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3' });",
-        "s = http2.connect(origin, { ca: this.tls.ca, minVersion: 'TLSv1.3' });",
+        "../node_common/links.js",
+        "session = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3' });",
+        "session = http2.connect(origin, { ca: this.tls.ca, minVersion: 'TLSv1.3' });",
         "INCOMPLETE",
         "the sanity case fails: nothing reaches the harness",
         "R-5.1-MTLS-CLIENT",
     ),
-    "tls12-only": Planted(
-        "links.js",
-        "s = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3' });",
-        "s = http2.connect(origin, { ...this.tls, maxVersion: 'TLSv1.2' });",
-        "INCOMPLETE",
-        "the sanity case fails: nothing reaches the harness",
-        "R-5.1-MTLS-CLIENT",
-    ),
+    "tls12-only": OUTBOUND_TLS12_ONLY,
     "router-check-any-peer": Planted(
         "server.js",
         "if (!this.config.routers.includes(peer)) throw",
@@ -1470,7 +1467,7 @@ DRAFTER: dict[str, Planted] = {
         "P1-DRF-6 alone says state 3 stops the drafter",
     ),
     "chain-cbor-keys-lexicographic": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "keys.sort((a, b) => Buffer.byteLength(a) - Buffer.byteLength(b) || Buffer.compare(Buffer.from(a), Buffer.from(b)));",
         "keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));",
         "INCOMPLETE",
@@ -1533,7 +1530,7 @@ DRAFTER: dict[str, Planted] = {
         "FAILED",
     ),
     "argmax-ties-to-larger": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "for (let k = 1; k < row.length; k += 1) if (row[k] > row[best]) best = k;",
         "for (let k = 1; k < row.length; k += 1) if (row[k] >= row[best]) best = k;",
         "NON-STRICT",
@@ -1613,7 +1610,7 @@ DRAFTER: dict[str, Planted] = {
         "INCOMPLETE",
     ),
     "tls12-accepted": Planted(
-        "server.js",
+        "../node_common/server.js",
         "requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3',",
         "requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.2',",
         "FAILED",
@@ -1716,7 +1713,7 @@ DRAFTER: dict[str, Planted] = {
         "FAILED",
     ),
     "chain-uint32-little-endian": Planted(
-        "protocol.js",
+        "../node_common/protocol.js",
         "  out.writeUInt32BE(value);",
         "  out.writeUInt32LE(value);",
         "INCOMPLETE",

@@ -29,15 +29,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from sdcp_conformance.errors import SdcpConformanceError
 from sdcp_conformance.models.bigram import BIGRAM_TARGET, bigram_table
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.transport.pki import load_pki
 from tests.standins.node_packages import (
     StandinUnavailable,
+    become_node,
     cache_root,
+    failing_as,
     install,
+    installed_or_said,
     node_binary,
+    write_once,
 )
 
 SOURCE = Path(__file__).resolve().parent / "standin_node"
@@ -63,14 +66,8 @@ def installed() -> Path:
 
 def logits_file(model_id: str) -> Path:
     """The model's table as V x V little-endian binary64, written once per model digest."""
-    info = mock_model(model_id)
-    path = cache_root() / "standin-node-models" / f"{info.model_sha256.hex()}.f64"
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_bytes(bigram_table(model_id).astype("<f8").tobytes())
-        partial.replace(path)
-    return path
+    path = cache_root() / "standin-node-models" / f"{mock_model(model_id).model_sha256.hex()}.f64"
+    return write_once(path, lambda: bigram_table(model_id).astype("<f8").tobytes())
 
 
 def configuration(pki_dir: Path, party: str, router_uri: str, *, host: str,
@@ -99,22 +96,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--pin-load", type=int, default=None, choices=range(101), metavar="0..100",
                         help="Report this load instead of the measured one.")
     args = parser.parse_args(argv)
-    try:
-        node, folder = node_binary(), installed()
-        if args.install:
-            print(f"installed in {folder}")
+    with failing_as("standin_node"):
+        prepared = installed_or_said(installed, args.install)
+        if prepared is None:
             return
         if args.pki is None or args.router is None:
             parser.error("--pki and --router are required")
         config = configuration(args.pki, args.party, args.router, host=args.host, pinned_load=args.pin_load)
-    except (StandinUnavailable, SdcpConformanceError) as error:
-        sys.exit(f"standin_node: {error}")
     if urlsplit(str(config["base_uri"])).port is None:
         sys.exit("standin_node: the party's base URI names no port")
-    environment = {**os.environ, CONFIG_ENV: json.dumps(config)}
-    sys.stdout.flush()
+    node, folder = prepared
     extra = os.environ.get(NODE_ARGS_ENV, "").split()
-    os.execve(node, [node, *extra, str(folder / "server.js")], environment)
+    become_node(node, [*extra, str(folder / "server.js")], {**os.environ, CONFIG_ENV: json.dumps(config)})
 
 
 __all__ = ["CONFIG_ENV", "NODE_ARGS_ENV", "SOURCE", "SOURCES", "StandinUnavailable", "cache_root", "configuration",

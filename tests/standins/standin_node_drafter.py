@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,11 +24,11 @@ from pathlib import Path
 from sdcp_conformance.errors import SdcpConformanceError
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.transport.pki import load_pki
-from tests.standins.node_packages import StandinUnavailable, cache_root, install, node_binary
+from tests.standins.node_packages import become_node, cache_root, failing_as, install, installed_or_said, write_once
 from tests.standins.standin_node import logits_file
 
 SOURCE = Path(__file__).resolve().parent / "standin_node_drafter"
-SOURCES = ("package.json", "package-lock.json", "server.js", "protocol.js", "links.js")
+SOURCES = ("package.json", "package-lock.json", "server.js", "protocol.js")
 PROPOSAL_TIMEOUT_S = 2.0
 """How long the stand-in waits for a verdict before it resends the proposal (§6.9)."""
 TIMINGS_MS = {
@@ -81,14 +80,9 @@ def served_model(models: Sequence[str]) -> str:
 
 def configuration_file(config: dict[str, object]) -> Path:
     """The configuration written once into the cache, named by its content."""
-    text = json.dumps(config, indent=1, sort_keys=True)
-    path = cache_root() / "standin-node-drafter-configs" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    return path
+    data = json.dumps(config, indent=1, sort_keys=True).encode()
+    path = cache_root() / "standin-node-drafter-configs" / f"{hashlib.sha256(data).hexdigest()[:16]}.json"
+    return write_once(path, lambda: data)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -103,20 +97,16 @@ def main(argv: Sequence[str] | None = None) -> None:
                              "bigram-draft-near) and leaves the others out.")
     parser.add_argument("--host", default=None)
     args = parser.parse_args(argv)
-    try:
-        node, folder = node_binary(), installed()
-        if args.install:
-            print(f"installed in {folder}")
+    with failing_as("standin_node_drafter"):
+        prepared = installed_or_said(installed, args.install)
+        if prepared is None:
             return
         if args.pki is None or not args.router or args.cache is None:
             parser.error("--pki, --router and --cache are required")
         model = served_model(args.model)
-        config = configuration(args.pki, args.party, args.router, args.cache, model, args.host)
-        path = configuration_file(config)
-    except (StandinUnavailable, SdcpConformanceError) as error:
-        sys.exit(f"standin_node_drafter: {error}")
-    sys.stdout.flush()
-    os.execv(node, [node, str(folder / "server.js"), str(path)])
+        path = configuration_file(configuration(args.pki, args.party, args.router, args.cache, model, args.host))
+    node, folder = prepared
+    become_node(node, [str(folder / "server.js"), str(path)])
 
 
 __all__ = ["PROPOSAL_TIMEOUT_S", "SOURCE", "SOURCES", "configuration", "configuration_file", "installed", "main",

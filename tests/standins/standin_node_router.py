@@ -14,15 +14,13 @@ model id, resolved here to the SHA-256 of its weights (P1-HASH-1), or that diges
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from sdcp_conformance.errors import SdcpConformanceError
 from sdcp_conformance.models.registry import mock_model
-from tests.standins.node_packages import StandinUnavailable, install, node_binary
+from tests.standins.node_packages import become_node, failing_as, install, installed_or_said
 
 SOURCE = Path(__file__).resolve().parent / "standin_node_router"
 SOURCES = ("package.json", "package-lock.json", "server.js", "router.js", "protocol.js", "links.js")
@@ -67,16 +65,12 @@ def arguments(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, li
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    try:
+    with failing_as("standin_node_router"):
         args, line = arguments(argv)
-        node, folder = node_binary(), installed()
-    except (StandinUnavailable, SdcpConformanceError) as error:
-        sys.exit(f"standin_node_router: {error}")
-    if args.install:
-        print(f"installed in {folder}")
-        return
-    sys.stdout.flush()
-    os.execv(node, [node, str(folder / "server.js"), *line])
+        prepared = installed_or_said(installed, args.install)
+    if prepared is not None:
+        node, folder = prepared
+        become_node(node, [str(folder / "server.js"), *line])
 
 
 __all__ = ["SOURCE", "SOURCES", "arguments", "drafter_argument", "installed", "main"]

@@ -15,7 +15,8 @@ from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.harness.runner import CaseResult
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.mutants import get_mutant
-from sdcp_conformance.mutants.base import Mutant, MutantSession
+from sdcp_conformance.mutants.base import MutantSession
+from sdcp_conformance.mutants.base import VerifierMutant as Mutant
 from sdcp_conformance.protocol.control import SpeculationControl
 from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Assignment, Proposal, SessionState

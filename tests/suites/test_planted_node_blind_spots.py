@@ -19,10 +19,9 @@ import pytest
 
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.judge import Verdict
-from sdcp_conformance.mutants.base import Mutant, MutantApp, MutantSession
-from sdcp_conformance.mutants.catalogue import MUTANTS as CATALOGUE_MUTANTS
-from sdcp_conformance.mutants.drafter_base import DrafterMutant
-from sdcp_conformance.mutants.router_base import RouterMutant
+from sdcp_conformance.mutants.base import DrafterMutant, MutantApp, MutantSession, RouterMutant
+from sdcp_conformance.mutants.base import VerifierMutant as Mutant
+from sdcp_conformance.mutants.verifier import CATALOGUE as CATALOGUE_MUTANTS
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.contract import Contract
 from sdcp_conformance.protocol.control import Action, SpeculationControl

@@ -23,7 +23,7 @@ import pytest
 from sdcp_conformance.harness.arrivals import wait_until
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.judge import Verdict
-from sdcp_conformance.mutants.base import Mutant
+from sdcp_conformance.mutants.base import VerifierMutant as Mutant
 from sdcp_conformance.protocol.messages import Event
 from sdcp_conformance.reference.verifier.ports import ScoreItem, TargetModel
 from sdcp_conformance.suites.verifier import conversation, escalation
@@ -80,7 +80,7 @@ class _Inbox:
 
 def _conversation() -> tuple[Any, Any, _Inbox, list[dict[str, Any]]]:
     inbox, log = _Inbox(), []
-    ctx = SimpleNamespace(env=SimpleNamespace(inbox=inbox), read_log=lambda session: log)
+    ctx = SimpleNamespace(router=inbox, read_log=lambda session: log)
     return ctx, SimpleNamespace(id=SESSION), inbox, log
 
 

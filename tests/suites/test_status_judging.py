@@ -15,7 +15,7 @@ import pytest
 from sdcp_conformance.harness.case import CaseSkipped, CaseStopped, Catalogue, Level
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.patience import LoopStall
-from sdcp_conformance.harness.roles.played_router import StatusInbox, StatusReport
+from sdcp_conformance.harness.roles.played_router import PlayedRouter, StatusReport
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.messages import Status
@@ -41,7 +41,7 @@ def _report(*, role: int = 2, ttl_ms: int = 60_000, instance: str = URI, path_id
 
 
 async def _judge(*requests: Request) -> JudgedContext:
-    inbox = StatusInbox()
+    inbox = PlayedRouter()
     for request in requests:
         assert (await inbox(request)).status in (204, 400)
     ctx = JudgedContext(CATALOGUE.cases["T-STATUS-1"], 1, "main")
@@ -80,7 +80,7 @@ def test_no_report_at_all_fails_the_interval(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(status_judging, "FIRST_REPORT_S", 0.05)
     ctx = JudgedContext(CATALOGUE.cases["T-STATUS-1"], 1, "main")
     with pytest.raises(CaseStopped):
-        asyncio.run(judge_status_reports(ctx, StatusInbox(), base_uri=URI, role=2,
+        asyncio.run(judge_status_reports(ctx, PlayedRouter(), base_uri=URI, role=2,
                                          message_row="R-5.2-STATUS-REPORT", path_row="P1-RTR-1/VERIFIER"))
     assert [(finding.row, finding.severity) for finding in ctx.findings] == [
         ("R-6.1-STATUS-INTERVAL", Verdict.FAILED)]

@@ -1,401 +1,234 @@
-"""The verifier the harness plays for a drafter under test: ``POST proposals`` and ``GET …/output``.
+"""The verifier the harness plays, for an IUT of any role: one class, its resources by the part it plays.
 
-Every assignment the harness sends names one of its played verifiers (§5.2
-``verifier: tstr``), so the drafter's proposals come here. Each proposal
-becomes an :class:`~.played_session.Arrival`, is checked at once against
-the session's state (:func:`~.proposal_checks.review`), and waits in the
-session's queue until the case answers it — with a verdict the harness
-computed, a refusal, a lost answer (503, 429, a reset stream, a dropped
-connection, or no answer at all) — so holding a verdict back is simply not
-answering yet. A retry of a round already decided gets the stored verdict
-(§6.3 Idempotency), a proposal after the harness told the drafter to stop
-gets the refusal a verifier would send, and a proposal for a session of an
-earlier case gets 410 ``sdcp-session-closed`` so the drafter lets it go.
-``GET sessions/{id}/output?from=n`` serves the session's committed tokens
-(or, in a forged-resync case, what the case put there).
+§5.1 Table 1 lists what a verifier serves. Around a **drafter** under test a
+played verifier serves ``POST proposals`` and the drafter's ``GET …/output``
+through its :class:`~.proposal_board.VerifierBoard` (the ``board`` option):
+each proposal waits there until the case answers it. Around a **router** under
+test it serves ``POST sessions`` (§6.1, and the resume of §6.9), ``PUT
+sessions/{id}/drafter``, ``POST sessions/{id}/policy`` (§6.6) and ``GET
+sessions/{id}/output`` (§6.7) as a correct verifier of the profile would (the
+router options: its MLC, history, status reporter and event sender), and
+records each request in the :class:`~.router_history.History` with what it saw
+then: the commit log when a session-open arrived (was the fence already
+there?), the ``committed_tokens`` object of a resume, its own expiry.
+The verifier commits only when the case or the campaign tells it to
+(:meth:`PlayedVerifier.commit`): it appends a commit record to the session's
+log in the harness's MLC and only then releases the tokens as output (§6.3);
+a fenced append makes it stop serving the session (§6.8), unless it plays a
+zombie — a partitioned verifier that does not read the log back and keeps
+serving its old epoch, which the router's front must discard (§6.9). Every
+way a verifier can fail is a switch: status expiry (:class:`StatusReporter`),
+5xx answers, transport errors.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import dataclasses
-import functools
-from collections.abc import Callable
+import enum
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from sdcp_conformance.cache.commit_log import CommitRecord
 from sdcp_conformance.cache.transcript import render_body
-from sdcp_conformance.harness.patience import upper_decile
-from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
-from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts, review
+from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.harness.iut import Answer
+from sdcp_conformance.harness.roles.played_cache import PlayedCache
+from sdcp_conformance.harness.roles.proposal_board import VerifierBoard
+from sdcp_conformance.harness.roles.router_history import (
+    CommitSeen,
+    EventSent,
+    History,
+    OpenSeen,
+    OutputServed,
+    PolicySeen,
+    PutSeen,
+    deterministic,
+)
+from sdcp_conformance.harness.roles.router_status import StatusReporter
 from sdcp_conformance.harness.transcript import CaseTranscript, Entry, next_sequence
+from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
+from sdcp_conformance.protocol.codec import encode
+from sdcp_conformance.protocol.contract import digest_of
+from sdcp_conformance.protocol.control import Action, Phase
 from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
-from sdcp_conformance.protocol.messages import Output, Proposal
+from sdcp_conformance.protocol.messages import Assignment, Contract, Output, Policy, SessionOpen, SessionState
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE, ProblemType
-from sdcp_conformance.transport.problem import problem_response, status_problem_response
-from sdcp_conformance.transport.types import Request, Response
+from sdcp_conformance.transport.problem import b64url_decode, problem_response, status_problem_response
+from sdcp_conformance.transport.types import Request, Response, TransportFault, media_type
 
-HOLD_LIMIT_S = 60.0
-"""A proposal no case answers is answered 503 after this long (a case that forgot, or died)."""
-LATE_S = 1.0
-"""D-JUDGE-D10: a proposal that follows the replaced assignment exactly and arrives within this long after the
-new one was accepted was on its way before the drafter received it (P1-DRF-7 abandons it "first", but the bytes
-may already be on the wire): it is refused as a verifier would refuse it and not judged."""
+OUTPUT_WAIT_S = 1.0
+"""D-JUDGE-R3: the played verifiers' output long poll waits up to 1 s (P1-OUT-1 leaves the time to the server),
+so a router's front that waits "like the verifier's output" answers a case within about a second."""
 
+ACTIVE, SELF_DECODING, FINISHED, FAILED = Phase.ACTIVE, Phase.SELF_DECODING, Phase.FINISHED, Phase.FAILED
+"""P1-STATE-1: session-state.state."""
 
-def sdcp_response(body: bytes, status: int = 200) -> Response:
-    return Response(status, body, [("content-type", SDCP_MEDIA_TYPE)])
-
-
-def refusal_response(problem: ProblemType, detail: str, state: dict[str, object] | None = None) -> Response:
-    return problem_response(ProtocolError(problem, detail, state=state))
+SendEvent = Callable[[str, dict[str, Any]], Awaitable[Answer]]
+"""``send(identity, event body)``: POST events at the router under test."""
 
 
-QUIET_MIN_S = 0.6
-QUIET_MAX_S = 5.0
-QUIET_DEFAULT_S = 1.5
-
-
-@dataclass
-class Pace:
-    """How fast the drafter proposes after a verdict: sets how long "it stopped proposing" is waited for.
-
-    D-JUDGE-D5: the quiet window is four times the 90th percentile of the verdict-to-next-proposal times seen
-    in this certification (the last 200), within 0.6 s and 5 s (1.5 s before any was seen). A drafter that goes
-    on proposing does so at its usual pace, so it shows up inside the window; a slow one widens the window
-    itself. Times measured while a case slows the drafter down on purpose (``paused``) are not its pace.
-    """
-
-    samples: list[float] = field(default_factory=list)
-    paused: bool = False
-
-    def add(self, seconds: float) -> None:
-        if not self.paused:
-            self.samples = [*self.samples[-199:], seconds]
-
-    def quiet_window(self) -> float:
-        if not self.samples:
-            return QUIET_DEFAULT_S
-        return min(QUIET_MAX_S, max(QUIET_MIN_S, 4 * upper_decile(self.samples)))
+class Fault(enum.Enum):
+    NONE = "none"
+    ERRORS = "errors"
+    """Every request is answered with ``error_status`` (a 5xx by default)."""
+    TRANSPORT = "transport"
+    """No request is answered: the stream is reset."""
+    INTERMITTENT = "intermittent"
+    """Two requests of every three are answered with ``error_status``, the third as usual: never three failures in
+    a row (P1-RTR-5), so the verifier has not failed."""
+    BURST = "burst"
+    """The next :attr:`PlayedVerifier.burst_left` requests are answered with ``error_status`` at once, later ones
+    as usual: failures in a row that span less than P1-RTR-5's 0.5 s when the router asks quickly."""
 
 
 @dataclass
-class VerifierBoard:
-    """The sessions the played verifiers serve, shared by every played verifier URI."""
+class ServedSession:
+    """What a played verifier holds for one session."""
 
-    facts: Callable[[], DrafterFacts]
-    pace: Pace = field(default_factory=Pace)
-    transcript: Callable[[], CaseTranscript | None] = lambda: None
-    sessions: dict[bytes, PlayedSession] = field(default_factory=dict)
-    closed: set[bytes] = field(default_factory=set)
-    strays: list[Arrival] = field(default_factory=list)
-    """Arrivals that name no session of the current case (malformed bodies among them)."""
+    id: bytes
+    epoch: int
+    contract: Contract
+    prompt: tuple[int, ...]
+    commit_log: str
+    tokens: list[int] = field(default_factory=list)
+    round: int = 0
+    drafter: str | None = None
+    state: int = ACTIVE
+    fenced: bool = False
+    last_put: PutSeen | None = None
+    policies: list[Policy] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    polled: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when an output long poll starts waiting for tokens (a case commits once a read is waiting)."""
 
-    def add(self, session: PlayedSession) -> PlayedSession:
-        self.sessions[session.id] = session
-        return session
+    @property
+    def d0(self) -> bytes:
+        return prefix_digest(digest_of(self.contract), self.prompt)
 
-    def close_all(self) -> None:
-        """End of a case: its sessions are closed; whatever still waits is answered 410 (the drafter stops).
+    @property
+    def digest(self) -> bytes:
+        return extend_digest(self.d0, self.tokens)
 
-        D-JUDGE-D13: a proposal for a session of an earlier case gets 410 ``sdcp-session-closed`` (the session is
-        over for the harness), one for a session it never played 403 ``sdcp-not-assigned`` (§6.3 step 1): both are
-        final for the drafter, so no case inherits another's traffic."""
-        for session in self.sessions.values():
-            self.closed.add(session.id)
-            for arrival in session.arrivals:
-                _settle(arrival, refusal_response(ProblemType.SESSION_CLOSED, "the case that played this session "
-                                                  "has ended"), Outcome.FINAL, "410 (case over)")
-        self.sessions.clear()
-        self.strays.clear()
+    @property
+    def ended(self) -> bool:
+        return self.state in (FINISHED, FAILED)
 
-    # ------------------------------------------------------------------ POST proposals
+    def state_message(self) -> SessionState:
+        return SessionState(session=self.id, epoch=self.epoch, round=self.round, committed=len(self.tokens),
+                            digest=self.digest, state=self.state)
 
-    async def receive(self, verifier: str, request: Request, sequence: int | None = None) -> Response:
-        loop = asyncio.get_running_loop()
-        proposal, error = None, ""
-        try:
-            proposal = Proposal.from_cbor(request.body)
-        except (MalformedMessage, ProtocolError) as exc:
-            error = str(exc)
-        arrival = Arrival(sequence or next_sequence(), loop.time(), verifier, request.peer_identity, request.body,
-                          request.header("content-type"), proposal, error)
-        session = self.sessions.get(proposal.session) if proposal is not None else None
-        if session is None or proposal is None:
-            return self._stray(arrival, proposal)
-        retried = self._retry_of_decided(session, arrival) or self._retry_of_undelivered(session, arrival)
-        if retried is not None:
-            return retried
-        # While an assignment is on its way the drafter may refuse it (P1-DRF-7: a lower epoch), so a proposal under
-        # the assignment it holds is not late yet: it waits, and :func:`doubt_resolved` decides once the answer is in.
-        if session.in_doubt is None and _late(session, arrival):
-            session.arrivals.append(arrival)
-            session.queue.put_nowait(arrival)
-            return _refuse_late(session, arrival)
-        arrival.observations = review(session, arrival, self.facts())
-        doubt = session.in_doubt is not None
-        if doubt:  # an assignment is on its way: keep only what is wrong under both the old and the new one
-            old = {observation.row for observation in review(session.before(), arrival, self.facts())}
-            arrival.observations = [observation for observation in arrival.observations if observation.row in old]
-        session.arrivals.append(arrival)
-        if session.answered_at is not None:
-            self.pace.add(arrival.at - session.answered_at)
-            session.answered_at = None
-        early = self._immediate(session, arrival)
-        if early is not None:
-            session.queue.put_nowait(arrival)
-            return early
-        if not doubt:
-            session.open = arrival
-        arrival.future = loop.create_future()
-        session.queue.put_nowait(arrival)
-        try:
-            return await asyncio.wait_for(asyncio.shield(arrival.future), HOLD_LIMIT_S)
-        except TimeoutError:
-            _settle(arrival, status_problem_response(503, "no case answered the proposal"), Outcome.LOST,
-                    "503 (no case answered)")
-            return status_problem_response(503, "no case answered the proposal")
-        except asyncio.CancelledError:
-            if arrival.outcome is Outcome.PENDING:
-                arrival.outcome = Outcome.ABANDONED  # the drafter's request went away (its timeout, a reset)
-                arrival.answer = "abandoned by the drafter"
-            raise
-
-    def _stray(self, arrival: Arrival, proposal: Proposal | None) -> Response:
-        if proposal is None:
-            self.strays.append(arrival)
-            return refusal_response(ProblemType.BAD_MESSAGE, arrival.error)
-        if proposal.session in self.closed:
-            return refusal_response(ProblemType.SESSION_CLOSED, "the session is over")
-        self.strays.append(arrival)
-        return refusal_response(ProblemType.NOT_ASSIGNED, "no such session at this verifier")
-
-    def _retry_of_decided(self, session: PlayedSession, arrival: Arrival) -> Response | None:
-        """§6.9, §6.3 Idempotency: the very proposal a verdict was sent for, sent again, gets that verdict — the
-        drafter did not receive it (its request had timed out, or a new assignment had made it abandon it)."""
-        proposal = arrival.proposal
-        assert proposal is not None
-        round_ = proposal.round
-        if proposal.epoch != session.epoch or session.decided_keys.get(round_) != arrival.key:
-            return None
-        return _answer_retry(session, arrival, session.verdicts[round_], Outcome.VERDICT,
-                             f"the stored verdict of round {round_} (a retry)")
-
-    @staticmethod
-    def _retry_of_undelivered(session: PlayedSession, arrival: Arrival) -> Response | None:
-        """D-JUDGE-D17: the identical retry of a proposal whose final answer reached no one (the drafter had given
-        up on the request) gets that answer, which only now is final; the retry is not judged (it is what P1-DRF-5
-        has a drafter do when no answer came)."""
-        stored = session.undelivered.pop(arrival.key, None)
-        if stored is None:
-            return None
-        response, text = stored
-        session.finals[arrival.key] = text
-        return _answer_retry(session, arrival, response, Outcome.FINAL, f"{text} (the answer that had reached no one)")
-
-    def _immediate(self, session: PlayedSession, arrival: Arrival) -> Response | None:
-        """Answers that need no case: a decided round's stored verdict, the refusal after a stop."""
-        proposal = arrival.proposal
-        assert proposal is not None
-        if proposal.epoch == session.epoch and proposal.round in session.verdicts:
-            stored = session.verdicts[proposal.round]
-            _settle(arrival, stored, Outcome.VERDICT, f"the stored verdict of round {proposal.round}")
-            arrival.twin = True
-            return stored
-        if session.stopped is not None:
-            ended = session.stopped[0] in ("R-6.5.2-STOP-ON-END", "P1-DRF-9", "R-5.2-UNKNOWN-ACTION")
-            problem = ProblemType.SESSION_CLOSED if ended else ProblemType.NOT_ASSIGNED
-            response = refusal_response(problem, f"the drafter was told to stop: {session.stopped[1]}")
-            _settle(arrival, response, Outcome.FINAL, f"{problem.status} {problem.suffix} (after the stop)")
-            return response
-        return None
-
-    # ------------------------------------------------------------------ GET sessions/{id}/output
-
-    def output(self, request: Request) -> Response:
-        parts = request.path.rstrip("/").split("/")
-        try:
-            raw = parts[parts.index("sessions") + 1]
-            session_id = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
-            start = int(parse_qs(request.query).get("from", ["0"])[0])
-        except (ValueError, IndexError, binascii.Error):
-            return refusal_response(ProblemType.BAD_MESSAGE, "bad output request")
-        session = self.sessions.get(session_id)
-        if session is None or start < 0:
-            return status_problem_response(404, "no such session")
-        session.output_reads.append((start, request.peer_identity))
-        session.output_paths.append(raw)
-        session.read.set()
-        tokens = session.served_output()[start:]
-        body = Output(session=session.id, epoch=session.epoch, tokens=tuple(tokens), final=False, from_=start)
-        return sdcp_response(body.to_cbor())
+    def notify(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
 
 
-def doubt_resolved(session: PlayedSession, during: list[Arrival]) -> None:
-    """The answer to an assignment in doubt is in (the session holds what it says); ``during``: the proposals that
-    arrived meanwhile. If the assignment was taken, one that follows the replaced assignment was on its way before
-    the drafter received it (D-JUDGE-D10) and is refused as late; what is still pending is the open proposal."""
-    unanswered = (Outcome.PENDING, Outcome.ABANDONED)
-    pending = [arrival for arrival in during if arrival.outcome in unanswered and not arrival.late]
-    for arrival in pending:
-        # One the drafter has already dropped counts too: the new assignment is why (P1-DRF-7), and a case that took
-        # it for the drafter's next proposal would stop the session on it, then judge the proposal that replaced it.
-        if _follows_replaced(session, arrival):
-            _refuse_late(session, arrival)
-    still = [arrival for arrival in pending if not arrival.late and arrival.outcome is Outcome.PENDING]
-    if still:
-        session.open = still[-1]
+@dataclass(frozen=True)
+class RouterLinks:
+    """What a played verifier needs to serve a router under test: the target model it serves, the played MLC its
+    commit logs live in, the history it records into, its status reporter and how it sends events."""
+
+    target: bytes
+    mlc: PlayedCache
+    history: History
+    status: StatusReporter
+    send_event: SendEvent
 
 
-def supersede(before: list[Arrival]) -> None:
-    """A new assignment was taken: the proposals that arrived before it and have no answer were abandoned by the
-    drafter (P1-DRF-7), and no answer reaches it any more. One it has already dropped (it reset the request on taking
-    the assignment, and the reset came before the assignment's answer) is superseded too: no case may take it for
-    the next proposal, answer it (no one listens) and then judge the proposal that replaced it (under load a fuzz
-    step stopped the session so, and found the reference NON-STRICT at P1-DRF-6/STOP)."""
-    for arrival in before:
-        if arrival.outcome in (Outcome.PENDING, Outcome.ABANDONED):
-            arrival.outcome, arrival.answer, arrival.superseded = Outcome.ABANDONED, "abandoned", True
-
-
-def _refuse_late(session: PlayedSession, arrival: Arrival) -> Response:
-    """Refuse a late proposal as a verifier would (its epoch or base is stale), without judging it."""
-    proposal = arrival.proposal
-    assert proposal is not None
-    arrival.late, arrival.judged = True, True
-    problem = ProblemType.STALE_EPOCH if proposal.epoch != session.epoch else ProblemType.STALE_BASE
-    state = {"session": session.id, "epoch": session.epoch, "round": session.round,
-             "committed": len(session.output), "digest": session.digest}
-    response = refusal_response(problem, "the assignment this proposal follows has been replaced", state)
-    _settle(arrival, response, Outcome.FINAL, f"{problem.status} {problem.suffix} (late)")
-    session.may_not_have_learned_the_last_verdict()
-    return response
-
-
-def _late(session: PlayedSession, arrival: Arrival) -> bool:
-    """D-JUDGE-D10: within :data:`LATE_S` of the new assignment's answer, a proposal that follows the replaced one."""
-    if session.superseded is None or arrival.at - session.superseded_at > LATE_S:
-        return False
-    return _follows_replaced(session, arrival)
-
-
-def _follows_replaced(session: PlayedSession, arrival: Arrival) -> bool:
-    proposal = arrival.proposal
-    if session.superseded is None or proposal is None:
-        return False
-    now = session.learned
-    fits = now is not None and len(proposal.tokens) <= session.limit and (
-        proposal.epoch, proposal.round, proposal.base, proposal.base_digest) == (
-        session.epoch, now.round + 1, now.committed, now.digest)
-    if fits:
-        return False  # whatever it was sent under, it is a valid proposal under the new assignment
-    if arrival.key in session.abandoned:
-        return True  # a retry of a proposal the new assignment abandoned, sent before the drafter received it
-    epoch, learned, limit = session.superseded
-    old = (epoch, learned.round + 1, learned.committed, learned.digest)
-    if (proposal.epoch, proposal.round, proposal.base, proposal.base_digest) != old:
-        return False
-    now = session.learned
-    if now is None or old != (session.epoch, now.round + 1, now.committed, now.digest):
-        return True  # it follows the replaced assignment, not the new one
-    # The new assignment implies the same position; only its limit may differ (m_init).
-    return session.limit < len(proposal.tokens) <= limit
-
-
-def _answer_retry(session: PlayedSession, arrival: Arrival, response: Response, outcome: Outcome,
-                  answer: str) -> Response:
-    """A retry answered as its original was, not judged (the case sees it as a twin)."""
-    arrival.twin, arrival.judged = True, True
-    session.arrivals.append(arrival)
-    session.queue.put_nowait(arrival)
-    _settle(arrival, response, outcome, answer)
-    return response
-
-
-def _settle(arrival: Arrival, response: Response, outcome: Outcome, answer: str) -> None:
-    if arrival.future is not None and not arrival.future.done():
-        arrival.future.set_result(response)
-    if arrival.outcome is Outcome.PENDING:
-        arrival.outcome, arrival.answer = outcome, answer
-
-
-def settle(arrival: Arrival, response: Response, outcome: Outcome, answer: str) -> None:
-    """Answer a held proposal (the case's side of the board)."""
-    _settle(arrival, response, outcome, answer)
-
-
-def _waiting_twins(session: PlayedSession, arrival: Arrival) -> list[Arrival]:
-    """Copies of ``arrival`` still waiting: retries sent after the drafter's own timeout, before it was answered."""
-    return [other for other in session.arrivals
-            if other is not arrival and other.key == arrival.key and other.outcome is Outcome.PENDING]
-
-
-def answer_twins(session: PlayedSession, arrival: Arrival, response: Response, outcome: Outcome) -> int:
-    """The waiting copies of ``arrival`` get the same answer: the drafter may be listening on any of them.
-    Returns how many there were."""
-    twins = _waiting_twins(session, arrival)
-    for other in twins:
-        _settle(other, response, outcome, f"the answer of its twin #{arrival.sequence}")
-        other.twin = True
-    return len(twins)
-
-
-def answer_final(session: PlayedSession, arrival: Arrival, response: Response, text: str) -> bool:
-    """A final answer (a 4xx, P1-DRF-5) to ``arrival`` and its waiting twins; False when it reached no one.
-
-    D-JUDGE-D17: an answer the drafter never received is not final: it had given up on the request (its own
-    timeout, a reset stream) before the answer was given, with no retry of it waiting, or the server reports the
-    answer lost on every request it went to (``Response.undelivered``: the drafter's reset crossed it). The identical
-    retry gets it (:meth:`VerifierBoard.receive`), and that retry is not judged as a resend after a 4xx (P1-DRF-5) or
-    as a proposal after a stop: it is what P1-DRF-5 has a drafter do when no answer came."""
-    key = arrival.key
-    reached: set[int] = set()
-    """The requests the answer went to whose drafter may still be listening."""
-
-    def lost(sequence: int) -> None:
-        reached.discard(sequence)
-        if not reached and session.finals.get(key) == text:  # not if a new assignment cleared the finals since
-            del session.finals[key]
-            session.undelivered[key] = (response, text)
-
-    def sent_to(target: Arrival) -> Response:
-        reached.add(target.sequence)
-        return dataclasses.replace(response, undelivered=functools.partial(lost, target.sequence))
-
-    listening = arrival.outcome is not Outcome.ABANDONED and arrival.future is not None and not arrival.future.done()
-    _settle(arrival, sent_to(arrival) if listening else response, Outcome.FINAL, text)
-    for other in _waiting_twins(session, arrival):
-        _settle(other, sent_to(other), Outcome.FINAL, f"the answer of its twin #{arrival.sequence}")
-        other.twin = True
-    session.open = None
-    if not reached:
-        session.undelivered[key] = (response, text)
-        return False
-    session.finals[key] = text
-    return True
-
-
-@dataclass
 class PlayedVerifier:
-    """The handler of one played verifier base URI."""
+    """One verifier the harness plays: an SDCP handler plus the actions a case takes through it.
 
-    base_uri: str
-    board: VerifierBoard
+    ``board``: it serves a drafter under test (proposals and their output). ``links``: it serves a router under
+    test. A resource of a part it does not play is 404, as on a server that has no such resource."""
+
+    target: bytes
+    mlc: PlayedCache
+    history: History
+    status: StatusReporter
+
+    def __init__(self, name: str, uri: str, *, board: VerifierBoard | None = None,
+                 links: RouterLinks | None = None) -> None:
+        self.name = name
+        self.uri = uri
+        self.board = board
+        self.links = links
+        if links is not None:  # what serving a router uses (a played verifier of a drafter suite has none)
+            self.target, self.mlc, self.history, self.status = links.target, links.mlc, links.history, links.status
+        self._base = urlsplit(uri).path.rstrip("/")
+        self.sessions: dict[bytes, ServedSession] = {}
+        self.fault = Fault.NONE
+        self.intermittent_count = 0
+        """Requests met while :attr:`Fault.INTERMITTENT` (every third is served)."""
+        self.error_status = 503
+        self.zombie = False
+        self.serves_target = True
+        """False: it refuses every session-open as a verifier of another model would (422 sdcp-bad-contract)."""
+        self.success_status: dict[str, int] = {}
+        """Override the 2xx a resource answers with (``open``, ``put``, ``policy``, ``output``): P1-MSG-4."""
+        self.extra_members: dict[str, Any] = {}
+        """Unknown members added to every session-state it answers (§5.2: they MUST be ignored)."""
+        self.output_wait_s = OUTPUT_WAIT_S
+        """How long its output long poll waits for tokens (a case may keep a read in flight longer, as P1-OUT-1's
+        30 s allow)."""
+        self.burst_left = 0
+        """Requests still to fail under :attr:`Fault.BURST`."""
+        self.error_delay_s = 0.0
+        """How long a faulted output read takes to be answered with ``error_status``: slow failures, so that two
+        failures in a row span more than P1-RTR-5's 0.5 s at any pace of retries."""
+
+    def reset(self) -> None:
+        self.fault, self.error_status, self.zombie = Fault.NONE, 503, False
+        self.serves_target = True
+        self.intermittent_count = self.burst_left = 0
+        self.error_delay_s = 0.0
+        self.output_wait_s = OUTPUT_WAIT_S
+        self.success_status.clear()
+        self.extra_members.clear()
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def _router_links(self) -> RouterLinks:
+        if self.links is None:
+            raise InvalidArgument(f"harness error: the played verifier {self.name} serves no router (no links)")
+        return self.links
+
+    # ------------------------------------------------------------------ HTTP
 
     async def __call__(self, request: Request) -> Response:
+        if self.board is not None:
+            return await self._drafters_call(self.board, request)
+        parts = request.path[len(self._base):].strip("/").split("/") if request.path.startswith(self._base) else []
+        if self.links is None:
+            parts = []
+        try:
+            if request.method == "POST" and parts == ["sessions"]:
+                return self._open(request)
+            if len(parts) == 3 and parts[0] == "sessions":
+                session = _path_session(parts[1])
+                if request.method == "PUT" and parts[2] == "drafter":
+                    return self._put_drafter(request, session)
+                if request.method == "POST" and parts[2] == "policy":
+                    return self._policy(request, session)
+                if request.method == "GET" and parts[2] == "output":
+                    return await self._output(request, session)
+        except ProtocolError as error:
+            return problem_response(error)
+        return status_problem_response(404, f"no verifier resource at {request.method} {request.path}")
+
+    async def _drafters_call(self, board: VerifierBoard, request: Request) -> Response:
+        """A drafter under test's request: its proposals wait on the board for the case (§6.2, §6.3)."""
         # The exchange is recorded in the transcript of the case during which it arrived, at the sequence
         # number of its arrival: a held proposal may be answered (or abandoned) much later.
-        transcript, sequence = self.board.transcript(), next_sequence()
-        base = urlsplit(self.base_uri).path.rstrip("/")
+        transcript, sequence = board.transcript(), next_sequence()
         path = request.path.rstrip("/")
         response: Response | None = None
         try:
-            if request.method == "POST" and path == f"{base}/proposals":
-                response = await self.board.receive(self.base_uri, request, sequence)
-            elif request.method == "GET" and path.startswith(f"{base}/sessions/") and path.endswith("/output"):
-                response = self.board.output(request)
+            if request.method == "POST" and path == f"{self._base}/proposals":
+                response = await board.receive(self.uri, request, sequence)
+            elif request.method == "GET" and path.startswith(f"{self._base}/sessions/") and path.endswith("/output"):
+                response = board.output(request)
             else:
                 response = status_problem_response(404, f"the played verifier serves no {request.method} "
                                                    f"{request.path}")
@@ -403,6 +236,260 @@ class PlayedVerifier:
         finally:
             if transcript is not None:
                 _record(transcript, sequence, request, response)
+
+    def _faulted(self) -> Response | None:
+        if self.fault is Fault.INTERMITTENT:
+            self.intermittent_count += 1
+            if self.intermittent_count % 3 == 0:
+                return None
+        if self.fault is Fault.BURST:
+            if self.burst_left <= 0:
+                return None
+            self.burst_left -= 1
+            return status_problem_response(self.error_status, f"{self.name} fails as the case asked")
+        if self.fault in (Fault.ERRORS, Fault.INTERMITTENT):
+            return status_problem_response(self.error_status, f"{self.name} fails as the case asked")
+        if self.fault is Fault.TRANSPORT:
+            return Response(503, fault=TransportFault.RESET_STREAM)
+        return None
+
+    def _ok(self, resource: str, default: int, body: dict[str, Any]) -> Response:
+        return Response(self.success_status.get(resource, default), encode(body),
+                        [("content-type", SDCP_MEDIA_TYPE)])
+
+    def _state_body(self, served: ServedSession) -> dict[str, Any]:
+        return served.state_message().to_obj() | self.extra_members
+
+    def _open(self, request: Request) -> Response:
+        opening: SessionOpen | None = None
+        try:
+            opening = SessionOpen.from_cbor(request.body)
+            response = self._faulted() or self._opened(opening)
+        except ProtocolError as error:
+            response = problem_response(error)
+        log = self.mlc.log(opening.commit_log) if opening is not None else ()
+        resume = opening.resume if opening is not None else None
+        tokens = self.mlc.tokens(resume.committed_tokens) if resume is not None else None
+        self.history.add(OpenSeen(
+            at=self.now(), verifier=self.name, peer=request.peer_identity, media_type=_media(request),
+            opening=opening, status=response.status, log=log, tokens_object=tokens,
+            expired_for=self.status.expired_for(self.now()), deterministic=deterministic(request.body)))
+        return response
+
+    def _opened(self, opening: SessionOpen) -> Response:
+        if opening.contract.target != self.target or not self.serves_target:
+            raise ProtocolError(ProblemType.BAD_CONTRACT, "this verifier does not serve the contract's target")
+        prompt = self.mlc.tokens(opening.prompt) if isinstance(opening.prompt, str) else tuple(opening.prompt)
+        if not prompt:
+            raise MalformedMessage("the prompt is empty or its object is not a token list (P1-SES-1)")
+        if self.mlc.path_of(opening.commit_log) is None:
+            raise MalformedMessage("the commit_log is not an object of this verifier's MLC (P1-MLC-1)")
+        known = self.sessions.get(opening.session)
+        if known is not None and known.epoch == opening.epoch:
+            if digest_of(known.contract) != digest_of(opening.contract):
+                raise ProtocolError(ProblemType.BAD_CONTRACT, "another contract for an open session (P1-MSG-5)")
+            return self._ok("open", 200, self._state_body(known))
+        if known is not None and opening.epoch < known.epoch:
+            raise ProtocolError(ProblemType.STALE_EPOCH, f"the session is at epoch {known.epoch}")
+        if opening.resume is None and opening.epoch != 1:
+            raise ProtocolError(ProblemType.STALE_EPOCH, "a higher epoch without resume (P1-SES-1)")
+        served = ServedSession(opening.session, opening.epoch, opening.contract, prompt, opening.commit_log)
+        resume = opening.resume
+        if resume is not None:
+            tokens = self.mlc.tokens(resume.committed_tokens)
+            if (tokens is None or len(tokens) != resume.committed
+                    or extend_digest(served.d0, tokens) != resume.digest):
+                # D-VER-3's answer: the verifier cannot resume from an inconsistent prefix.
+                raise MalformedMessage("resume does not match its committed_tokens object over d[0]")
+            served.tokens, served.round = list(tokens), resume.round
+        if known is not None:
+            known.notify()
+        self.sessions[opening.session] = served
+        return self._ok("open", 201, self._state_body(served))
+
+    def _put_drafter(self, request: Request, session: bytes) -> Response:
+        assignment: Assignment | None = None
+        served = self.sessions.get(session)
+        try:
+            assignment = Assignment.from_cbor(request.body)
+        except MalformedMessage as error:
+            response = problem_response(error)
+        else:
+            try:
+                response = self._faulted() or self._assigned(served, assignment)
+            except ProtocolError as error:
+                response = problem_response(error)
+        tokens = None
+        if assignment is not None and assignment.committed_tokens is not None:
+            tokens = self.mlc.tokens(assignment.committed_tokens)
+        state = served.state_message() if served is not None and 200 <= response.status < 300 else None
+        seen = PutSeen(at=self.now(), verifier=self.name, peer=request.peer_identity, media_type=_media(request),
+                       assignment=assignment, path_session=session, status=response.status, state=state,
+                       tokens_object=tokens, deterministic=deterministic(request.body))
+        self.history.add(seen)
+        if served is not None and state is not None:
+            served.last_put = seen
+        return response
+
+    def _assigned(self, served: ServedSession | None, assignment: Assignment) -> Response:
+        if served is None or served.id != assignment.session:
+            return status_problem_response(404, "no such session at this verifier")
+        _serving(served)
+        if assignment.epoch != served.epoch:
+            raise ProtocolError(ProblemType.STALE_EPOCH, f"the session is at epoch {served.epoch}")
+        if served.ended:
+            raise ProtocolError(ProblemType.SESSION_CLOSED, "the session has ended (P1-CTL-3)")
+        if assignment.m_init < 1:
+            raise MalformedMessage("m_init 0 (P1-DRF-2)")
+        served.drafter = assignment.drafter
+        served.state = ACTIVE  # D-VER-6: an assignment ends a self-decoding period
+        return self._ok("put", 200, self._state_body(served))
+
+    def _policy(self, request: Request, session: bytes) -> Response:
+        policy: Policy | None = None
+        served = self.sessions.get(session)
+        round_then = served.round if served is not None else None
+        try:
+            policy = Policy.from_cbor(request.body)
+            response = self._faulted() or self._apply_policy(served, policy)
+        except ProtocolError as error:
+            response = problem_response(error)
+        state = served.state_message() if served is not None and 200 <= response.status < 300 else None
+        self.history.add(PolicySeen(at=self.now(), verifier=self.name, peer=request.peer_identity, policy=policy,
+                                    round_then=round_then, status=response.status, state=state,
+                                    deterministic=deterministic(request.body)))
+        return response
+
+    def _apply_policy(self, served: ServedSession | None, policy: Policy) -> Response:
+        if served is None or served.id != policy.session:
+            return status_problem_response(404, "no such session at this verifier")
+        _serving(served)
+        if served.ended:
+            raise ProtocolError(ProblemType.SESSION_CLOSED, "the session has ended (P1-CTL-3)")
+        if policy.from_round <= served.round:  # P1-POL-1
+            raise ProtocolError(ProblemType.STALE_BASE, f"from_round {policy.from_round} is not after round "
+                                f"{served.round}", state=served.state_message().to_obj())
+        served.policies.append(policy)
+        return self._ok("policy", 200, self._state_body(served))
+
+    async def _output(self, request: Request, session: bytes) -> Response:
+        start_values = parse_qs(request.query).get("from", ["0"])
+        if not start_values[0].isdigit():
+            raise MalformedMessage("from is not an output index")
+        start = int(start_values[0])
+        faulted = self._faulted()
+        served = self.sessions.get(session)
+        output = None
+        if faulted is not None:
+            if self.error_delay_s > 0 and faulted.fault is None:
+                await asyncio.sleep(self.error_delay_s)  # a slow failure (the case's pace, not a synchronisation)
+            response = faulted
+        elif served is None:
+            response = status_problem_response(404, "no such session at this verifier")
+        elif served.fenced:
+            response = problem_response(ProtocolError(ProblemType.STALE_EPOCH, "fenced: no longer serving"))
+        else:
+            output = await self._wait_output(served, start)
+            response = self._ok("output", 200, output.to_obj())
+        self.history.add(OutputServed(at=self.now(), verifier=self.name, peer=request.peer_identity,
+                                      path_session=session, start=start, output=output, status=response.status))
+        return response
+
+    async def _wait_output(self, served: ServedSession, start: int) -> Output:
+        """P1-OUT-1: tokens from ``start`` on, waiting up to :attr:`output_wait_s` for some."""
+        deadline = self.now() + self.output_wait_s
+        while len(served.tokens) <= start and not served.ended and self.sessions.get(served.id) is served:
+            remaining = deadline - self.now()
+            if remaining <= 0:
+                break
+            served.polled.set()
+            try:
+                await asyncio.wait_for(served.changed.wait(), remaining)
+            except TimeoutError:
+                break
+        final = served.ended
+        return Output(session=served.id, epoch=served.epoch, tokens=tuple(served.tokens[start:]), final=final,
+                      from_=start, finish=Action(served.state) if final else None)
+
+    # ------------------------------------------------------------------ what a case makes it do
+
+    def serving(self, session: bytes) -> ServedSession | None:
+        return self.sessions.get(session)
+
+    def latest_put(self, session: bytes) -> PutSeen | None:
+        served = self.sessions.get(session)
+        return served.last_put if served is not None else None
+
+    def commit(self, session: bytes, tokens: Sequence[int]) -> CommitSeen:
+        """One round: append its commit record, and only then release the tokens (§6.3 Commit)."""
+        served = self.sessions[session]
+        emitted = tuple(tokens)
+        record = CommitRecord(served.epoch, served.round + 1, emitted, len(served.tokens) + len(emitted),
+                              extend_digest(served.digest, emitted))
+        released = False
+        appended = False
+        if not served.fenced and not served.ended:
+            outcome = self.mlc.append(served.commit_log, record, read_back=not self.zombie)
+            appended = outcome.stored
+            released = outcome.stored and not outcome.fenced
+            if released:
+                served.tokens.extend(emitted)
+                served.round += 1
+                served.notify()
+            else:
+                served.fenced = True  # §6.8: "stop serving the session"
+                served.notify()
+        seen = CommitSeen(at=self.now(), verifier=self.name, session_id=session, record=record, appended=appended,
+                          released=released)
+        self.history.add(seen)
+        return seen
+
+    def end(self, session: bytes, state: int) -> None:
+        """The session finishes (4) or fails (5) here; its output becomes final."""
+        served = self.sessions[session]
+        served.state = state
+        served.drafter = None
+        served.notify()
+
+    def set_state(self, session: bytes, state: int) -> None:
+        served = self.sessions[session]
+        served.state = state
+        if state == SELF_DECODING:
+            served.drafter = None
+        served.notify()
+
+    def event_body(self, session: bytes, kind: int, **changes: Any) -> dict[str, Any]:
+        served = self.sessions[session]
+        body: dict[str, Any] = {"session": session, "epoch": served.epoch, "kind": kind,
+                                "committed": len(served.tokens), "digest": served.digest}
+        body.update(changes)
+        return body
+
+    async def send_event(self, session: bytes, kind: int, *, identity: str | None = None,
+                         **changes: Any) -> Answer:
+        """POST events at the router, as this verifier (or as ``identity``)."""
+        body = self.event_body(session, kind, **changes)
+        who = identity or self.name
+        answer = await self._router_links().send_event(who, body)
+        self.history.add(EventSent(at=self.now(), sender=who, session_id=session, kind=kind,
+                                   epoch=int(body["epoch"]), status=answer.status))
+        return answer
+
+
+def _serving(served: ServedSession) -> None:
+    if served.fenced:  # D-VER-7: a fenced session is no longer served
+        raise ProtocolError(ProblemType.STALE_EPOCH, "fenced: no longer serving the session")
+
+
+def _path_session(encoded: str) -> bytes:
+    session = b64url_decode(encoded)
+    if len(session) != 16:
+        raise MalformedMessage("the path {id} is not a 16-octet session id (P1-MSG-3)")
+    return session
+
+
+def _media(request: Request) -> str:
+    return media_type(request.header("content-type"))
 
 
 def _record(transcript: CaseTranscript, sequence: int, request: Request, response: Response | None) -> None:
@@ -418,5 +505,5 @@ def _record(transcript: CaseTranscript, sequence: int, request: Request, respons
                          render_body(body, content_type), note))
 
 
-__all__ = ["HOLD_LIMIT_S", "LATE_S", "Pace", "PlayedVerifier", "VerifierBoard", "answer_final", "answer_twins",
-           "doubt_resolved", "refusal_response", "sdcp_response", "settle", "supersede"]
+__all__ = ["ACTIVE", "FAILED", "FINISHED", "OUTPUT_WAIT_S", "SELF_DECODING", "Fault", "PlayedVerifier",
+           "RouterLinks", "ServedSession"]

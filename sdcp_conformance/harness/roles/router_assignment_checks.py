@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sdcp_conformance.cache.commit_log import LogRecord
-from sdcp_conformance.harness.roles.router_checks import CBOR, Violation, short
+from sdcp_conformance.harness.roles.router_checks import CBOR, Violation, encoding_violations, short
 from sdcp_conformance.harness.roles.router_history import AssignSeen, History, OpenSeen, PolicySeen, PutSeen
 from sdcp_conformance.harness.roles.router_truth import Facts, FrontSession, counted
 from sdcp_conformance.protocol.contract import digest_of
@@ -73,12 +73,7 @@ def check_assignments(history: History, facts: Facts, front: FrontSession,
         if assignment is None:
             continue
         where = f"the assignment at {seen.drafter} (epoch {assignment.epoch})"
-        if seen.media_type != CBOR:
-            found.append(Violation("R-5.1-MEDIA-TYPE", f"{where} is labelled {seen.media_type!r}", CBOR,
-                                   seen.media_type, seen.seq))
-        if not seen.deterministic:
-            found.append(Violation("P1-MSG-1/DETERMINISTIC", f"{where} is not in core deterministic encoding",
-                                   "RFC 8949 §4.2.1", "another encoding", seen.seq))
+        found += encoding_violations(where, seen.media_type, seen.deterministic, seen.seq)
         found += _common(assignment, facts, front, seen.tokens_object, truth, where, seen.seq)
         if assignment.committed > 0 and assignment.committed_tokens is None:
             # P1-RTR-3: only the assignment the drafter gets must carry them; PUT …/drafter "may omit" them.

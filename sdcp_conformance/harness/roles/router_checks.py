@@ -53,6 +53,18 @@ def uses_epoch(seen: OpenSeen) -> bool:
     return seen.accepted
 
 
+def encoding_violations(where: str, media_type: str, deterministic: bool, seq: int) -> list[Violation]:
+    """A message the router sent is labelled ``application/sdcp+cbor`` (§5.1) and in core deterministic encoding
+    (P1-MSG-1)."""
+    found = []
+    if media_type != CBOR:
+        found.append(Violation("R-5.1-MEDIA-TYPE", f"{where} is labelled {media_type!r}", CBOR, media_type, seq))
+    if not deterministic:
+        found.append(Violation("P1-MSG-1/DETERMINISTIC", f"{where} is not in core deterministic encoding",
+                               "RFC 8949 §4.2.1", "another encoding", seq))
+    return found
+
+
 def check_opens(history: History, facts: Facts, front: FrontSession) -> list[Violation]:
     found: list[Violation] = []
     opens = [seen for seen in history.of(OpenSeen, front.id) if seen.opening is not None]
@@ -63,12 +75,7 @@ def check_opens(history: History, facts: Facts, front: FrontSession) -> list[Vio
         opening = seen.opening
         assert opening is not None
         where = f"the session-open at {seen.verifier} (epoch {opening.epoch})"
-        if seen.media_type != CBOR:
-            found.append(Violation("R-5.1-MEDIA-TYPE", f"{where} is labelled {seen.media_type!r}", CBOR,
-                                   seen.media_type, seen.seq))
-        if not seen.deterministic:
-            found.append(Violation("P1-MSG-1/DETERMINISTIC", f"{where} is not in core deterministic encoding",
-                                   "RFC 8949 §4.2.1", "another encoding", seen.seq))
+        found += encoding_violations(where, seen.media_type, seen.deterministic, seen.seq)
         if digest_of(opening.contract) != front.digest:
             found.append(Violation("R-4.1-CONTRACT-UNCHANGED", f"{where} carries another contract than the front's "
                                    "(digest for digest)", short(front.digest), short(digest_of(opening.contract)),
@@ -245,5 +252,5 @@ def rows_of(violations: Iterable[Violation]) -> set[str]:
     return {violation.row for violation in violations}
 
 
-__all__ = ["CBOR", "Violation", "check_fences", "check_front", "check_opens", "check_session", "rows_of", "short",
-           "uses_epoch"]
+__all__ = ["CBOR", "Violation", "check_fences", "check_front", "check_opens", "check_session", "encoding_violations",
+           "rows_of", "short", "uses_epoch"]

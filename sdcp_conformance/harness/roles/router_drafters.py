@@ -18,8 +18,8 @@ import asyncio
 import enum
 from collections.abc import Callable
 
+from sdcp_conformance.harness.roles.played_cache import PlayedCache
 from sdcp_conformance.harness.roles.router_history import AssignSeen, History, PutSeen, deterministic
-from sdcp_conformance.harness.roles.router_mlc import ObservedMlc
 from sdcp_conformance.harness.roles.router_status import StatusReporter
 from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Assignment
@@ -41,7 +41,7 @@ class DrafterMode(enum.Enum):
 class PlayedDrafter:
     """One drafter the harness plays."""
 
-    def __init__(self, name: str, uri: str, model: str, digest: bytes, *, mlc: ObservedMlc, history: History,
+    def __init__(self, name: str, uri: str, model: str, digest: bytes, *, mlc: PlayedCache, history: History,
                  status: StatusReporter, put_lookup: PutLookup) -> None:
         self.name = name
         self.uri = uri

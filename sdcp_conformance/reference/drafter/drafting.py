@@ -40,31 +40,12 @@ class LogitsDraftModel:
 
     def __init__(self, logits: LogitsFn, *, vocab_size: int, model_sha256: bytes, tokenizer_sha256: bytes) -> None:
         self._logits = logits
-        self._vocab_size = vocab_size
-        self._model_sha256 = model_sha256
-        self._tokenizer_sha256 = tokenizer_sha256
+        self.vocab_size = vocab_size
+        self.model_sha256 = model_sha256
+        self.tokenizer_sha256 = tokenizer_sha256
 
-    @property
-    def vocab_size(self) -> int:
-        return self._vocab_size
-
-    @property
-    def model_sha256(self) -> bytes:
-        return self._model_sha256
-
-    @property
-    def tokenizer_sha256(self) -> bytes:
-        return self._tokenizer_sha256
-
-    def draft(
-        self,
-        session_key: bytes,
-        context: tuple[int, ...],
-        m: int,
-        sampling: Mapping[str, int] | None,
-        rule: int,
-        rng: np.random.Generator,
-    ) -> tuple[tuple[int, ...], QRows | None]:
+    def draft(self, session_key: bytes, context: tuple[int, ...], m: int, sampling: Mapping[str, int] | None,
+              rule: int, rng: np.random.Generator) -> tuple[tuple[int, ...], QRows | None]:
         self._begin(session_key)
         if m < 1:
             raise InvalidArgument("a proposal has at least one token")
@@ -82,8 +63,8 @@ class LogitsDraftModel:
 
     def _row_logits(self, context: Sequence[int]) -> npt.NDArray[np.float64]:
         logits = np.asarray(self._logits(context), dtype=np.float64)
-        if logits.shape != (self._vocab_size,):
-            raise InvalidArgument(f"logits have shape {logits.shape}, expected ({self._vocab_size},)")
+        if logits.shape != (self.vocab_size,):
+            raise InvalidArgument(f"logits have shape {logits.shape}, expected ({self.vocab_size},)")
         return logits
 
     def _greedy(self, context: tuple[int, ...], m: int) -> tuple[int, ...]:
@@ -98,7 +79,7 @@ class LogitsDraftModel:
         self, context: tuple[int, ...], m: int, sampling: Mapping[str, int] | None, rng: np.random.Generator
     ) -> tuple[tuple[int, ...], QRows]:
         tokens: list[int] = []
-        rows = np.empty((m, self._vocab_size), dtype=np.float32)
+        rows = np.empty((m, self.vocab_size), dtype=np.float32)
         for position in range(m):
             rows[position] = draft_row(self._row_logits((*context, *tokens)), sampling, RULE_SPECULATIVE_SAMPLING)
             tokens.append(sample_from_row(rows[position], rng))

@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class RouterParts:
     """The classes a router is built from. The reference uses these; the mutant catalogue
-    (:mod:`sdcp_conformance.mutants.router_catalogue`) swaps one at a time to plant a bug."""
+    (:mod:`sdcp_conformance.mutants.router`) swaps one at a time to plant a bug."""
 
     session: type[RouterSession] = RouterSession
     driver: type[SessionDriver] = SessionDriver

@@ -41,7 +41,7 @@ async def _refused_and_silent(ctx: DrafterContext, session: PlayedSession, row: 
                               party: str = "router", **overrides: Any) -> None:
     answer = await ctx.assign(session, party=party, **overrides)
     ctx.expect_refusal(answer, row, what=what)
-    arrival = await ctx.next_arrival(session, ctx.env.pace.quiet_window())
+    arrival = await ctx.next_arrival(session, ctx.pace.quiet_window())
     ctx.check(arrival is None, f"the drafter proposed for a session whose assignment it had to refuse ({what})",
               row=row, expected="no proposal", actual=arrival.describe() if arrival else "")
 
@@ -122,9 +122,9 @@ async def malformed_assignments(ctx: DrafterContext) -> None:
         "a short session id": encode({**good, "session": bytes(3)}),
     }
     for what, body in bodies.items():
-        answer = await ctx.env.iut.send("router", "POST", "assignments", body)
+        answer = await ctx.iut.send("router", "POST", "assignments", body)
         ctx.expect_refusal(answer, "R-5.2-WELL-FORMED", what=f"an assignment with {what}")
-    arrival = await ctx.next_arrival(session, ctx.env.pace.quiet_window())
+    arrival = await ctx.next_arrival(session, ctx.pace.quiet_window())
     ctx.check(arrival is None, "the drafter proposed after malformed assignments", expected="no proposal",
               actual=arrival.describe() if arrival else "")
 
@@ -183,9 +183,9 @@ async def failover_replaces(ctx: DrafterContext) -> None:
     arrival = await ctx.take(session, "the first proposal after the failover", row="P1-DRF-7/REPLACE")
     proposal = arrival.proposal
     assert proposal is not None
-    ctx.check(arrival.verifier == ctx.env.config.verifiers[1] and proposal.epoch == 2,
+    ctx.check(arrival.verifier == ctx.target.verifiers[1] and proposal.epoch == 2,
               f"after the epoch-2 assignment the proposal went to {arrival.verifier} with epoch {proposal.epoch}",
-              expected=f"{ctx.env.config.verifiers[1]}, epoch 2", actual=f"{arrival.verifier}, epoch {proposal.epoch}")
+              expected=f"{ctx.target.verifiers[1]}, epoch 2", actual=f"{arrival.verifier}, epoch {proposal.epoch}")
     await hold(ctx, session, ABANDONED_HOLD_S)
     ctx.answer(session, arrival, ctx.verdict(session, arrival))
     await ctx.decide(session, "the round after", row="P1-DRF-7/REPLACE")
@@ -221,7 +221,7 @@ async def prompt_from_the_cache(ctx: DrafterContext) -> None:
     uri = ctx.put_tokens(f"prompt-{session.id.hex()}", prompt)
     await ctx.assign_ok(session, prompt=uri)
     arrival = await ctx.take(session, "the first proposal", row="P1-MLC-2/TOKEN-LISTS")
-    reads = ctx.env.cache_observer.of(uri, "GET")
+    reads = ctx.cache.of(uri, "GET")
     ctx.check(bool(reads), f"the drafter never read the prompt object {uri}", expected="GET of the prompt",
               actual="none")
     expected = ctx.draft_greedy(prompt, arrival.m)
@@ -301,8 +301,8 @@ async def any_encoding_accepted(ctx: DrafterContext) -> None:
         session = ctx.track()
         body = loose_encode(ctx.assignment(session), **options)
         saved = session.snapshot()
-        session.assigned(epoch=1, m_init=4, verifier=ctx.env.config.verifiers[0], sampling=None,
-                         now=ctx.env.now())
+        session.assigned(epoch=1, m_init=4, verifier=ctx.target.verifiers[0], sampling=None,
+                         now=ctx.now())
         answer = await ctx.assign(session, body=body)
         if not answer.ok:
             session.restore(saved)

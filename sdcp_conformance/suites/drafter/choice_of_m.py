@@ -41,7 +41,7 @@ def _geometric(ctx: DrafterContext, m: int, alpha: float = 0.75) -> int:
 async def _phase(ctx: DrafterContext, session: PlayedSession, rounds: int, *, rejected: bool = False,
                  hold_s: float = 0.0) -> list[int]:
     sizes = []
-    ctx.env.pace.paused = bool(hold_s) or ctx.env.cache_observer.bandwidth_bytes_per_s is not None
+    ctx.pace.paused = bool(hold_s) or ctx.cache.bandwidth_bytes_per_s is not None
     for number in range(rounds):
         arrival = await ctx.take(session, f"round {number + 1} of a phase")
         sizes.append(arrival.m)
@@ -49,7 +49,7 @@ async def _phase(ctx: DrafterContext, session: PlayedSession, rounds: int, *, re
             await hold(ctx, session, hold_s)
         accepted = 0 if rejected else _geometric(ctx, arrival.m)
         ctx.answer(session, arrival, ctx.verdict(session, arrival, accepted=accepted))
-    ctx.env.pace.paused = False
+    ctx.pace.paused = False
     return sizes
 
 
@@ -72,11 +72,11 @@ async def falls_when_the_cache_is_slow(ctx: DrafterContext) -> None:
     session = await ctx.start(rule=2, m_init=8)
     await _phase(ctx, session, WARM_UP)
     before = await _phase(ctx, session, 5)
-    ctx.env.cache_observer.bandwidth_bytes_per_s = SLOW_CACHE_BYTES_PER_S
+    ctx.cache.bandwidth_bytes_per_s = SLOW_CACHE_BYTES_PER_S
     try:
         after = await _phase(ctx, session, 8)
     finally:
-        ctx.env.cache_observer.bandwidth_bytes_per_s = None
+        ctx.cache.bandwidth_bytes_per_s = None
     ctx.note(f"M with a fast cache: {before}; with a slow one: {after}")
     if not mean(after[-4:]) < mean(before) and after[-1] != 1:
         ctx.informational(f"M did not fall when the cache was slow ({before} then {after})", row=ROW)

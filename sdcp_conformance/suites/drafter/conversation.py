@@ -23,7 +23,7 @@ async def rounds(ctx: DrafterContext, session: PlayedSession, count: int, what: 
 async def hold(ctx: DrafterContext, session: PlayedSession, seconds: float) -> list[Arrival]:
     """Keep the outstanding proposal unanswered for ``seconds``; whatever else arrives meanwhile is returned
     (each judged on arrival: a different proposal is a second outstanding one, §6.2)."""
-    loop_time = ctx.env.now
+    loop_time = ctx.now
     deadline = loop_time() + seconds
     seen = []
     while (remaining := deadline - loop_time()) > 0:

@@ -31,7 +31,7 @@ async def held_verdict(ctx: DrafterContext) -> None:
     """While round 1's verdict is held back, no other proposal for the session arrives; after it, round 2 does."""
     session = await ctx.start(rule=1, m_init=4)
     first = await ctx.take(session, "round 1")
-    seen = await hold(ctx, session, max(HOLD_S, ctx.env.pace.quiet_window()))
+    seen = await hold(ctx, session, max(HOLD_S, ctx.pace.quiet_window()))
     others = [arrival for arrival in seen if arrival.key != first.key]
     ctx.check(not others, f"{len(others)} other proposal(s) arrived while round 1 was unanswered",
               expected="none until the verdict", actual=", ".join(a.describe() for a in others))

@@ -65,7 +65,7 @@ async def assigned_mid_session(ctx: DrafterContext) -> None:
     ctx.check((proposal.round, proposal.base) == (8, 12), f"the first proposal is round {proposal.round} on base "
               f"{proposal.base}, not round 8 on the 12 committed tokens of the assignment",
               expected="round 8, base 12", actual=f"round {proposal.round}, base {proposal.base}")
-    reads = ctx.env.cache_observer.of(uri, "GET")
+    reads = ctx.cache.of(uri, "GET")
     ctx.note(f"GET {uri}: {len(reads)} time(s)")
 
 
@@ -102,7 +102,7 @@ async def committed_tokens_off_the_digest(ctx: DrafterContext) -> None:
               "assignment's 12 tokens and digest: the drafter started from the committed_tokens object, whose tokens "
               "do not give that digest",
               expected=f"12 {digest.hex()}", actual=f"{proposal.base} {proposal.base_digest.hex()}")
-    ctx.note(f"GET {uri}: {len(ctx.env.cache_observer.of(uri, 'GET'))} time(s); output reads from "
+    ctx.note(f"GET {uri}: {len(ctx.cache.of(uri, 'GET'))} time(s); output reads from "
              f"{[start for start, _ in session.output_reads]}")
     await ctx.decide(session, "the round after")
 
@@ -118,7 +118,7 @@ async def limit_follows_every_verdict(ctx: DrafterContext) -> None:
     lowering the limit for its load (§6.5.1) without a reduce: a drafter that reads m_cap only from reduce
     verdicts proposes 8 after it (found by a planted bug in an independent drafter)."""
     session = await ctx.start(rule=1, contract=ctx.contract(m_max=8), m_init=3)
-    ctx.env.pace.paused = True  # the verdicts are slow on purpose: not the drafter's pace
+    ctx.pace.paused = True  # the verdicts are slow on purpose: not the drafter's pace
     try:
         for action, m_cap in ((Action.CONTINUE, 6), (Action.CONTINUE, 8), (Action.CONTINUE, 8),
                               (Action.CONTINUE, 8), (Action.CONTINUE, 2), (Action.CONTINUE, 8), (Action.CONTINUE, 8),
@@ -130,7 +130,7 @@ async def limit_follows_every_verdict(ctx: DrafterContext) -> None:
             ctx.answer(session, arrival, ctx.verdict(session, arrival, action=action, m_cap=m_cap,
                                                      accepted=arrival.m))
     finally:
-        ctx.env.pace.paused = False
+        ctx.pace.paused = False
     await ctx.take(session, "the proposal after m_cap 3")
 
 
@@ -154,7 +154,7 @@ async def m_init_above_m_max(ctx: DrafterContext) -> None:
     session = await ctx.start(rule=1, contract=ctx.contract(m_max=3), m_init=20)
     await rounds(ctx, session, 2, m_cap=3)
     for number in range(3):
-        waited = max(STOPPED_WAIT_S, 5 * ctx.env.pace.quiet_window())
+        waited = max(STOPPED_WAIT_S, 5 * ctx.pace.quiet_window())
         arrival = await ctx.next_arrival(session, waited)
         if arrival is None:
             ctx.note(f"the drafter sent no proposal within {waited:g} s of {number} verdict(s) with m_cap 20 above "

@@ -30,7 +30,7 @@ def _still_there(ctx: DrafterContext, arrival: Arrival, when: str) -> None:
     uri = arrival.proposal.q_rows if arrival.proposal is not None else None
     if uri is None:
         return
-    ctx.check(ctx.env.cache_observer.stored(uri, ctx.env.cache_clock()) is not None,
+    ctx.check(ctx.cache.stored(uri) is not None,
               f"{uri} is gone from the MLC {when}, before the verdict of its round arrived",
               row="R-6.2-ARTIFACTS", expected="q_rows fetchable until the verdict", actual="missing")
 
@@ -39,8 +39,8 @@ async def _deleted_after(ctx: DrafterContext, arrival: Arrival) -> None:
     uri = arrival.proposal.q_rows if arrival.proposal is not None else None
     if uri is None:
         return
-    observer = ctx.env.cache_observer
-    deleted = await observer.wait_for(lambda: bool(observer.of(uri, "DELETE")), ctx.env.pace.quiet_window())
+    observer = ctx.cache
+    deleted = await observer.wait_for(lambda: bool(observer.of(uri, "DELETE")), ctx.pace.quiet_window())
     ctx.check(deleted, f"{uri} was not deleted after the verdict of its round", row="P1-DRF-8/LEASE",
               expected="DELETE after the verdict", actual="no DELETE")
 

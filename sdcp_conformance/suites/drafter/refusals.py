@@ -29,7 +29,7 @@ async def _refused(ctx: DrafterContext, problem: ProblemType | None, status: int
     else:
         ctx.refuse(session, arrival, problem)
         label = f"{problem.status} {problem.suffix}"
-    again = await ctx.next_arrival(session, ctx.env.pace.quiet_window())
+    again = await ctx.next_arrival(session, ctx.pace.quiet_window())
     if again is not None:
         # The played verifier judged it as it came, whenever it comes (an unlisted 4xx is final by its class,
         # §5.1; a listed one by P1-DRF-5): one resend, one finding (P1-JUDGE-4).
@@ -65,7 +65,7 @@ async def redraft_after_q_unavailable(ctx: DrafterContext) -> None:
     session = await ctx.start(rule=2)
     arrival = await ctx.take(session, "round 1")
     ctx.refuse(session, arrival, ProblemType.Q_UNAVAILABLE)
-    again = await ctx.next_arrival(session, max(3.0, ctx.env.pace.quiet_window()))
+    again = await ctx.next_arrival(session, max(3.0, ctx.pace.quiet_window()))
     if again is None:
         ctx.informational("the drafter did not draft again after sdcp-q-unavailable (it may, P1-DRF-5)",
                           row="P1-DRF-5/Q-UNAVAILABLE")

@@ -92,7 +92,7 @@ async def forged_output(ctx: DrafterContext) -> None:
     before = await _stale(ctx, session, forge=True)
     with contextlib.suppress(TimeoutError):  # the drafter reads the output first (P1-DRF-6) ...
         await asyncio.wait_for(session.read.wait(), READ_WAIT_S)
-    arrival = await ctx.next_arrival(session, ctx.env.pace.quiet_window())  # ... and then must not build on it
+    arrival = await ctx.next_arrival(session, ctx.pace.quiet_window())  # ... and then must not build on it
     if arrival is not None and arrival.proposal is not None and arrival.proposal.base <= before:
         ctx.note(f"the drafter proposed again on the prefix it had checked: {arrival.describe()}")
     reads = [start for start, _ in session.output_reads]
@@ -124,7 +124,7 @@ async def state_with_unknown_keys(ctx: DrafterContext) -> None:
     resynchronise after a plain stale-base either is judged on P1-DRF-6, not on the unknown member."""
     session = await ctx.start(rule=1)
     await _stale(ctx, session, state=0, extra={"x-vendor": "ignored"})
-    wait_s = max(2.0, 5 * ctx.env.pace.quiet_window())
+    wait_s = max(2.0, 5 * ctx.pace.quiet_window())
     arrival = await ctx.next_arrival(session, wait_s)
     if arrival is None:
         # The control: the same stale-base without the unknown member (D-JUDGE-D20).

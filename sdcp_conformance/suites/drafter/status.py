@@ -22,9 +22,9 @@ ACCEPT = "`accept_milli` in status is the EWMA of a/M."
 async def reports_in_time(ctx: DrafterContext) -> None:
     """Five consecutive status reports: each within ttl_ms of the last, the mean gap of the last four under ttl_ms,
     at instances/<b64url(URI)>/status."""
-    await judge_status_reports(ctx, ctx.env.inbox, base_uri=ctx.env.config.base_uri, role=1,
+    await judge_status_reports(ctx, ctx.router, base_uri=ctx.target.base_uri, role=1,
                                message_row="R-5.2-STATUS-MEMBER", path_row="P1-RTR-1/DRAFTER",
-                               stall=ctx.env.patience.stall)
+                               stall=ctx.patience.stall)
 
 
 @CATALOGUE.case("DRF-P1-DRF-8-ACCEPT-001", area="status", section="P1-DRF-8, 5.2", level=Level.PROFILE,

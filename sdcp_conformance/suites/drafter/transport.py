@@ -19,30 +19,28 @@ from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.transport_judging import (
+    MTLS,
     OWN_CERTIFICATE,
+    REFUSALS,
     judge_alpn_probe,
     judge_http1,
     judge_own_certificate,
     require_served,
 )
-from sdcp_conformance.transport.client import FailureKind
 
-MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
-        "is REQUIRED.")
 TLS_PROFILE = "A handshake without a client certificate, with one from an unknown CA, or at TLS 1.2 must fail."
-REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
 
 
 async def _served(ctx: DrafterContext) -> None:
     """The control: the router's valid certificate gets an answer (400 for an empty assignment, no session)."""
-    await require_served(ctx, ctx.env.iut.send("router", "POST", "assignments", {}), "an empty assignment",
+    await require_served(ctx, ctx.iut.send("router", "POST", "assignments", {}), "an empty assignment",
                          "the drafter")
 
 
 async def _bad_identity(ctx: DrafterContext, identity: str, label: str, *, answered_fails: bool) -> None:
     await _served(ctx)
     session = ctx.track()
-    answer = await ctx.env.iut.send(identity, "POST", "assignments", ctx.assignment(session))
+    answer = await ctx.iut.send(identity, "POST", "assignments", ctx.assignment(session))
     if answer.status is None:
         if answer.failure in REFUSALS:
             ctx.note(f"refused below HTTP: {answer.describe()}")
@@ -78,7 +76,7 @@ HTTP1_PROFILE = "HTTP/1.1 requests (if ALPN lets them through) are refused with 
 
 def _offer(ctx: DrafterContext, *, max_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3,
            alpn: tuple[str, ...] = ()) -> TlsOffer:
-    return TlsOffer(ctx.env.pki.cert("router"), ctx.env.pki.key("router"), max_version=max_version, alpn=alpn)
+    return TlsOffer(ctx.pki.cert("router"), ctx.pki.key("router"), max_version=max_version, alpn=alpn)
 
 
 @CATALOGUE.case("DRF-5.1-TRANSPORT-003", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
@@ -86,7 +84,7 @@ def _offer(ctx: DrafterContext, *, max_version: ssl.TLSVersion = ssl.TLSVersion.
 async def tls12_refused(ctx: DrafterContext) -> None:
     """A client offering at most TLS 1.2 (the router's valid certificate, ALPN h2) cannot complete a handshake."""
     await _served(ctx)
-    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca,
+    result = await tls_probe(ctx.target.base_uri, ctx.target.ca,
                              _offer(ctx, max_version=ssl.TLSVersion.TLSv1_2, alpn=("h2",)), read=False)
     ctx.note(f"TLS 1.2 probe: {result.describe()}")
     problem = result.refusal_problem(f"the drafter completed a handshake at {result.tls_version}; TLS 1.3 is "
@@ -99,9 +97,9 @@ async def tls12_refused(ctx: DrafterContext) -> None:
 async def http11_refused(ctx: DrafterContext) -> None:
     """The router sending an assignment over HTTP/1.1 (ALPN http/1.1) gets 505 or a closed connection."""
     await _served(ctx)
-    request = http1_request(ctx.env.config.base_uri, "POST", "assignments", encode(ctx.assignment(ctx.track())),
+    request = http1_request(ctx.target.base_uri, "POST", "assignments", encode(ctx.assignment(ctx.track())),
                             SDCP_MEDIA_TYPE)
-    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, _offer(ctx, alpn=("http/1.1",)), request)
+    result = await tls_probe(ctx.target.base_uri, ctx.target.ca, _offer(ctx, alpn=("http/1.1",)), request)
     judge_http1(ctx, result, "the drafter")
 
 
@@ -109,7 +107,7 @@ async def http11_refused(ctx: DrafterContext) -> None:
                 profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"), standalone=True)
 async def alpn_selects_h2(ctx: DrafterContext) -> None:
     """Offered both h2 and http/1.1, the drafter selects h2 over TLS 1.3."""
-    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, _offer(ctx, alpn=("h2", "http/1.1")),
+    result = await tls_probe(ctx.target.base_uri, ctx.target.ca, _offer(ctx, alpn=("h2", "http/1.1")),
                              read=False)
     judge_alpn_probe(ctx, result, "the drafter")
 
@@ -118,5 +116,5 @@ async def alpn_selects_h2(ctx: DrafterContext) -> None:
                 level=Level.PROFILE, profile=("P1-ID-1",), rows=("P1-ID-1/OWN-CERTIFICATE",))
 async def own_certificate_names_base_uri(ctx: DrafterContext) -> None:
     """The certificate the drafter presents names its base URI, as every party's does."""
-    await judge_own_certificate(ctx, ctx.env.iut.send("router", "POST", "assignments", {}), "an empty assignment",
-                                "the drafter", ctx.env.config.base_uri)
+    await judge_own_certificate(ctx, ctx.iut.send("router", "POST", "assignments", {}), "an empty assignment",
+                                "the drafter", ctx.target.base_uri)

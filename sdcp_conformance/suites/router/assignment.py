@@ -76,9 +76,9 @@ async def committed_tokens_once_anything_is_committed(ctx: RouterContext) -> Non
              requires=("drafters:3",), rows=("R-6.1-PERMITTED",))
 async def only_a_permitted_drafter(ctx: RouterContext) -> None:
     """A contract permitting only drafter-2's model gets drafter-2, however busy it looks beside the others."""
-    ctx.env.drafters["drafter-2"].status.load = 95
-    ctx.env.drafters["drafter-2"].status.queue = 30
-    await ctx.env.drafters["drafter-2"].status.report(recorded=False)
+    ctx.drafters["drafter-2"].status.load = 95
+    ctx.drafters["drafter-2"].status.queue = 30
+    await ctx.drafters["drafter-2"].status.report(recorded=False)
     for _ in range(2):
         session = await ctx.open_ok(ctx.contract(drafters=("drafter-2",)))
         await switch(ctx, session)
@@ -93,8 +93,8 @@ async def switching_stays_within_the_permitted(ctx: RouterContext) -> None:
     """A contract permitting the near model only: switches move between drafter-1 and drafter-3, never to the
     idle drafter-2."""
     for name in ("drafter-1", "drafter-3"):
-        ctx.env.drafters[name].status.load = 80
-        await ctx.env.drafters[name].status.report(recorded=False)
+        ctx.drafters[name].status.load = 80
+        await ctx.drafters[name].status.report(recorded=False)
     session = await ctx.open_ok(ctx.contract(drafters=("drafter-1",)))
     for _ in range(3):
         await switch(ctx, session)
@@ -129,11 +129,11 @@ async def absent_drafters_member(ctx: RouterContext) -> None:
              requires=("drafters:3",), rows=("R-6.1-SELECTION",))
 async def prefers_the_least_loaded(ctx: RouterContext) -> None:
     """Of two permitted drafters, one idle and one loaded with a long queue, the idle one is preferred."""
-    loaded = ctx.env.drafters["drafter-1"].status
+    loaded = ctx.drafters["drafter-1"].status
     loaded.load, loaded.queue, loaded.accept_milli = 95, 20, 100
     await loaded.report(recorded=False)
-    ctx.env.drafters["drafter-3"].status.accept_milli = 900
-    await ctx.env.drafters["drafter-3"].status.report(recorded=False)
+    ctx.drafters["drafter-3"].status.accept_milli = 900
+    await ctx.drafters["drafter-3"].status.report(recorded=False)
     session = await ctx.open_ok(ctx.contract(drafters=("drafter-1",)))
     first = ctx.assignments(session)[0]
     if first.drafter != "drafter-3":

@@ -15,9 +15,9 @@ from sdcp_conformance.suites.router.support import ELIGIBLE, NOT_EXPIRED, assign
 async def never_assign_an_expired_drafter(ctx: RouterContext) -> None:
     """drafter-1's status expired, though it looks the best: sessions and switches go to the others."""
     for name in ("drafter-2", "drafter-3"):
-        ctx.env.drafters[name].status.load = 90
-        await ctx.env.drafters[name].status.report(recorded=False)
-    await ctx.expire(ctx.env.drafters["drafter-1"])
+        ctx.drafters[name].status.load = 90
+        await ctx.drafters[name].status.report(recorded=False)
+    await ctx.expire(ctx.drafters["drafter-1"])
     session = await ctx.open_ok()
     await switch(ctx, session)
     wrong = assignments_to(ctx, session, {"drafter-1"})
@@ -31,7 +31,7 @@ async def never_assign_an_expired_drafter(ctx: RouterContext) -> None:
 async def no_drafter_while_every_permitted_one_expired(ctx: RouterContext) -> None:
     """Only drafter-2's model is permitted and drafter-2 expired: no assignment until it reports again, then one
     (or the session ended: D-JUDGE-R12)."""
-    await ctx.expire(ctx.env.drafters["drafter-2"])
+    await ctx.expire(ctx.drafters["drafter-2"])
     front, answer = await ctx.open(ctx.contract(drafters=("drafter-2",)))
     if front is None or not answer.ok:
         ctx.note(f"the front did not open the session with no eligible drafter: {answer.describe()}")
@@ -41,7 +41,7 @@ async def no_drafter_while_every_permitted_one_expired(ctx: RouterContext) -> No
     ctx.check(not early, "drafter-2 was assigned while its status was expired", expected="no assignment",
               actual=f"{len(early)} assignment(s)")
     mark = ctx.history.mark()
-    await ctx.env.drafters["drafter-2"].revive()
+    await ctx.drafters["drafter-2"].revive()
     if await ctx.assigned(front, since=mark) is None:
         # D-JUDGE-R12: no text says what a router does with a session it opened while no permitted drafter was
         # live: waiting for one, or ending the session. A session left neither assigned once one reports nor

@@ -4,8 +4,8 @@ unknown kind, and events or status reports from the wrong sender."""
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.roles.played_verifier import FAILED, FINISHED, SELF_DECODING
 from sdcp_conformance.harness.roles.router_status import instance_path
-from sdcp_conformance.harness.roles.router_verifiers import FAILED, FINISHED, SELF_DECODING
 from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import assignments_to, quiet, switch
@@ -150,8 +150,8 @@ async def events_only_from_the_current_verifier(ctx: RouterContext) -> None:
     """A switch event from another verifier, or from a drafter, gets 403 and changes nothing."""
     session = await ctx.open_ok()
     current = ctx.serving(session)
-    other = next(v for v in ctx.env.verifiers.values() if v is not current)
-    drafter = next(iter(ctx.env.drafters.values()))
+    other = next(v for v in ctx.verifiers.values() if v is not current)
+    drafter = next(iter(ctx.drafters.values()))
     mark = ctx.history.mark()
     for identity in (other.name, drafter.name):
         answer = await current.send_event(session.id, 2, identity=identity)
@@ -169,7 +169,7 @@ async def status_path_names_its_instance(ctx: RouterContext) -> None:
     """drafter-1 sends its own status (its instance in the body) to the path of drafter-2: the path's {id} is not
     the instance the report is about, so it is refused (found by a planted bug in an independent router, which
     checked the path's encoding only)."""
-    reporter, other = ctx.env.drafters["drafter-1"], ctx.env.drafters["drafter-2"]
+    reporter, other = ctx.drafters["drafter-1"], ctx.drafters["drafter-2"]
     answer = await reporter.status.report(path=instance_path(other.uri))
     ctx.expect_refusal(answer, "P1-RTR-1/PATH-ID", what="drafter-1's status report at drafter-2's path")
 
@@ -179,10 +179,10 @@ async def status_path_names_its_instance(ctx: RouterContext) -> None:
              rows=("P1-RTR-2/STATUS-SENDER", "R-6.1-NOT-EXPIRED"))
 async def status_only_from_the_instance_it_names(ctx: RouterContext) -> None:
     """drafter-2 reports status for the expired drafter-1: 403, and drafter-1 stays ineligible."""
-    victim, impostor = ctx.env.drafters["drafter-1"], ctx.env.drafters["drafter-2"]
+    victim, impostor = ctx.drafters["drafter-1"], ctx.drafters["drafter-2"]
     await ctx.expire(victim)
-    ctx.env.drafters["drafter-3"].status.load = 90
-    await ctx.env.drafters["drafter-3"].status.report(recorded=False)
+    ctx.drafters["drafter-3"].status.load = 90
+    await ctx.drafters["drafter-3"].status.report(recorded=False)
     answer = await victim.status.report(identity=impostor.name)
     ctx.expect_refusal(answer, "P1-RTR-2/STATUS-SENDER", what="a status report for drafter-1 sent by drafter-2")
     session = await ctx.open_ok(ctx.contract(drafters=("drafter-1",)))

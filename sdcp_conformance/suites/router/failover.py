@@ -9,9 +9,9 @@ import contextlib
 
 from sdcp_conformance.cache.commit_log import CommitRecord, FenceRecord, encode_record
 from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.roles.played_verifier import OUTPUT_WAIT_S, Fault
 from sdcp_conformance.harness.roles.router_history import OpenSeen, OutputServed
 from sdcp_conformance.harness.roles.router_truth import FrontSession
-from sdcp_conformance.harness.roles.router_verifiers import OUTPUT_WAIT_S, Fault
 from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import (
@@ -69,7 +69,7 @@ def _first(row: str) -> tuple[str, ...]:
 def _log_path(ctx: RouterContext, session: FrontSession) -> str:
     """The path in the harness's MLC of the commit log the router named when it opened the session."""
     opens = ctx.accepted_opens(session)
-    path = ctx.env.mlc.path_of(opens[0].opening.commit_log if opens and opens[0].opening else "")
+    path = ctx.cache.path_of(opens[0].opening.commit_log if opens and opens[0].opening else "")
     assert path is not None, "the session was opened with a commit log in the harness's MLC (ctx.open_ok)"
     return path
 
@@ -160,7 +160,7 @@ async def a_log_that_does_not_give_its_digest_is_not_resumed(ctx: RouterContext)
     bad = CommitRecord(served.epoch, served.round + 1, tuple(ctx.tokens(2)), len(committed) + 2, bytes(32))
     opening = ctx.accepted_opens(session)[0].opening
     assert opening is not None
-    ctx.require(ctx.env.mlc.append(opening.commit_log, bad).stored, "the harness could not append to the commit log "
+    ctx.require(ctx.cache.append(opening.commit_log, bad).stored, "the harness could not append to the commit log "
                 "(a harness fault)", row="P1-RTR-6")
     epoch, mark = ctx.epoch(session), ctx.history.mark()
     await ctx.fail_verifier(ctx.serving(session), "expire")
@@ -276,7 +276,7 @@ async def failed_verifier_is_not_the_new_one(ctx: RouterContext) -> None:
     session = await ctx.open_ok()
     committed = ctx.commit(session, 2)
     failing = ctx.serving(session)
-    others = [verifier for verifier in ctx.env.verifiers.values() if verifier is not failing]
+    others = [verifier for verifier in ctx.verifiers.values() if verifier is not failing]
     await asyncio.gather(*(ctx.expire(verifier) for verifier in others))
     epoch, mark = ctx.epoch(session), ctx.history.mark()
     reader = asyncio.ensure_future(ctx.read_front(session, count=len(committed), timeout_s=3 * ctx.act_s))
@@ -324,7 +324,7 @@ async def records_after_a_higher_fence_do_not_count(ctx: RouterContext) -> None:
     round at epoch 2 first: records of the fence's own epoch after it count (a router counting only records of a
     higher epoch than the last fence would resume from before the first failover, losing that round: found by a
     planted bug in an independent router)."""
-    ctx.env.cache_app.enforce_fences = False
+    ctx.cache.enforce_fences = False
     session = await ctx.open_ok()
     committed = ctx.commit(session, 3)
     old = ctx.serving(session)
@@ -355,7 +355,7 @@ async def records_after_a_higher_fence_do_not_count(ctx: RouterContext) -> None:
 async def partitioned_verifier_cannot_extend_the_session(ctx: RouterContext) -> None:
     """The front was reading from the first verifier when it was partitioned; it keeps serving its old epoch (and
     commits past the fence into a non-enforcing MLC), but the front's output is the new verifier's."""
-    ctx.env.cache_app.enforce_fences = False
+    ctx.cache.enforce_fences = False
     session = await ctx.open_ok()
     committed = ctx.commit(session, 3)
     tokens, _ = await ctx.read_front(session, count=3)
@@ -381,7 +381,7 @@ async def old_epoch_output_during_the_failover_is_discarded(ctx: RouterContext) 
     epoch. The front never delivers those tokens: the router discards output of an epoch below its fence's even
     before the session is open at the new verifier (found by a planted bug in an independent router, which dropped
     old-epoch output only once the new verifier served the session)."""
-    ctx.env.cache_app.enforce_fences = False
+    ctx.cache.enforce_fences = False
     session = await ctx.open_ok()
     committed = ctx.commit(session, 3)
     tokens, _ = await ctx.read_front(session, count=3)
@@ -398,11 +398,11 @@ async def old_epoch_output_during_the_failover_is_discarded(ctx: RouterContext) 
         ctx.require(served.polled.is_set(), "the front's read did not reach the verifier serving the session within "
                     f"{ctx.act_s:.0f} s", row=ctx.helper_row("R-6.7-FRONT-END"))
         log_path = _log_path(ctx, session)
-        fence_gate = ctx.env.cache_app.faults.hold(log_path, methods=frozenset({"PUT"}))
+        fence_gate = ctx.cache.faults.hold(log_path, methods=frozenset({"PUT"}))
         await ctx.fail_verifier(old, "partition")
         after_fence = None
         if await fence_gate.wait_arrival(ctx.act_s):
-            after_fence = ctx.env.cache_app.faults.hold(None, methods=frozenset({"PUT"}))
+            after_fence = ctx.cache.faults.hold(None, methods=frozenset({"PUT"}))
             fence_gate.open()
             await after_fence.wait_arrival(ctx.act_s)
         fence_gate.open()
@@ -438,7 +438,7 @@ async def never_resume_at_an_expired_verifier(ctx: RouterContext) -> None:
     session = await ctx.open_ok()
     ctx.commit(session, 2)
     serving = ctx.serving(session)
-    others = [v for v in ctx.env.verifiers.values() if v is not serving]
+    others = [v for v in ctx.verifiers.values() if v is not serving]
     await ctx.expire(others[0])
     mark = ctx.history.mark()
     await failover(ctx, session)
@@ -471,7 +471,7 @@ async def nothing_opens_while_the_fence_is_held(ctx: RouterContext) -> None:
     """The harness's MLC holds the router's fence PUT: while it waits, no verifier receives the session's resume."""
     session = await ctx.open_ok()
     ctx.commit(session, 2)
-    gate = ctx.env.cache_app.faults.hold(_log_path(ctx, session), methods=frozenset({"PUT"}))
+    gate = ctx.cache.faults.hold(_log_path(ctx, session), methods=frozenset({"PUT"}))
     mark = ctx.history.mark()
     await ctx.fail_verifier(ctx.serving(session), "expire")
     arrived = await gate.wait_arrival(ctx.act_s)
@@ -499,9 +499,9 @@ async def fence_append_survives_a_concurrent_writer(ctx: RouterContext) -> None:
     last = ctx.tokens(2)
     record = CommitRecord(served.epoch, served.round + 1, tuple(last), len(committed) + 2,
                           session.d(committed + last))
-    path = ctx.env.mlc.path_of(served.commit_log)
+    path = ctx.cache.path_of(served.commit_log)
     assert path is not None
-    ctx.env.cache_app.faults.insert_before_put(path, encode_record(record))
+    ctx.cache.faults.insert_before_put(path, encode_record(record))
     opened, _ = await failover(ctx, session)
     resume = opened.opening.resume if opened.opening else None
     ctx.check(resume is not None and resume.committed == 4 and opened.tokens_object == tuple(committed + last),

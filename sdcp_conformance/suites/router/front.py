@@ -37,7 +37,7 @@ async def a_read_waits_for_tokens(ctx: RouterContext) -> None:
     served = ctx.serving(session).serving(session.id)
     assert served is not None
     served.polled.clear()
-    read = asyncio.ensure_future(ctx.env.front.output(session.id, 2))
+    read = asyncio.ensure_future(ctx.front.output(session.id, 2))
     waiting: bool = True
     try:
         await asyncio.wait_for(asyncio.shield(served.polled.wait()), ctx.act_s)
@@ -81,7 +81,7 @@ async def the_session_is_described(ctx: RouterContext) -> None:
     """The description names the serving verifier and the epoch, before and after a failover."""
     session = await ctx.open_ok()
     for epoch in (1, 2):
-        answer = await ctx.env.front.describe(session.id)
+        answer = await ctx.front.describe(session.id)
         body = decode(answer.body) if answer.ok else None
         serving = ctx.serving(session)
         ctx.check(answer.status == 200 and isinstance(body, dict) and body.get("verifier") == serving.uri

@@ -20,9 +20,9 @@ MEDIA = ('Message bodies use the media type "application/sdcp+cbor". ... Request
              rows=("R-5.2-UNKNOWN-KEYS",))
 async def unknown_keys_are_ignored(ctx: RouterContext) -> None:
     """Session-states, a status report and an event with members §5.2 does not define are acted on as usual."""
-    for played in ctx.env.verifiers.values():
+    for played in ctx.verifiers.values():
         played.extra_members.update({"hint": "ignore me", "x-weight": [1, 2]})
-    drafter = ctx.env.drafters["drafter-2"].status
+    drafter = ctx.drafters["drafter-2"].status
     answer = await drafter.report(extra_note="ignore me")
     ctx.check(answer.ok, f"a status report with an unknown member {answer.refused()}",
               expected="2xx", actual=answer.describe())
@@ -47,17 +47,17 @@ async def malformed_status_and_events_are_refused(ctx: RouterContext) -> None:
     verifier = ctx.serving(session)
     body = verifier.status.body(4000)
     del body["ttl_ms"]
-    answer = await ctx.env.iut.send(verifier.name, "PUT", instance_path(verifier.uri), body)
+    answer = await ctx.iut.send(verifier.name, "PUT", instance_path(verifier.uri), body)
     ctx.expect_refusal(answer, "R-5.2-WELL-FORMED", what="a status report without ttl_ms")
     event = verifier.event_body(session.id, 2) | {"kind": "switch"}
-    answer = await ctx.env.iut.send(verifier.name, "POST", "events", event)
+    answer = await ctx.iut.send(verifier.name, "POST", "events", event)
     ctx.expect_refusal(answer, "R-5.2-WELL-FORMED", what="an event whose kind is a text string")
-    answer = await ctx.env.iut.send(verifier.name, "POST", "events", b"\xff\x00not cbor")
+    answer = await ctx.iut.send(verifier.name, "POST", "events", b"\xff\x00not cbor")
     ctx.expect_refusal(answer, "R-5.2-WELL-FORMED", what="an event body that is not CBOR")
     ctx.check(answer.status is None or answer.ok or answer.problem is not None, "a refusal is no problem document",
               row="R-5.1-PROBLEM-DETAILS", expected="application/problem+json", actual=str(answer.content_type))
     mark = ctx.history.mark()
-    answer = await ctx.env.iut.send(verifier.name, "POST", "events", encode(verifier.event_body(session.id, 2)))
+    answer = await ctx.iut.send(verifier.name, "POST", "events", encode(verifier.event_body(session.id, 2)))
     acted = await ctx.assigned(session, since=mark)
     ctx.check(answer.ok and acted is not None, "a valid switch event after the malformed ones was not acted on",
               row="R-5.1-RESOURCES", expected="204 and an assignment", actual=answer.describe())
@@ -68,9 +68,9 @@ async def malformed_status_and_events_are_refused(ctx: RouterContext) -> None:
 async def any_2xx_is_success(ctx: RouterContext) -> None:
     """Verifiers answer the session-open 200 and PUT …/drafter 203, drafters the assignment 200: the router goes on
     as after 201, 200 and 204."""
-    for played in ctx.env.verifiers.values():
+    for played in ctx.verifiers.values():
         played.success_status.update({"open": 200, "put": 203})
-    for drafter in ctx.env.drafters.values():
+    for drafter in ctx.drafters.values():
         drafter.success_status = 200
     session = await ctx.open_ok()
     assigned = await switch(ctx, session)
@@ -86,10 +86,10 @@ async def bodies_are_labelled_and_deterministic(ctx: RouterContext) -> None:
     session = await ctx.open_ok(ctx.contract(sampling={"temperature_milli": 1000, "seed": 2**40}))
     ctx.commit(session, 2)
     await switch(ctx, session)
-    answer = await ctx.env.front.describe(session.id)
+    answer = await ctx.front.describe(session.id)
     ctx.check(answer.media_type_ok is not False, f"the front's description is labelled {answer.content_type!r}",
               expected="application/sdcp+cbor", actual=str(answer.content_type))
-    answer, _ = await ctx.env.front.output(session.id, 0)
+    answer, _ = await ctx.front.output(session.id, 0)
     ctx.check(answer.media_type_ok is not False, f"the front's output is labelled {answer.content_type!r}",
               expected="application/sdcp+cbor", actual=str(answer.content_type))
 
@@ -106,14 +106,14 @@ async def loosely_encoded_requests(ctx: RouterContext) -> None:
     body = loose_encode({"contract": contract, "prompt": [2, 7, 1], "session": other}, indefinite=True, reverse=True,
                         wide=True)
     asked = ctx.history.mark()
-    answer = await ctx.env.front.open({}, (), body=body)
+    answer = await ctx.front.open({}, (), body=body)
     ctx.check(answer.ok, f"a loosely encoded front request {answer.refused()}",
               expected="201", actual=answer.describe())
     tracked = FrontSession(other, contract, (2, 7, 1), (2, 7, 1), asked)
     ctx.sessions.append(tracked)
-    verifier = next(iter(ctx.env.verifiers.values()))
+    verifier = next(iter(ctx.verifiers.values()))
     status = loose_encode(verifier.status.body(4000), reverse=True, wide=True)
-    answer = await ctx.env.iut.send(verifier.name, "PUT", instance_path(verifier.uri), status)
+    answer = await ctx.iut.send(verifier.name, "PUT", instance_path(verifier.uri), status)
     ctx.check(answer.ok, f"a loosely encoded status report {answer.refused()}", expected="204",
               actual=answer.describe())
 
@@ -127,7 +127,7 @@ async def malformed_session_ids_in_front_paths(ctx: RouterContext) -> None:
     # unknown resource, not as a bad id (a stand-in router written apart from the reference did so).
     for bad in ("AAAAAAAAAAAAAAAAAAAAAA==", "AAAAAAAAAAAAAAAAAAAAA+", "AAAA"):
         for path in (f"client/sessions/{bad}", f"client/sessions/{bad}/output?from=0"):
-            answer = await ctx.env.iut.send("client", "GET", path)
+            answer = await ctx.iut.send("client", "GET", path)
             ctx.expect_refusal(answer, "P1-MSG-3/PATH-ID", what=f"GET {path}")
             ctx.check(answer.problem is not None, f"the refusal of GET {path} is no problem document",
                       row="R-5.1-PROBLEM-DETAILS", expected="application/problem+json",

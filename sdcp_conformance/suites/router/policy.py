@@ -28,7 +28,7 @@ independent router)."""
 async def _policy(ctx: RouterContext, session: FrontSession, expected_from: int,
                   sampling: dict[str, int] = SAMPLING) -> None:
     """State a preference at the front; it answers the accepted from_round once the verifier accepted it."""
-    answer = await ctx.env.front.policy(session.id, sampling)
+    answer = await ctx.front.policy(session.id, sampling)
     accepted = [seen for seen in ctx.history.of(PolicySeen, session.id) if seen.accepted]
     body = decode(answer.body) if answer.ok else None
     ctx.check(answer.status == 200 and isinstance(body, dict) and body.get("from_round") == expected_from
@@ -60,7 +60,7 @@ async def retried_after_409(ctx: RouterContext) -> None:
     session = await ctx.open_ok()
     for _ in range(3):
         ctx.commit(session, 1)
-    answer = await ctx.env.front.policy(session.id, SAMPLING)
+    answer = await ctx.front.policy(session.id, SAMPLING)
     sent = [(seen.policy.from_round, seen.status) for seen in ctx.history.of(PolicySeen, session.id) if seen.policy]
     ctx.check(bool(sent) and sent[-1] == (4, 200), f"the policies the verifier received: {sent}",
               expected="…, then from_round 4 accepted", actual=str(sent))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.roles.played_verifier import FINISHED
 from sdcp_conformance.harness.roles.router_history import StatusSent
-from sdcp_conformance.harness.roles.router_verifiers import FINISHED
 from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.suites.router import router_case
 

@@ -44,9 +44,9 @@ async def open_carries_the_fronts_contract(ctx: RouterContext) -> None:
                 row="P1-FRONT-1/OPEN", expected="the session-open answered first", actual="none")
     first = opened[0]
     ctx.check(isinstance(body, dict) and body.get("session") == front.id and body.get("epoch") == 1
-              and body.get("verifier") == ctx.env.verifiers[first.verifier].uri,
+              and body.get("verifier") == ctx.verifiers[first.verifier].uri,
               "the front's answer does not name the session, epoch 1 and the verifier that opened it",
-              row="P1-FRONT-1/OPEN", expected=f"{{session, verifier: {ctx.env.verifiers[first.verifier].uri}, "
+              row="P1-FRONT-1/OPEN", expected=f"{{session, verifier: {ctx.verifiers[first.verifier].uri}, "
               "epoch: 1}", actual=str(body))
 
 
@@ -55,8 +55,8 @@ async def open_carries_the_fronts_contract(ctx: RouterContext) -> None:
              rows=OPEN_ROWS)
 async def prompt_given_as_a_cache_ref(ctx: RouterContext) -> None:
     """A prompt given as an MLC reference opens the session with that prompt (the reference or its tokens)."""
-    uri = f"{ctx.env.config.cache}prompts/{ctx.new_session_id().hex()}"
-    ctx.env.mlc.put_tokens(uri, [4, 8, 15, 16, 23])
+    uri = f"{ctx.target.cache}prompts/{ctx.new_session_id().hex()}"
+    ctx.cache.put_tokens(uri, [4, 8, 15, 16, 23])
     await ctx.open_ok(prompt=uri)
 
 
@@ -107,7 +107,7 @@ async def never_open_at_an_expired_verifier(ctx: RouterContext) -> None:
     """With two verifiers' status expired, sessions open only at the third."""
     expired = {"verifier-1", "verifier-2"}
     for name in sorted(expired):
-        await ctx.expire(ctx.env.verifiers[name])
+        await ctx.expire(ctx.verifiers[name])
     for _ in range(3):
         front = await ctx.open_ok()
         wrong = opens_at(ctx, front, expired)
@@ -119,7 +119,7 @@ async def never_open_at_an_expired_verifier(ctx: RouterContext) -> None:
              level=Level.MUST_NOT, profile=("P1-RTR-2", "P1-FRONT-1"), rows=("R-6.1-NOT-EXPIRED", "P1-RTR-2/ELIGIBLE"))
 async def no_open_when_every_verifier_expired(ctx: RouterContext) -> None:
     """With every verifier's status expired, the front opens nothing and no verifier receives the session."""
-    for played in ctx.env.verifiers.values():
+    for played in ctx.verifiers.values():
         await ctx.expire(played)
     front, answer = await ctx.open()
     ctx.check(not answer.ok, f"the front answered {answer.describe()} with no eligible verifier",
@@ -174,7 +174,7 @@ async def another_verifier_serves_the_target(ctx: RouterContext) -> None:
     """The least loaded verifier does not serve the contract's target (it answers the session-open 422), another
     does: the router opens the session there and the front answers 201 (P1-FRONT-1: 422 only when no verifier
     serves the target; found by a planted bug in an independent router)."""
-    refusing, *others = ctx.env.verifiers.values()
+    refusing, *others = ctx.verifiers.values()
     refusing.serves_target = False
     for other in others:
         other.status.load = 60

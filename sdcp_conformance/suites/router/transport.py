@@ -13,34 +13,30 @@ from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.transport_judging import (
+    MTLS,
     OWN_CERTIFICATE,
+    REFUSALS,
+    TLS_PROFILE,
     judge_http1,
     judge_own_certificate,
     require_served,
 )
-from sdcp_conformance.transport.client import FailureKind
-
-MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
-        "is REQUIRED.")
-TLS_PROFILE = ("HTTP/2 over TLS 1.3 with a required client certificate. A handshake without a client certificate, "
-               "with one from an unknown CA, or at TLS 1.2 must fail.")
-REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
 
 
 async def _served(ctx: RouterContext) -> None:
     """The control: a verifier's valid certificate gets an answer (400 for an empty event, no session)."""
-    verifier = next(iter(ctx.env.verifiers.values()))
-    await require_served(ctx, ctx.env.iut.send(verifier.name, "POST", "events", {}), "an empty event",
+    verifier = next(iter(ctx.verifiers.values()))
+    await require_served(ctx, ctx.iut.send(verifier.name, "POST", "events", {}), "an empty event",
                          "the router")
 
 
 async def _refused(ctx: RouterContext, identity: str, label: str, *, answered_fails: bool) -> None:
     """A status report and a front request as ``identity``: the handshake (or the request on it) must fail."""
     await _served(ctx)
-    verifier = next(iter(ctx.env.verifiers.values()))
+    verifier = next(iter(ctx.verifiers.values()))
     for method, path, body in (("PUT", instance_path(verifier.uri), verifier.status.body(4000)),
                                ("POST", "client/sessions", {"contract": ctx.contract(), "prompt": [1, 2]})):
-        answer = await ctx.env.iut.send(identity, method, path, body)
+        answer = await ctx.iut.send(identity, method, path, body)
         if answer.status is None:
             if answer.failure not in REFUSALS:
                 ctx.deviate("R-5.1-MTLS", f"a client {label} got no answer at all ({answer.describe()}): a hang is "
@@ -73,9 +69,9 @@ async def certificate_of_another_ca(ctx: RouterContext) -> None:
 async def tls12_refused(ctx: RouterContext) -> None:
     """A client offering at most TLS 1.2 (valid certificate, ALPN h2) cannot complete a handshake."""
     await _served(ctx)
-    offer = TlsOffer(ctx.env.pki.cert("client"), ctx.env.pki.key("client"), max_version=ssl.TLSVersion.TLSv1_2,
+    offer = TlsOffer(ctx.pki.cert("client"), ctx.pki.key("client"), max_version=ssl.TLSVersion.TLSv1_2,
                      alpn=("h2",))
-    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False)
+    result = await tls_probe(ctx.target.base_uri, ctx.target.ca, offer, read=False)
     ctx.note(f"TLS 1.2 probe: {result.describe()}")
     problem = result.refusal_problem(f"the router completed a handshake at {result.tls_version}; TLS 1.3 is REQUIRED")
     ctx.check(problem is None, problem or "", expected="handshake refused", actual=result.describe())
@@ -92,9 +88,9 @@ async def http11_is_refused(ctx: RouterContext) -> None:
     connection, never a served request."""
     await _served(ctx)
     body = encode({"contract": ctx.contract(), "prompt": [1, 2]})
-    request = http1_request(ctx.env.config.base_uri, "POST", "client/sessions", body, SDCP_MEDIA_TYPE)
-    offer = TlsOffer(ctx.env.pki.cert("client"), ctx.env.pki.key("client"), alpn=("http/1.1",))
-    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, request)
+    request = http1_request(ctx.target.base_uri, "POST", "client/sessions", body, SDCP_MEDIA_TYPE)
+    offer = TlsOffer(ctx.pki.cert("client"), ctx.pki.key("client"), alpn=("http/1.1",))
+    result = await tls_probe(ctx.target.base_uri, ctx.target.ca, offer, request)
     judge_http1(ctx, result, "the router")
 
 
@@ -103,7 +99,7 @@ async def http11_is_refused(ctx: RouterContext) -> None:
 async def front_and_resources_speak_h2_over_tls13(ctx: RouterContext) -> None:
     """The front and the router's resources answer over HTTP/2 on TLS 1.3."""
     session = await ctx.open_ok()
-    answer = await ctx.env.front.describe(session.id)
+    answer = await ctx.front.describe(session.id)
     ctx.check(answer.tls_version == "TLSv1.3" and answer.alpn == "h2", f"the front answered over "
               f"{answer.tls_version} / {answer.alpn}", row="P1-TLS-1/H2", expected="TLSv1.3 / h2",
               actual=f"{answer.tls_version} / {answer.alpn}")
@@ -113,6 +109,6 @@ async def front_and_resources_speak_h2_over_tls13(ctx: RouterContext) -> None:
              level=Level.PROFILE, profile=("P1-ID-1",), rows=("P1-ID-1/OWN-CERTIFICATE",))
 async def own_certificate_names_base_uri(ctx: RouterContext) -> None:
     """The certificate the router presents (to the verifiers and at its front) names its base URI."""
-    verifier = next(iter(ctx.env.verifiers.values()))
-    await judge_own_certificate(ctx, ctx.env.iut.send(verifier.name, "POST", "events", {}), "an empty event",
-                                "the router", ctx.env.config.base_uri)
+    verifier = next(iter(ctx.verifiers.values()))
+    await judge_own_certificate(ctx, ctx.iut.send(verifier.name, "POST", "events", {}), "an empty event",
+                                "the router", ctx.target.base_uri)

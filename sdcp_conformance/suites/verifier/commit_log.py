@@ -88,7 +88,7 @@ def _log_puts(ctx: CaseContext, session: TrackedSession) -> list[Entry]:
 async def append_before_verdict(ctx: CaseContext) -> None:
     """While the commit-log append is held by the cache, no verdict arrives; after it, the verdict does."""
     session = await started(ctx)
-    gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
+    gate = ctx.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
     proposal = asyncio.ensure_future(ctx.propose(session, ctx.greedy(session, 2), held_s=HOLD_S))
     try:
         held = await gate.wait_arrival(HOLD_S * 2)
@@ -129,10 +129,10 @@ async def failed_append_releases_nothing(ctx: CaseContext) -> None:
 
 
 async def _append_fails_then_works(ctx: CaseContext, session: TrackedSession, reader: asyncio.Future[Any]) -> None:
-    fault = ctx.env.cache.faults.reject_appends(cache_path(session.commit_log), 100, status=503)
+    fault = ctx.cache.faults.reject_appends(cache_path(session.commit_log), 100, status=503)
     greedy = ctx.greedy(session, 3)
     answer = await ctx.propose(session, greedy[:2])
-    ctx.env.cache.faults.disarm(fault)
+    ctx.cache.faults.disarm(fault)
     ctx.check(not answer.ok, "a verdict was sent although the commit-log append failed",
               row="R-6.3-RECORD-FIRST", expected="no verdict", actual=answer.describe())
     ctx.check(not commit_records(ctx, session), "a commit record is in the log although every PUT was refused",
@@ -157,7 +157,7 @@ async def _append_fails_then_works(ctx: CaseContext, session: TrackedSession, re
 async def output_after_record(ctx: CaseContext) -> None:
     """While the commit-log append is held, output from 0 holds none of the round's tokens; afterwards it does."""
     session = await started(ctx)
-    gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
+    gate = ctx.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
     proposal = asyncio.ensure_future(ctx.propose(session, ctx.greedy(session, 2), held_s=HOLD_S))
     reader: asyncio.Future[Any] | None = None
     try:

@@ -246,7 +246,7 @@ async def _open_loosely(ctx: CaseContext, **style: bool) -> None:
     session = ctx.track(contract=contract, prompt=(5, 9, 14, 120, 3))
     body = loose_encode(ctx.opening(session), **style)
     ctx.require(body != encode(ctx.opening(session)), "harness error: the loose encoding is deterministic")
-    answer = await ctx.env.iut.send("router", "POST", "sessions", body)
+    answer = await ctx.iut.send("router", "POST", "sessions", body)
     if not answer.ok and answer.status is not None and 400 <= answer.status < 500:
         ctx.deviate("P1-MSG-1/ANY-ENCODING", f"the IUT refused a well-formed but non-deterministically encoded "
                     f"session-open ({answer.describe()}); P1-MSG-1: receivers accept any well-formed encoding",

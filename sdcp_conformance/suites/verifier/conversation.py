@@ -186,7 +186,7 @@ def require_nothing_committed(ctx: CaseContext, session: TrackedSession, what: s
 def append_fence(ctx: CaseContext, session: TrackedSession, epoch: int) -> None:
     """Play the router of §6.9: append a fence record ``{epoch}`` to the session's commit log directly."""
     name = session.commit_log.removeprefix(ctx.cache_uri(""))
-    stored = ctx.env.cache.store.get(cache_path(session.commit_log), now=0.0)
+    stored = ctx.cache.store.get(cache_path(session.commit_log), now=0.0)
     before = stored.data if stored is not None else b""
     ctx.put_object(name, before + encode({"epoch": epoch}))
     ctx.note(f"appended a fence record {{epoch: {epoch}}} to {session.commit_log}")
@@ -196,14 +196,14 @@ def append_fence(ctx: CaseContext, session: TrackedSession, epoch: int) -> None:
 
 
 def events_of(ctx: CaseContext, session: TrackedSession, kind: int | None = None) -> list[tuple[str | None, Event]]:
-    return [(peer, event) for peer, event in ctx.env.inbox.events
+    return [(peer, event) for peer, event in ctx.router.events
             if event.session == session.id and (kind is None or int(event.kind) == kind)]
 
 
 async def wait_event(ctx: CaseContext, session: TrackedSession, kind: int, *, timeout_s: float = 10.0,
                      count: int = 1) -> list[tuple[str | None, Event]]:
     """Wait (bounded) until the router listener holds ``count`` events of ``kind`` for the session."""
-    await ctx.env.inbox.wait_for(lambda: len(events_of(ctx, session, kind)) >= count, timeout_s)
+    await ctx.router.wait_for(lambda: len(events_of(ctx, session, kind)) >= count, timeout_s)
     return events_of(ctx, session, kind)
 
 
@@ -233,7 +233,7 @@ async def wait_event_while_committing(ctx: CaseContext, session: TrackedSession,
     records = len(commit_records(ctx, session))
     while True:
         window = min(SELF_DECODING_STALL_S, deadline - loop.time())
-        if window <= 0 or await ctx.env.inbox.wait_for(over, window):
+        if window <= 0 or await ctx.router.wait_for(over, window):
             return ended()
         now = len(commit_records(ctx, session))
         if now == records:  # nothing committed in a whole window: the period stalled (or never ends)
@@ -243,8 +243,8 @@ async def wait_event_while_committing(ctx: CaseContext, session: TrackedSession,
 
 def check_event_origin(ctx: CaseContext, peer: str | None, what: str, *, row: str | None = None) -> None:
     """P1-ID-1: the event comes from the IUT's own certificate identity."""
-    ctx.check(peer == ctx.env.config.base_uri, f"{what} was posted by {peer!r}, not by the verifier", row=row,
-              expected=ctx.env.config.base_uri, actual=str(peer))
+    ctx.check(peer == ctx.target.base_uri, f"{what} was posted by {peer!r}, not by the verifier", row=row,
+              expected=ctx.target.base_uri, actual=str(peer))
 
 
 # ---------------------------------------------------------------------- finished and failed sessions

@@ -88,8 +88,8 @@ async def _pin(ctx: CaseContext, load: int) -> bool:
 
 async def _load_now(ctx: CaseContext) -> int:
     """The IUT's load as it declares it (pinned) or reports it (the verdict of a throw-away round)."""
-    if ctx.env.config.pinned_load is not None:
-        return ctx.env.config.pinned_load
+    if ctx.target.pinned_load is not None:
+        return ctx.target.pinned_load
     probe = await started(ctx)
     return (await _good(ctx, probe, 1)).load
 
@@ -346,7 +346,7 @@ does not say that a verifier answers it meanwhile; one that waits for its append
 async def _state_while_self_decoding(ctx: CaseContext, session: TrackedSession) -> None:
     """P1-STATE-1: session-state.state is 3 while the period goes on, read while the cache holds one of its
     appends (so that the period cannot end under the read, whatever the IUT's load and speed)."""
-    gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
+    gate = ctx.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
     try:
         held = await gate.wait_arrival(HELD_APPEND_WAIT_S)
         reading = asyncio.ensure_future(current_state(ctx, session)) if held else None
@@ -684,7 +684,7 @@ async def assignment_ends_self_decoding(ctx: CaseContext) -> None:
     token of its own, and drafter-2's proposal at the committed prefix gets a verdict."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 5], max_new=60)
     path = cache_path(session.commit_log)
-    gate = ctx.env.cache.faults.hold(path, methods=frozenset({"PUT"}))
+    gate = ctx.cache.faults.hold(path, methods=frozenset({"PUT"}))
     assigning: asyncio.Future[Answer] | None = None
     try:
         if not await gate.wait_arrival(HELD_APPEND_WAIT_S):
@@ -693,7 +693,7 @@ async def assignment_ends_self_decoding(ctx: CaseContext) -> None:
             return
         assigning = asyncio.ensure_future(ctx.assign(session, "drafter-2"))
         await asyncio.wait({assigning}, timeout=STATE_WHILE_HELD_S)
-        follow = ctx.env.cache.faults.hold(path, methods=frozenset({"PUT"}))  # the next append, if any
+        follow = ctx.cache.faults.hold(path, methods=frozenset({"PUT"}))  # the next append, if any
     finally:
         gate.open()
     try:

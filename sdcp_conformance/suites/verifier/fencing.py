@@ -121,7 +121,7 @@ def _fence_kept(ctx: CaseContext, session: TrackedSession, committed_before: int
 
 
 async def _fenced_round(ctx: CaseContext, *, enforcing: bool, rounds_before: int) -> None:
-    ctx.env.cache.enforce_fences = enforcing
+    ctx.cache.enforce_fences = enforcing
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
     for number in range(rounds_before):

@@ -34,15 +34,15 @@ async def _race(ctx: CaseContext, *, splice: bool, enforcing: bool | None = None
     the cache refuses a record below a fence (default: not when splicing). With no round before, the log does not
     exist until the fence creates it (P1-LOG-3)."""
     enforcing = not splice if enforcing is None else enforcing
-    ctx.env.cache.enforce_fences = enforcing
+    ctx.cache.enforce_fences = enforcing
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
     for number in range(1, rounds_before + 1):
         await still_works(ctx, session, f"round {number} before the fence")
     fence = encode({"epoch": session.epoch + 1})
-    ctx.env.cache.faults.insert_before_put(urlsplit(session.commit_log).path, fence, splice=splice)
+    ctx.cache.faults.insert_before_put(urlsplit(session.commit_log).path, fence, splice=splice)
     answer = await ctx.send_proposal(ctx.proposal(session, ctx.greedy(session, 2)))
-    fired = [firing for firing in ctx.env.cache.faults.fired if firing.kind.value == "insert-before-put"]
+    fired = [firing for firing in ctx.cache.faults.fired if firing.kind.value == "insert-before-put"]
     if not fired and answer.ok:
         ctx.fail("the IUT verified the round without appending to the commit log", row="R-6.3-RECORD-FIRST",
                  expected=["a PUT of the commit record"], actual=answer.describe())

@@ -102,7 +102,7 @@ async def concurrent_identical(ctx: CaseContext) -> None:
     session = await _opened(ctx)
     body = ctx.proposal(session, ctx.greedy(session, 3))
     other_status = {**body, "status": {**body["status"], "load": 90, "queue": 7}}
-    gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
+    gate = ctx.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
     first = asyncio.ensure_future(ctx.send_proposal(body, held_s=HELD_S))
     try:
         if not await gate.wait_arrival(HELD_S):
@@ -170,7 +170,7 @@ async def concurrent_different(ctx: CaseContext) -> None:
     session = await _opened(ctx)
     greedy = ctx.greedy(session, 2)
     first_body, other_body = ctx.proposal(session, greedy), ctx.proposal(session, [(greedy[0] + 1) % 128])
-    gate = ctx.env.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
+    gate = ctx.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
     first = asyncio.ensure_future(ctx.send_proposal(first_body, held_s=HELD_S))
     try:
         if not await gate.wait_arrival(HELD_S):

@@ -167,7 +167,7 @@ async def rule_unchanged(ctx: CaseContext) -> None:
     """A policy carrying an extra `rule: 1` member (unknown there, ignored) leaves rule 2 in force."""
     session, old, _ = await _seeded(ctx)
     body = {"session": session.id, "from_round": session.round + 1, "sampling": dict(old), "rule": 1}
-    answer = await ctx.env.iut.send("router", "POST", f"sessions/{session.path_id}/policy", body)
+    answer = await ctx.iut.send("router", "POST", f"sessions/{session.path_id}/policy", body)
     ctx.expect_ok(answer, SessionState, what="POST policy with an extra member", row="R-5.2-UNKNOWN-KEYS")
     judge = Rule2Judge(ctx, accept_row="R-6.6-RULE")
     for _ in range(2):

@@ -98,7 +98,7 @@ async def _faulted(ctx: CaseContext, arm: Callable[[str], int]) -> None:
         try:
             return await ctx.propose(session, proposal.tokens, q_rows=uri)
         finally:
-            ctx.env.cache.faults.disarm(fault)
+            ctx.cache.faults.disarm(fault)
     await _unavailable(ctx, send)
 
 
@@ -109,7 +109,7 @@ async def _faulted(ctx: CaseContext, arm: Callable[[str], int]) -> None:
 )
 async def q_object_unreadable(ctx: CaseContext) -> None:
     """Every GET of the q rows fails with 503: q-unavailable, nothing committed, then the round succeeds."""
-    await _faulted(ctx, lambda path: ctx.env.cache.faults.fail_gets(path, 100, status=503))
+    await _faulted(ctx, lambda path: ctx.cache.faults.fail_gets(path, 100, status=503))
 
 
 @CATALOGUE.case(
@@ -119,7 +119,7 @@ async def q_object_unreadable(ctx: CaseContext) -> None:
 )
 async def q_object_reset(ctx: CaseContext) -> None:
     """Every GET of the q rows is reset mid-stream: q-unavailable, nothing committed, then the round succeeds."""
-    await _faulted(ctx, lambda path: ctx.env.cache.faults.transport_gets(path, 100))
+    await _faulted(ctx, lambda path: ctx.cache.faults.transport_gets(path, 100))
 
 
 @CATALOGUE.case(

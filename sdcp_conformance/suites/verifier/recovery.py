@@ -105,7 +105,7 @@ async def _existing_failover(ctx: CaseContext) -> TrackedSession:
     session = await started(ctx)
     for _ in range(2):
         await ctx.propose_ok(session, ctx.greedy(session, 2))
-    stored = ctx.env.cache.store.get(cache_path(session.commit_log), now=0.0)
+    stored = ctx.cache.store.get(cache_path(session.commit_log), now=0.0)
     ctx.put_object(_log_name(session), (stored.data if stored else b"") + encode({"epoch": 2}))
     session.epoch = 2
     answer = await ctx.open(session, resume=_resume(ctx, session))

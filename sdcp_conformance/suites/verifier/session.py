@@ -87,7 +87,7 @@ async def reopen_with_another_contract(ctx: CaseContext) -> None:
     await ctx.assign_ok(session)
     await still_works(ctx, session, "round 1")
     body = ctx.opening(session, contract=ctx.contract(max_new=65))
-    answer = await ctx.env.iut.send("router", "POST", "sessions", body)
+    answer = await ctx.iut.send("router", "POST", "sessions", body)
     ctx.expect_refusal(answer, "P1-MSG-5/CONFLICT", what="a session-open of an existing id with another contract")
     await still_works(ctx, session, "after the conflicting open")
 
@@ -187,7 +187,7 @@ async def malformed_path_id(ctx: CaseContext) -> None:
     session.id = b"\xf8" + session.id[1:]  # its base64url starts with '-', which base64 would spell '+'
     await _opened(ctx, session)
     for what, path_id in _malformed_ids(session.id):
-        answer = await ctx.env.iut.send("drafter-1", "GET", f"sessions/{path_id}/output?from=0")
+        answer = await ctx.iut.send("drafter-1", "GET", f"sessions/{path_id}/output?from=0")
         ctx.expect_refusal(answer, "P1-MSG-3/PATH-ID", what=f"GET output with {what} ({path_id!r})")
 
 
@@ -197,7 +197,7 @@ async def unknown_keys_in_session_open(ctx: CaseContext) -> None:
     """Unknown keys in a session-open (outside the contract) are ignored: it opens with the same d[0]."""
     session = ctx.track()
     body = ctx.opening(session, priority=3, vendor={"trace": "abc", "n": [1, 2]})
-    answer = await ctx.env.iut.send("router", "POST", "sessions", body)
+    answer = await ctx.iut.send("router", "POST", "sessions", body)
     state = ctx.expect_ok(answer, SessionState, what="POST sessions with unknown keys", row="R-5.2-UNKNOWN-KEYS")
     ctx.check_state(session, state, "POST sessions with unknown keys")
 
@@ -234,7 +234,7 @@ async def session_open_missing_member(ctx: CaseContext) -> None:
     session = ctx.track()
     for what, body in (("no commit_log", ctx.opening(session, commit_log=None)),
                        ("a 15-octet session id", {**ctx.opening(session), "session": session.id[:15]})):
-        answer = await ctx.env.iut.send("router", "POST", "sessions", body)
+        answer = await ctx.iut.send("router", "POST", "sessions", body)
         ctx.expect_refusal(answer, "R-5.2-WELL-FORMED", what=f"a session-open with {what}")
 
 
@@ -277,10 +277,10 @@ async def body_names_another_session(ctx: CaseContext) -> None:
     await ctx.assign_ok(first)
     await ctx.assign_ok(second)
     body = ctx.assignment(second, "drafter-2")
-    answer = await ctx.env.iut.send("router", "PUT", f"sessions/{first.path_id}/drafter", body)
+    answer = await ctx.iut.send("router", "PUT", f"sessions/{first.path_id}/drafter", body)
     ctx.expect_refusal(answer, "P1-MSG-3/BODY-SESSION", what="PUT sessions/{A}/drafter whose body names session B")
     policy = {"session": second.id, "from_round": second.round + 1, "sampling": {"temperature_milli": 500}}
-    answer = await ctx.env.iut.send("router", "POST", f"sessions/{first.path_id}/policy", policy)
+    answer = await ctx.iut.send("router", "POST", f"sessions/{first.path_id}/policy", policy)
     ctx.expect_refusal(answer, "P1-MSG-3/BODY-SESSION", what="POST sessions/{A}/policy whose body names session B")
     for name, session in (("A", first), ("B", second)):
         tokens = ctx.greedy(session, 2)

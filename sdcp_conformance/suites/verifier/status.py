@@ -24,6 +24,6 @@ async def reports_in_time(ctx: CaseContext) -> None:
     """Five consecutive status reports at the harness's router: each within ttl_ms of the last, the mean gap of the
     last four under ttl_ms, each a status message naming the verifier's base URI with role 2, at
     instances/<b64url(URI)>/status."""
-    await judge_status_reports(ctx, ctx.env.inbox.status, base_uri=ctx.env.config.base_uri, role=2,
+    await judge_status_reports(ctx, ctx.router, base_uri=ctx.target.base_uri, role=2,
                                message_row="R-5.2-STATUS-REPORT", path_row="P1-RTR-1/VERIFIER",
-                               stall=ctx.env.patience.stall)
+                               stall=ctx.patience.stall)

@@ -24,27 +24,24 @@ from sdcp_conformance.protocol.problems import (
     SDCP_MEDIA_TYPE,
 )
 from sdcp_conformance.suites.transport_judging import (
+    MTLS,
     OWN_CERTIFICATE,
+    REFUSALS,
+    TLS_PROFILE,
     judge_alpn_probe,
     judge_http1,
     judge_own_certificate,
     require_served,
 )
 from sdcp_conformance.suites.verifier import CATALOGUE
-from sdcp_conformance.transport.client import FailureKind
 from sdcp_conformance.transport.types import media_type
 
-MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
-        "is REQUIRED.")
-TLS_PROFILE = ("HTTP/2 over TLS 1.3 with a required client certificate. A handshake without a client certificate, "
-               "with one from an unknown CA, or at TLS 1.2 must fail.")
 HTTP1_PROFILE = "HTTP/1.1 requests (if ALPN lets them through) are refused with 505 or the connection is closed."
-REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.CONNECTION_LOST, FailureKind.NOT_HTTP2})
 
 
 async def _served(ctx: CaseContext) -> None:
     """The control: the router's valid certificate gets an answer (400 for an empty session-open, no session)."""
-    await require_served(ctx, ctx.env.iut.send("router", "POST", "sessions", {}), "an empty session-open",
+    await require_served(ctx, ctx.iut.send("router", "POST", "sessions", {}), "an empty session-open",
                          "the IUT")
 
 
@@ -105,7 +102,7 @@ async def expired_certificate(ctx: CaseContext) -> None:
 
 def _offer(ctx: CaseContext, party: str, *, max_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3,
            alpn: tuple[str, ...] = ()) -> TlsOffer:
-    return TlsOffer(ctx.env.pki.cert(party), ctx.env.pki.key(party), max_version=max_version, alpn=alpn)
+    return TlsOffer(ctx.pki.cert(party), ctx.pki.key(party), max_version=max_version, alpn=alpn)
 
 
 @CATALOGUE.case(
@@ -116,7 +113,7 @@ async def tls12_refused(ctx: CaseContext) -> None:
     """A client offering at most TLS 1.2 (valid certificate, ALPN h2) cannot complete a handshake."""
     await _served(ctx)
     offer = _offer(ctx, "drafter-1", max_version=ssl.TLSVersion.TLSv1_2, alpn=("h2",))
-    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False)
+    result = await tls_probe(ctx.target.base_uri, ctx.target.ca, offer, read=False)
     ctx.note(f"TLS 1.2 probe: {result.describe()}")
     problem = result.refusal_problem(f"the IUT completed a handshake at {result.tls_version}; TLS 1.3 is REQUIRED")
     ctx.require(problem is None, problem or "", expected="handshake refused", actual=result.describe())
@@ -125,9 +122,9 @@ async def tls12_refused(ctx: CaseContext) -> None:
 async def _http1_probe(ctx: CaseContext, alpn: tuple[str, ...]) -> None:
     await _served(ctx)
     session = ctx.track()
-    request = http1_request(ctx.env.config.base_uri, "POST", "sessions", encode(ctx.opening(session)),
+    request = http1_request(ctx.target.base_uri, "POST", "sessions", encode(ctx.opening(session)),
                             SDCP_MEDIA_TYPE)
-    result = await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, _offer(ctx, "router", alpn=alpn), request)
+    result = await tls_probe(ctx.target.base_uri, ctx.target.ca, _offer(ctx, "router", alpn=alpn), request)
     judge_http1(ctx, result, "the IUT")
 
 
@@ -156,7 +153,7 @@ async def http11_without_alpn(ctx: CaseContext) -> None:
 async def alpn_selects_h2(ctx: CaseContext) -> None:
     """Offered both h2 and http/1.1, the IUT selects h2 (it never negotiates HTTP/1.1 over TLS)."""
     offer = _offer(ctx, "drafter-1", alpn=("h2", "http/1.1"))
-    judge_alpn_probe(ctx, await tls_probe(ctx.env.config.base_uri, ctx.env.config.ca, offer, read=False), "the IUT")
+    judge_alpn_probe(ctx, await tls_probe(ctx.target.base_uri, ctx.target.ca, offer, read=False), "the IUT")
 
 
 def _media(answer: Answer) -> str:
@@ -250,5 +247,5 @@ async def deterministic_encoding(ctx: CaseContext) -> None:
 )
 async def own_certificate_names_base_uri(ctx: CaseContext) -> None:
     """The certificate the verifier presents names its base URI, as every party's does."""
-    await judge_own_certificate(ctx, ctx.env.iut.send("router", "POST", "sessions", {}), "an empty session-open",
-                                "the verifier", ctx.env.config.base_uri)
+    await judge_own_certificate(ctx, ctx.iut.send("router", "POST", "sessions", {}), "an empty session-open",
+                                "the verifier", ctx.target.base_uri)

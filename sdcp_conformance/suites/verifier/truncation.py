@@ -6,8 +6,10 @@ greedy tokens are distinct, so a stop token occurs exactly where intended.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext
+from sdcp_conformance.harness.context import CaseContext, TrackedSession
 from sdcp_conformance.protocol.messages import Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import (
@@ -31,34 +33,39 @@ def _require(ctx: CaseContext, verdict: Verdict, emitted: list[int], action: int
               actual=f"emitted {list(verdict.emitted)}, action {int(verdict.action)}")
 
 
+async def _one_round(ctx: CaseContext, greedy: int, proposed: int, emitted: int, action: int, *,
+                     stop_at: int | None = None, **contract: Any) -> tuple[TrackedSession, Verdict]:
+    """A session over a prompt whose first ``greedy`` greedy tokens are distinct (the greedy token at ``stop_at`` its
+    stop token, if given), the first ``proposed`` of them proposed: the first ``emitted`` come back, with
+    ``action``."""
+    prompt, path = distinct_greedy_prompt(greedy)
+    if stop_at is not None:
+        contract["stop"] = [path[stop_at]]
+    session = await started(ctx, prompt=prompt, **contract)
+    verdict = await ctx.propose_ok(session, path[:proposed])
+    _require(ctx, verdict, path[:emitted], action)
+    return session, verdict
+
+
 @CATALOGUE.case("VER-6.3-TRUNC-001", area="truncation", section="6.3, 6.5.2",
                 level=Level.MUST, rows=(TRUNC_ROW,))
 async def stop_inside_proposal(ctx: CaseContext) -> None:
     """A stop token at proposed position 2 (accepted): emitted ends with it, action finish."""
-    prompt, path = distinct_greedy_prompt(6)
-    session = await started(ctx, prompt=prompt, stop=[path[1]])
-    verdict = await ctx.propose_ok(session, path[:4])
-    _require(ctx, verdict, path[:2], 4)
+    await _one_round(ctx, 6, proposed=4, emitted=2, action=4, stop_at=1)
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-002", area="truncation", section="6.3, 6.5.2",
                 level=Level.MUST, rows=(TRUNC_ROW,))
 async def stop_is_additional_token(ctx: CaseContext) -> None:
     """The additional token is the stop token: it is emitted and the session finishes."""
-    prompt, path = distinct_greedy_prompt(6)
-    session = await started(ctx, prompt=prompt, stop=[path[2]])
-    verdict = await ctx.propose_ok(session, path[:2])
-    _require(ctx, verdict, path[:3], 4)
+    await _one_round(ctx, 6, proposed=2, emitted=3, action=4, stop_at=2)
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-003", area="truncation", section="6.3, 6.5.2",
                 level=Level.MUST, rows=(TRUNC_ROW,))
 async def max_new_mid_round(ctx: CaseContext) -> None:
     """max_new 3 with four tokens proposed: three are emitted and the session finishes."""
-    prompt, path = distinct_greedy_prompt(6)
-    session = await started(ctx, prompt=prompt, max_new=3)
-    verdict = await ctx.propose_ok(session, path[:4])
-    _require(ctx, verdict, path[:3], 4)
+    await _one_round(ctx, 6, proposed=4, emitted=3, action=4, max_new=3)
 
 
 @CATALOGUE.case("VER-6.3-TRUNC-004", area="truncation", section="6.3, 6.5.2",
@@ -91,10 +98,7 @@ async def stop_only_in_rejected_part(ctx: CaseContext) -> None:
 )
 async def accepted_before_truncation(ctx: CaseContext) -> None:
     """A round cut by a stop token reports the rule's a (4), not the number of kept tokens."""
-    prompt, path = distinct_greedy_prompt(6)
-    session = await started(ctx, prompt=prompt, stop=[path[1]])
-    verdict = await ctx.propose_ok(session, path[:4])
-    _require(ctx, verdict, path[:2], 4)
+    _, verdict = await _one_round(ctx, 6, proposed=4, emitted=2, action=4, stop_at=1)
     ctx.check(verdict.accepted == 4, f"accepted is {verdict.accepted}; P1-CTL-5 reports a before truncation (4)",
               expected="accepted 4", actual=f"accepted {verdict.accepted}")
 
@@ -105,10 +109,7 @@ async def accepted_before_truncation(ctx: CaseContext) -> None:
 )
 async def finished_state(ctx: CaseContext) -> None:
     """After a stop token the session-state (idempotent session-open) says 4, finished."""
-    prompt, path = distinct_greedy_prompt(6)
-    session = await started(ctx, prompt=prompt, stop=[path[0]])
-    verdict = await ctx.propose_ok(session, path[:3])
-    _require(ctx, verdict, path[:1], 4)
+    session, _ = await _one_round(ctx, 6, proposed=3, emitted=1, action=4, stop_at=0)
     state = await current_state(ctx, session)
     ctx.check_state(session, state, "session-state after finish")
     ctx.check(state.state == 4, f"session-state.state is {state.state} after finish (P1-STATE-1: 4)",

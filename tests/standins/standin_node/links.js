@@ -1,82 +1,10 @@
-// The stand-in verifier's calls to other parties over HTTP/2 + TLS 1.3 with its client certificate: the MLC
-// (objects, the conditional commit-log append of P1-LOG-1 with the read-back of §6.8) and the router (events,
-// status). One connection per origin, reopened after a GOAWAY or an error; every request has a deadline.
+// The stand-in verifier's calls to the MLC: objects, and the conditional commit-log append of P1-LOG-1 with the
+// read-back of §6.8. The connections (node_common/links.js's Origins) carry its events and status to the router too.
 
-import http2 from 'node:http2';
 import * as P from './protocol.js';
-
-class TransportError extends Error {}
-
-class Origins {
-  constructor(tls, timeoutMs) {
-    this.tls = tls;
-    this.timeoutMs = timeoutMs;
-    this.sessions = new Map();
-  }
-
-  session(origin) {
-    let session = this.sessions.get(origin);
-    if (session && !session.closed && !session.destroyed && !session.goingAway) return session;
-    session = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3', servername: undefined });
-    session.goingAway = false;
-    session.on('goaway', () => { session.goingAway = true; }); // streams it named still complete; new ones go elsewhere
-    session.on('error', () => { session.goingAway = true; });
-    session.on('close', () => { if (this.sessions.get(origin) === session) this.sessions.delete(origin); });
-    session.setTimeout(60000, () => session.close());
-    this.sessions.set(origin, session);
-    return session;
-  }
-
-  /** One request; resolves {status, headers, body} or rejects with a TransportError at the deadline. */
-  request(method, uri, body = null, headers = {}) {
-    const url = new URL(uri);
-    return new Promise((resolve, reject) => {
-      let stream;
-      try {
-        stream = this.session(url.origin).request({ ':method': method, ':path': url.pathname + url.search, ...headers },
-          { endStream: body === null });
-      } catch (error) {
-        reject(new TransportError(`${method} ${uri}: ${error.message}`));
-        return;
-      }
-      const chunks = [];
-      let status = 0;
-      let answer = {};
-      const timer = setTimeout(() => { stream.close(http2.constants.NGHTTP2_CANCEL); reject(new TransportError(`${method} ${uri}: no answer within ${this.timeoutMs} ms`)); }, this.timeoutMs);
-      stream.on('response', (h) => { status = h[':status']; answer = h; });
-      stream.on('data', (chunk) => chunks.push(chunk));
-      stream.on('end', () => { clearTimeout(timer); resolve({ status, headers: answer, body: Buffer.concat(chunks) }); });
-      stream.on('error', (error) => { clearTimeout(timer); reject(new TransportError(`${method} ${uri}: ${error.message}`)); });
-      if (body !== null) stream.end(body);
-    });
-  }
-
-  close() {
-    for (const session of this.sessions.values()) session.close();
-    this.sessions.clear();
-  }
-}
+import { TransportError, parseLog } from './node_common/links.js';
 
 // ------------------------------------------------------------------------------------------------- commit log
-
-/** A commit log's records (P1-LOG-1: a CBOR sequence of {epoch, round, emitted, committed, digest} or {epoch}). */
-function parseLog(data) {
-  const records = [];
-  if (!data.length) return records;
-  let items;
-  try {
-    items = P.decodeSequence(data);
-  } catch (error) {
-    throw new TransportError(`the commit log is not a CBOR sequence: ${error.message}`);
-  }
-  for (const item of items) {
-    if (item === null || typeof item !== 'object') throw new TransportError('a commit-log item is not a map');
-    const epoch = Number(item.epoch);
-    records.push('round' in item ? { epoch, round: Number(item.round), digest: Buffer.from(item.digest), fence: false }
-      : { epoch, fence: true });
-  }
-  return records;
-}
 
 function highestFence(records) {
   let highest = null;
@@ -126,4 +54,5 @@ async function getObject(origins, uri) {
   return reply.body;
 }
 
-export { Origins, TransportError, appendRecord, getObject, readLog };
+export { Origins, TransportError } from './node_common/links.js';
+export { appendRecord, getObject, readLog };

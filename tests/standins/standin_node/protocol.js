@@ -1,192 +1,19 @@
-// SDCP's pure parts for the stand-in verifier: CBOR on the wire, message checks, problem types, the digest
-// chain (§4.1, §4.2), the HMAC uniforms (§6.4), p under a sampling profile (§4.1, P1-SAMP-1), the draws of
-// P1-SAMP-2, rules 1 and 2 (§6.4), truncation (§6.3) and the speculation control of §6.5. No I/O.
+// SDCP's pure parts for the stand-in verifier: the checks of the messages it receives (§5.2), the HMAC uniforms
+// (§6.4), p under a sampling profile (§4.1, P1-SAMP-1), the draws of P1-SAMP-2, rules 1 and 2 (§6.4), truncation
+// (§6.3) and the speculation control of §6.5. No I/O. CBOR, problem types, the member checks and the digests are
+// the stand-ins' shared ones (node_common/protocol.js).
 //
 // Written from the draft and the profile, not translated from the Python reference line by line: the harness
 // judges this code as it judges any verifier.
 
 import crypto from 'node:crypto';
 import os from 'node:os';
-import { decode as decodeItem } from 'cbor2';
-import { Encoder } from 'cbor-x';
+import {
+  ProtocolError, STATUS, argmax as greedy, bstr, checked, checkedContract, nucleus, parseChecked, sampling, tokensOrRef,
+  tstr, u32, uint, uints,
+} from './node_common/protocol.js';
 
-const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, variableMapSize: true, tagUint8Array: false });
-
-// ----------------------------------------------------------------------------------------------- problems
-
-const PROBLEM_PREFIX = 'urn:ietf:params:sdcp:problem:';
-const PROBLEMS = {
-  staleEpoch: ['sdcp-stale-epoch', 409],
-  staleBase: ['sdcp-stale-base', 409],
-  qUnavailable: ['sdcp-q-unavailable', 409],
-  badContract: ['sdcp-bad-contract', 422],
-  limit: ['sdcp-limit', 422],
-  sessionClosed: ['sdcp-session-closed', 410],
-  badProposal: ['sdcp-bad-proposal', 422],
-  notAssigned: ['sdcp-not-assigned', 403],
-  badMessage: ['sdcp-bad-message', 400], // profile-only (P1-MSG-2)
-};
-
-class ProtocolError extends Error {
-  /** A refusal with a problem type of Table 2 (or the profile's sdcp-bad-message). */
-  constructor(kind, detail, state = null) {
-    super(detail);
-    const [suffix, status] = PROBLEMS[kind];
-    this.suffix = suffix;
-    this.status = status;
-    this.detail = detail;
-    this.state = state;
-  }
-}
-
-class HttpError extends Error {
-  /** An answer with a plain HTTP status and no SDCP problem type (404, 405, 503). */
-  constructor(status, detail) {
-    super(detail);
-    this.status = status;
-    this.detail = detail;
-  }
-}
-
-function b64url(bytes) {
-  return Buffer.from(bytes).toString('base64url');
-}
-
-// ----------------------------------------------------------------------------------------------- CBOR
-
-const UINT32_LIMIT = 2 ** 32;
-const UINT64_LIMIT = 2n ** 64n;
-
-/** A value ready for cbor-x with RFC 8949 §4.2.1 core deterministic encoding (P1-MSG-1): map keys sorted by
- *  their encoded bytes, integers in their shortest form (cbor-x writes a BigInt as a uint64 and a Number at or
- *  above 2^32 as a float, so integers are handed to it as a Number below 2^32 and a BigInt from there). */
-function wire(value) {
-  if (typeof value === 'bigint') return value < BigInt(UINT32_LIMIT) ? Number(value) : value;
-  if (typeof value === 'number') {
-    if (Number.isInteger(value) && value >= UINT32_LIMIT) return BigInt(value);
-    return value;
-  }
-  if (Buffer.isBuffer(value) || value instanceof Uint8Array) return Buffer.from(value);
-  if (Array.isArray(value)) return value.map(wire);
-  if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).filter((key) => value[key] !== undefined && value[key] !== null);
-    keys.sort((a, b) => Buffer.byteLength(a) - Buffer.byteLength(b) || Buffer.compare(Buffer.from(a), Buffer.from(b)));
-    const out = {};
-    for (const key of keys) out[key] = wire(value[key]);
-    return out;
-  }
-  return value;
-}
-
-function encode(value) {
-  return cbor.encode(wire(value));
-}
-
-/** One request body: any well-formed encoding (P1-MSG-1), duplicate map keys refused (P1-MSG-2). cbor2 reads
- *  all of RFC 8949 (indefinite-length strings too); cbor-x, which writes faster, does not. */
-function decode(bytes) {
-  try {
-    return decodeItem(bytes, { rejectDuplicateKeys: true });
-  } catch (error) {
-    throw new ProtocolError('badMessage', `malformed CBOR: ${error.message}`);
-  }
-}
-
-/** The items of a CBOR sequence (a commit log, RFC 8742), as the harness's MLC serves them. */
-function decodeSequence(bytes) {
-  return cbor.decodeMultiple(bytes) || [];
-}
-
-// ----------------------------------------------------------------------------------------------- message checks
-
-class FieldError extends Error {}
-
-const isMap = (value) => value !== null && typeof value === 'object' && !Array.isArray(value) && !Buffer.isBuffer(value) && !(value instanceof Uint8Array);
-
-function uint(value, path, { le, ge } = {}) {
-  let number;
-  if (typeof value === 'bigint') {
-    if (value < 0n || value >= UINT64_LIMIT) throw new FieldError(`${path}: expected uint`);
-    number = value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
-  } else if (typeof value === 'number' && Number.isInteger(value) && value >= 0) {
-    number = value;
-  } else {
-    throw new FieldError(`${path}: expected uint, got ${typeof value}`);
-  }
-  if (le !== undefined && number > le) throw new FieldError(`${path}: ${number} is above .le ${le}`);
-  if (ge !== undefined && number < ge) throw new FieldError(`${path}: ${number} is below .ge ${ge}`);
-  return number;
-}
-
-function bstr(value, path, size) {
-  if (!(Buffer.isBuffer(value) || value instanceof Uint8Array)) throw new FieldError(`${path}: expected bstr`);
-  if (size !== undefined && value.length !== size) throw new FieldError(`${path}: expected bstr .size ${size}`);
-  return Buffer.from(value);
-}
-
-function tstr(value, path) {
-  if (typeof value !== 'string') throw new FieldError(`${path}: expected tstr`);
-  return value;
-}
-
-function uints(value, path, minItems = 0) {
-  if (!Array.isArray(value)) throw new FieldError(`${path}: expected array`);
-  if (value.length < minItems) throw new FieldError(`${path}: expected at least ${minItems} items`);
-  return value.map((item, index) => uint(item, `${path}[${index}]`));
-}
-
-function tokensOrRef(value, path) {
-  return typeof value === 'string' ? value : uints(value, path);
-}
-
-/** Checks ``obj`` against ``members`` ({name: [checker, required]}); unknown keys are ignored (§5.2) unless
- *  ``closed``. Returns the checked values. */
-function checked(obj, members, path, closed = false) {
-  if (!isMap(obj)) throw new FieldError(`${path}: expected a map`);
-  if (closed) {
-    const unknown = Object.keys(obj).filter((key) => !(key in members));
-    if (unknown.length) throw new FieldError(`${path}: unknown keys ${JSON.stringify(unknown)}`);
-  }
-  const out = {};
-  for (const [name, [check, required]] of Object.entries(members)) {
-    if (!(name in obj) || obj[name] === undefined) {
-      if (required) throw new FieldError(`${path}.${name}: required member missing`);
-      continue;
-    }
-    out[name] = check(obj[name], `${path}.${name}`);
-  }
-  return out;
-}
-
-const LADDER = new Set([1, 2, 3, 5]);
-
-function sampling(value, path, closed = false) {
-  return checked(value, {
-    temperature_milli: [(v, p) => uint(v, p), false], top_k: [(v, p) => uint(v, p), false],
-    top_p_milli: [(v, p) => uint(v, p, { le: 1000 }), false], seed: [(v, p) => uint(v, p), false],
-  }, path, closed);
-}
-
-function contractOf(value, path) {
-  // §4.1: "A contract that contains a key not defined by this document MUST be rejected"; the sampling map
-  // inside it is closed too (its digest covers it).
-  try {
-    return checked(value, {
-      target: [(v, p) => bstr(v, p, 32), true], tokenizer: [(v, p) => bstr(v, p, 32), true],
-      drafters: [(v, p) => { if (!Array.isArray(v) || !v.length) throw new FieldError(`${p}: expected [+ hash32]`); return v.map((d, i) => bstr(d, `${p}[${i}]`, 32)); }, false],
-      rule: [(v, p) => uint(v, p), true], sampling: [(v, p) => sampling(v, p, true), false],
-      m_max: [(v, p) => uint(v, p, { le: 64 }), true], max_new: [(v, p) => uint(v, p), true],
-      stop: [(v, p) => uints(v, p), true], low_rounds: [(v, p) => uint(v, p, { ge: 1 }), true],
-      low_ratio: [(v, p) => uint(v, p, { le: 100 }), false],
-      fallback: [(v, p) => uints(v, p, 1).map((a, i) => { if (!LADDER.has(a)) throw new FieldError(`${p}[${i}]: not a ladder action`); return a; }), true],
-      self_load: [(v, p) => uint(v, p, { le: 100 }), false], self_max: [(v, p) => uint(v, p), false],
-      scope: [(v, p) => bstr(v, p, 16), false],
-    }, path, true);
-  } catch (error) {
-    if (error instanceof FieldError) throw new ProtocolError('badContract', error.message);
-    throw error;
-  }
-}
+// ----------------------------------------------------------------------------------------------- messages
 
 const MESSAGES = {
   sessionOpen: {
@@ -210,12 +37,7 @@ const MESSAGES = {
     round: [(v, p) => uint(v, p), true], drafter: [tstr, true], base: [(v, p) => uint(v, p), true],
     base_digest: [(v, p) => bstr(v, p, 32), true], tokens: [(v, p) => uints(v, p, 1), true],
     q_rows: [tstr, false], draft_kv: [tstr, false],
-    status: [(v, p) => checked(v, {
-      instance: [tstr, true], role: [(w, q) => { const r = uint(w, q); if (r !== 1 && r !== 2) throw new FieldError(`${q}: not 1 or 2`); return r; }, true],
-      load: [(w, q) => uint(w, q, { le: 100 }), true], queue: [(w, q) => uint(w, q), true],
-      accept_milli: [(w, q) => uint(w, q, { le: 1000 }), false], cache_mbps: [(w, q) => uint(w, q), false],
-      ttl_ms: [(w, q) => uint(w, q), true],
-    }, p), true],
+    status: [(v, p) => checked(v, STATUS, p), true],
   },
   policy: {
     session: [(v, p) => bstr(v, p, 16), true], from_round: [(v, p) => uint(v, p), true],
@@ -225,43 +47,9 @@ const MESSAGES = {
 
 /** Decodes and checks one message (P1-MSG-2: 400 sdcp-bad-message; a bad contract inside: 422). */
 function parseMessage(kind, bytes) {
-  const obj = decode(bytes);
-  let message;
-  try {
-    message = checked(obj, MESSAGES[kind], kind);
-  } catch (error) {
-    if (error instanceof FieldError) throw new ProtocolError('badMessage', error.message);
-    throw error;
-  }
-  if ('contract' in message) message.contract = contractOf(message.contract, `${kind}.contract`);
+  const message = parseChecked(bytes, MESSAGES[kind], kind);
+  if ('contract' in message) message.contract = checkedContract(message.contract, `${kind}.contract`);
   return message;
-}
-
-// ----------------------------------------------------------------------------------------------- digests
-
-const sha256 = (...parts) => crypto.createHash('sha256').update(Buffer.concat(parts)).digest();
-
-function u32(value) {
-  const out = Buffer.alloc(4);
-  out.writeUInt32BE(value);
-  return out;
-}
-
-/** §4.1: SHA-256("SDCP-CONTRACT-1" || 0x00 || deterministic_cbor(contract)), over our own re-encoding. */
-function contractDigest(contract) {
-  return sha256(Buffer.from('SDCP-CONTRACT-1\0'), encode(contract));
-}
-
-/** §4.2 d[0]. */
-function prefixDigest(contractDigestValue, prompt) {
-  return sha256(Buffer.from('SDCP-PREFIX-1\0'), contractDigestValue, u32(prompt.length), ...prompt.map(u32));
-}
-
-/** §4.2: d[k] = SHA-256(d[k-1] || uint32(o[k])), once per token. */
-function extendDigest(digest, tokens) {
-  let current = digest;
-  for (const token of tokens) current = sha256(current, u32(token));
-  return current;
 }
 
 // ----------------------------------------------------------------------------------------------- uniforms
@@ -300,13 +88,6 @@ function systemUniforms() {
 }
 
 // ----------------------------------------------------------------------------------------------- p and draws
-
-/** Argmax, ties to the smallest id (§6.4 rule 1, §4.1 temperature zero). */
-function greedy(row) {
-  let best = 0;
-  for (let k = 1; k < row.length; k += 1) if (row[k] > row[best]) best = k;
-  return best;
-}
 
 /** P1-SAMP-2: the smallest k with u < (d[0]+...+d[k]) / sum(d), sums taken in ascending id, binary64. */
 function draw(weights, u) {
@@ -349,20 +130,7 @@ function targetDistribution(logits, profile, rule) {
   let total = 0;
   for (const x of probs) total += x;
   for (let id = 0; id < v; id += 1) probs[id] /= total;
-  const topP = profile && profile.top_p_milli !== undefined ? profile.top_p_milli : 1000;
-  if (topP >= 1000) return probs;
-  // Shortest prefix by probability descending (ties by id ascending) whose sequential sum reaches top_p;
-  // top_p 0 keeps the most probable token; renormalised by that sum.
-  const order = [...probs.keys()].filter((id) => probs[id] > 0).sort((a, b) => probs[b] - probs[a] || a - b);
-  let mass = 0;
-  let length = order.length;
-  for (let n = 0; n < order.length; n += 1) {
-    mass += probs[order[n]];
-    if (mass >= topP / 1000) { length = n + 1; break; }
-  }
-  const kept = new Float64Array(v);
-  for (const id of order.slice(0, length)) kept[id] = probs[id] / mass;
-  return kept;
+  return nucleus(probs, profile && profile.top_p_milli !== undefined ? profile.top_p_milli : 1000);
 }
 
 // ----------------------------------------------------------------------------------------------- rules
@@ -479,7 +247,10 @@ class SpeculationControl {
 }
 
 export {
-  ACTION, HttpError, PROBLEM_PREFIX, ProtocolError, SpeculationControl, b64url, checkQRows, contractDigest,
-  decode, draw, encode, extendDigest, greedy, parseMessage, prefixDigest, rule1, rule2, seededUniforms,
-  systemUniforms, targetDistribution, truncate, PURPOSE_DRAW, decodeSequence,
+  ACTION, SpeculationControl, checkQRows, draw, greedy, parseMessage, rule1, rule2, seededUniforms, systemUniforms,
+  targetDistribution, truncate, PURPOSE_DRAW,
 };
+export {
+  HttpError, PROBLEM_PREFIX, ProtocolError, b64url, contractDigest, decode, decodeSequence, encode, extendDigest,
+  prefixDigest, problemBody,
+} from './node_common/protocol.js';

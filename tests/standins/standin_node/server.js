@@ -10,45 +10,18 @@
 // the harness, sets the pace; this one leaves the machine to the harness.
 
 import fs from 'node:fs';
-import http2 from 'node:http2';
-import { X509Certificate } from 'node:crypto';
 import * as P from './protocol.js';
 import { Origins, appendRecord, getObject, readLog } from './links.js';
 import { PHASE, Session } from './session.js';
+import { listen, peerIdentity, secureServer } from './node_common/server.js';
 
 const MEDIA_TYPE = 'application/sdcp+cbor';
 
-function problem(error) {
-  const members = { type: P.PROBLEM_PREFIX + error.suffix, title: error.suffix, status: error.status, detail: error.detail };
-  if (error.state) {
-    const state = {};
-    for (const [key, value] of Object.entries(error.state)) state[key] = Buffer.isBuffer(value) ? P.b64url(value) : value;
-    members.state = state; // P1-ERR-2
-  }
-  return { status: error.status, body: Buffer.from(JSON.stringify(members)), type: 'application/problem+json' };
-}
+const problem = (error) => ({ status: error.status, body: P.problemBody(error), type: 'application/problem+json' });
 
-function plainProblem(status, detail) {
-  return { status, body: Buffer.from(JSON.stringify({ type: 'about:blank', status, detail })), type: 'application/problem+json' };
-}
+const plainProblem = (status, detail) => problem(new P.HttpError(status, detail));
 
 const ok = (message, status = 200) => ({ status, body: P.encode(message), type: MEDIA_TYPE });
-
-const identities = new WeakMap();
-
-/** P1-ID-1: a party's identity is its client certificate's URI SAN; read once per connection (parsing the
- *  certificate costs more than the rest of a request). */
-function peerIdentity(session) {
-  if (identities.has(session)) return identities.get(session);
-  const raw = session.socket.getPeerCertificate(false);
-  let identity = null;
-  if (raw && raw.raw) {
-    const uri = (new X509Certificate(raw.raw).subjectAltName || '').split(', ').find((name) => name.startsWith('URI:'));
-    identity = uri ? uri.slice(4) : null;
-  }
-  identities.set(session, identity);
-  return identity;
-}
 
 class Waiters {
   /** Wakes everyone waiting on a session's change (a verdict, an abandoned round, an assignment). */
@@ -357,9 +330,8 @@ function main() {
     }
   }
   const verifier = new Verifier(config);
-  const server = http2.createSecureServer({
-    cert: config.cert, key: config.key, ca: config.ca, requestCert: true, rejectUnauthorized: true,
-    minVersion: 'TLSv1.3', allowHTTP1: false, settings: { maxConcurrentStreams: 128 },
+  const server = secureServer({ cert: config.cert, key: config.key, ca: config.ca }, {
+    settings: { maxConcurrentStreams: 128 }, http1Detail: 'SDCP requires HTTP/2 over TLS 1.3 (P1-TLS-1)',
   });
   server.on('stream', (stream, headers) => {
     const chunks = [];
@@ -379,29 +351,11 @@ function main() {
       stream.end(answer.body);
     });
   });
-  // P1-TLS-1: "HTTP/1.1 requests (if ALPN lets them through) are refused with 505 or the connection is closed".
-  server.on('unknownProtocol', (socket) => {
-    const body = JSON.stringify({ type: 'about:blank', status: 505, detail: 'SDCP requires HTTP/2 over TLS 1.3 (P1-TLS-1)' });
-    socket.end(`HTTP/1.1 505 HTTP Version Not Supported\r\ncontent-type: application/problem+json\r\nconnection: close\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
-  });
-  const sessions = new Set();
-  server.on('session', (session) => { sessions.add(session); session.on('close', () => sessions.delete(session)); });
-  server.on('sessionError', () => {});
-  const { hostname, port } = new URL(config.base_uri);
   const status = setInterval(() => verifier.reportStatus(), config.status_ttl_ms / 3);
-  server.listen(Number(port), config.host || hostname, () => {
-    verifier.reportStatus();
-    process.stdout.write(`serving ${config.base_uri}\n`);
+  listen(server, {
+    baseUri: config.base_uri, host: config.host, listening: () => verifier.reportStatus(),
+    stopping: () => { clearInterval(status); verifier.origins.close(); },
   });
-  const stop = () => {
-    clearInterval(status);
-    verifier.origins.close();
-    server.close(() => process.exit(0));
-    for (const session of sessions) session.destroy();
-    setTimeout(() => process.exit(0), 2000).unref();
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
 }
 
 main();

@@ -7,10 +7,10 @@
 // it listens; SIGTERM or SIGINT stops it. Written from draft-sdcp.txt and PROFILE.md only.
 
 import fs from 'node:fs';
-import http2 from 'node:http2';
-import { X509Certificate, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import * as P from './protocol.js';
-import { Origins } from './links.js';
+import { Origins } from './node_common/links.js';
+import { listen, peerIdentity, secureServer } from './node_common/server.js';
 
 const MEDIA_TYPE = 'application/sdcp+cbor';
 const ACTION = { continue: 0, reduce: 1, switch: 2, selfDecode: 3, finish: 4, fail: 5 };
@@ -24,18 +24,6 @@ const now = () => performance.now();
 function problemAnswer(status, suffix, detail) {
   const body = { type: suffix ? P.PROBLEM_PREFIX + suffix : 'about:blank', title: suffix || 'error', status, detail };
   return { status, type: 'application/problem+json', body: Buffer.from(JSON.stringify(body)) }; // P1-ERR-1
-}
-
-/** P1-ID-1: a party is the URI SAN of its certificate (read once per connection). */
-const identities = new WeakMap();
-function peerIdentity(h2session) {
-  if (!identities.has(h2session)) {
-    const raw = h2session.socket.getPeerCertificate(false);
-    const names = raw && raw.raw ? (new X509Certificate(raw.raw).subjectAltName || '') : '';
-    const uri = names.split(', ').find((name) => name.startsWith('URI:'));
-    identities.set(h2session, uri ? uri.slice(4) : null);
-  }
-  return identities.get(h2session);
 }
 
 /** The draft model: row t of the V x V table holds the logits after token t (bigram closed form). */
@@ -83,15 +71,15 @@ class Drafter {
     this.config = config;
     this.base = new URL(config.base_uri).pathname.replace(/\/$/, '');
     this.model = new DraftModel(config.model);
-    this.origins = new Origins({ cert: config.cert, key: config.key, ca: config.ca });
+    this.origins = new Origins({ cert: config.cert, key: config.key, ca: config.ca }, config.call_timeout_ms);
     this.sessions = new Map(); // session id (hex) -> Session, kept after it stops (its epoch is still held)
     this.acceptEwma = null; // P1-DRF-8: EWMA of a/M over this instance's verdicts
     this.reporting = false;
     this.cacheRttMs = 2; // EWMA of the MLC's round trip (a small request), in ms
   }
 
-  call(method, uri, options) {
-    return this.origins.request(method, uri, { timeoutMs: this.config.call_timeout_ms, ...options });
+  call(method, uri, { body = null, headers = {}, timeoutMs } = {}) {
+    return this.origins.request(method, uri, body, headers, timeoutMs);
   }
 
   // ---------------------------------------------------------------------------------------------- assignments
@@ -408,8 +396,7 @@ function main() {
   const config = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const tls = { cert: fs.readFileSync(config.cert), key: fs.readFileSync(config.key), ca: fs.readFileSync(config.ca) };
   const drafter = new Drafter({ ...config, ...tls });
-  // §5.1 / P1-TLS-1: HTTP/2 over TLS 1.3 with a required client certificate from the CA.
-  const server = http2.createSecureServer({ ...tls, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3', allowHTTP1: false });
+  const server = secureServer(tls);
   server.on('stream', (stream, headers) => {
     const chunks = [];
     let size = 0;
@@ -430,29 +417,15 @@ function main() {
       if (answer.body.length) stream.end(answer.body);
     });
   });
-  // P1-TLS-1: "HTTP/1.1 requests (if ALPN lets them through) are refused with 505 or the connection is closed".
-  server.on('unknownProtocol', (socket) => {
-    socket.end('HTTP/1.1 505 HTTP Version Not Supported\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-  });
-  server.on('sessionError', () => {});
-  const sessions = new Set();
-  server.on('session', (s) => { sessions.add(s); s.on('close', () => sessions.delete(s)); });
-  const { hostname, port } = new URL(config.base_uri);
   const status = setInterval(() => drafter.reportStatus(), config.status_ttl_ms / 3);
-  server.listen(Number(port), config.host || hostname, () => {
-    drafter.reportStatus();
-    process.stdout.write(`serving ${config.base_uri}\n`);
+  listen(server, {
+    baseUri: config.base_uri, host: config.host, listening: () => drafter.reportStatus(), graceMs: 1000,
+    stopping: () => {
+      clearInterval(status);
+      for (const s of drafter.sessions.values()) s.active = false;
+      drafter.origins.close();
+    },
   });
-  const stop = () => {
-    clearInterval(status);
-    for (const s of drafter.sessions.values()) s.active = false;
-    drafter.origins.close();
-    server.close(() => process.exit(0));
-    for (const s of sessions) s.destroy();
-    setTimeout(() => process.exit(0), 1000).unref();
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
 }
 
 main();

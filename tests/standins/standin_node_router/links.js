@@ -1,67 +1,12 @@
-// The router's calls to other parties over HTTP/2 + TLS 1.3 with its client certificate (§5.1, P1-TLS-1):
-// verifiers, drafters and the MLC. One connection per origin, reopened after a GOAWAY or an error; every
-// request has a deadline (a TransportError when it passes). Adapted from the project's stand-in verifier.
+// The router's calls to other parties (verifiers, drafters and the MLC) over the stand-ins' shared connections
+// (node_common/links.js): answers and problem documents read, MLC objects, the fence of §6.8/§6.9 appended to a
+// commit log, and the records a resume counts (P1-RTR-6).
 
-import http2 from 'node:http2';
 import crypto from 'node:crypto';
 import * as P from './protocol.js';
+import { TransportError, parseLog } from './node_common/links.js';
 
-export class TransportError extends Error {}
-
-export class Origins {
-  constructor(tls, timeoutMs) {
-    this.tls = tls;
-    this.timeoutMs = timeoutMs;
-    this.sessions = new Map();
-  }
-
-  session(origin) {
-    let session = this.sessions.get(origin);
-    if (session && !session.closed && !session.destroyed && !session.goingAway) return session;
-    session = http2.connect(origin, { ...this.tls, minVersion: 'TLSv1.3' });
-    session.goingAway = false;
-    session.on('goaway', () => { session.goingAway = true; });
-    session.on('error', () => { session.goingAway = true; });
-    session.on('close', () => { if (this.sessions.get(origin) === session) this.sessions.delete(origin); });
-    session.setTimeout(60000, () => session.close());
-    this.sessions.set(origin, session);
-    return session;
-  }
-
-  /** One request; resolves {status, headers, body} or rejects with a TransportError (deadline, reset, TLS). */
-  request(method, uri, body = null, headers = {}, timeoutMs = this.timeoutMs) {
-    const url = new URL(uri);
-    return new Promise((resolve, reject) => {
-      let stream;
-      try {
-        const h = { ':method': method, ':path': url.pathname + url.search, ...headers };
-        if (body !== null && !h['content-type']) h['content-type'] = P.MEDIA_TYPE;
-        stream = this.session(url.origin).request(h, { endStream: body === null });
-      } catch (error) {
-        reject(new TransportError(`${method} ${uri}: ${error.message}`));
-        return;
-      }
-      const chunks = [];
-      let status = 0;
-      let answer = {};
-      const timer = setTimeout(() => {
-        stream.close(http2.constants.NGHTTP2_CANCEL);
-        reject(new TransportError(`${method} ${uri}: no answer within ${timeoutMs} ms`));
-      }, timeoutMs);
-      stream.on('response', (h) => { status = h[':status']; answer = h; });
-      stream.on('data', (chunk) => chunks.push(chunk));
-      stream.on('end', () => { clearTimeout(timer); resolve({ status, headers: answer, body: Buffer.concat(chunks) }); });
-      stream.on('error', (error) => { clearTimeout(timer); reject(new TransportError(`${method} ${uri}: ${error.message}`)); });
-      stream.on('close', () => { clearTimeout(timer); if (!status) reject(new TransportError(`${method} ${uri}: stream closed (code ${stream.rstCode})`)); });
-      if (body !== null) stream.end(body);
-    });
-  }
-
-  close() {
-    for (const session of this.sessions.values()) session.close();
-    this.sessions.clear();
-  }
-}
+export { Origins, TransportError } from './node_common/links.js';
 
 export const ok = (reply) => reply.status >= 200 && reply.status < 300; // P1-MSG-4: any 2xx is success
 
@@ -97,20 +42,6 @@ export async function putTokens(origins, cache, session, tokens) {
   const reply = await origins.request('PUT', uri, P.encode(tokens), { 'content-type': 'application/cbor' });
   if (!ok(reply)) throw new TransportError(`PUT ${uri} answered ${reply.status}`);
   return uri;
-}
-
-/** A commit log's records (P1-LOG-1: a CBOR sequence of {epoch, round, emitted, committed, digest} or {epoch}). */
-export function parseLog(data) {
-  let items;
-  try { items = P.decodeSequence(data); } catch (error) { throw new TransportError(`the commit log is no CBOR sequence: ${error.message}`); }
-  return items.map((item) => {
-    if (item === null || typeof item !== 'object') throw new TransportError('a commit-log item is not a map');
-    if (!('round' in item)) return { fence: true, epoch: Number(item.epoch) };
-    return {
-      fence: false, epoch: Number(item.epoch), round: Number(item.round), committed: Number(item.committed),
-      emitted: (item.emitted || []).map(Number), digest: Buffer.from(item.digest),
-    };
-  });
 }
 
 const MAX_CONFLICTS = 32;

@@ -37,7 +37,7 @@ export class Router {
   /** config: {base_uri, cache, verifiers: [uri], drafters: [{uri, model (hex)}], tls: {cert, key, ca}, call_timeout_ms} */
   constructor(config) {
     this.config = config;
-    this.origins = new Origins(config.tls, config.call_timeout_ms);
+    this.origins = new Origins(config.tls, config.call_timeout_ms, P.MEDIA_TYPE);
     this.instances = new Map();
     for (const uri of config.verifiers) this.instances.set(uri, { uri, role: 2, expiresAt: 0, failures: 0, firstFailure: 0 });
     for (const { uri, model } of config.drafters) this.instances.set(uri, { uri, role: 1, model, expiresAt: 0, failures: 0, firstFailure: 0 });
@@ -396,7 +396,7 @@ export class Router {
         if (answer.status === 422) refusals += 1;
         continue;
       }
-      const d0 = P.prefixDigest(contract, promptTokens);
+      const d0 = P.prefixDigest(P.contractDigest(contract), promptTokens);
       if (!d0.equals(Buffer.from(answer.state.digest))) this.log(`session ${id.toString('hex')}: the verifier's d[0] differs from ours`);
       const s = {
         id, hex: id.toString('hex'), contract, prompt: request.prompt, d0, commitLog, epoch: 1, minEpoch: 1,

@@ -9,11 +9,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import http2 from 'node:http2';
 import { parseArgs } from 'node:util';
-import { X509Certificate } from 'node:crypto';
 import * as P from './protocol.js';
 import { Router } from './router.js';
+import { listen, peerIdentity, secureServer } from './node_common/server.js';
 
 function modelDigest(model) {
   if (/^[0-9a-fA-F]{64}$/.test(model)) return model.toLowerCase();
@@ -47,21 +46,6 @@ function configure() {
     base_uri: pki.parties[values.party], host: values.host, cache: values.cache, verifiers: values.verifier,
     drafters, tls, call_timeout_ms: 5000,
   };
-}
-
-const identities = new WeakMap();
-
-/** P1-ID-1: a party is the URI SAN of its client certificate (read once per connection). */
-function peerIdentity(session) {
-  if (identities.has(session)) return identities.get(session);
-  const raw = session.socket.getPeerCertificate(false);
-  let identity = null;
-  if (raw && raw.raw) {
-    const uri = (new X509Certificate(raw.raw).subjectAltName || '').split(', ').find((n) => n.startsWith('URI:'));
-    identity = uri ? uri.slice(4) : null;
-  }
-  identities.set(session, identity);
-  return identity;
 }
 
 const cbor = (body, status = 200) => ({ status, body: P.encode(body), type: P.MEDIA_TYPE });
@@ -110,9 +94,7 @@ function main() {
   const config = configure();
   const router = new Router(config);
   const base = new URL(config.base_uri).pathname;
-  const server = http2.createSecureServer({
-    ...config.tls, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3', allowHTTP1: false,
-  });
+  const server = secureServer(config.tls, { http1Detail: 'SDCP requires HTTP/2 (P1-TLS-1)' });
   server.on('stream', (stream, headers) => {
     const chunks = [];
     let size = 0;
@@ -142,23 +124,7 @@ function main() {
       if (answer.after) answer.after();
     });
   });
-  // P1-TLS-1: "HTTP/1.1 requests (if ALPN lets them through) are refused with 505 or the connection is closed".
-  server.on('unknownProtocol', (socket) => {
-    const body = JSON.stringify({ type: 'about:blank', status: 505, detail: 'SDCP requires HTTP/2 (P1-TLS-1)' });
-    socket.end(`HTTP/1.1 505 HTTP Version Not Supported\r\ncontent-type: application/problem+json\r\nconnection: close\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
-  });
-  const sessions = new Set();
-  server.on('session', (session) => { sessions.add(session); session.on('close', () => sessions.delete(session)); });
-  server.on('sessionError', () => {});
-  server.listen(Number(new URL(config.base_uri).port), config.host, () => process.stdout.write(`serving ${config.base_uri}\n`));
-  const stop = () => {
-    router.close();
-    server.close(() => process.exit(0));
-    for (const session of sessions) session.destroy();
-    setTimeout(() => process.exit(0), 2000).unref();
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  listen(server, { baseUri: config.base_uri, host: config.host, stopping: () => router.close() });
 }
 
 main();

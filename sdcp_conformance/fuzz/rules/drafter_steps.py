@@ -1,6 +1,7 @@
-"""Runs drafter fuzz steps: the harness, as the drafter's verifier and router, answers with generated sequences.
+"""The drafter's steps: the harness, as the drafter's verifier and router, answers with generated sequences.
 
-One :class:`DrafterStepExecutor` serves one example: a fresh session at the
+One :class:`DrafterStepExecutor` (on the executor base,
+:class:`~sdcp_conformance.fuzz.executor.RoleExecutor`) serves one example: a fresh session at the
 drafter under test, assigned by the harness as router, whose proposals the
 harness answers as verifier in the way each generated step says — a verdict
 (any number accepted, continue or reduce, any m_cap), a held verdict, a
@@ -11,7 +12,7 @@ stopping action, a re-assignment (same or higher epoch, either verifier)
 or a policy change (a new sampling member). After every step the played
 verifier's observations on every proposal that arrived are judged exactly as
 in the suite (:class:`~sdcp_conformance.harness.drafter_context.DrafterContext`):
-a FAILED finding (or NON-STRICT under ``--strict``) is a :class:`Violation`,
+a FAILED finding (or NON-STRICT under ``--strict``) is a :class:`~sdcp_conformance.fuzz.steps.Violation`,
 which Hypothesis shrinks.
 """
 
@@ -22,13 +23,14 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from sdcp_conformance.fuzz.executor import Handler, RoleExecutor
 from sdcp_conformance.fuzz.judging import FuzzJudge, judging_scope
-from sdcp_conformance.fuzz.steps import Step, Violation
+from sdcp_conformance.fuzz.steps import Step
 from sdcp_conformance.harness.case import CaseStopped
 from sdcp_conformance.harness.drafter_context import DrafterContext
 from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
 from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
-from sdcp_conformance.judge import Level, Verdict
+from sdcp_conformance.judge import Level
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.problems import ProblemType
 
@@ -38,17 +40,15 @@ REFUSALS = ("403", "410", "422", "418", "409-q")
 STOPS = (int(Action.SWITCH), int(Action.SELF_DECODE), int(Action.FINISH), int(Action.FAIL), 9, 103, 104, 105)
 """Verdict actions (9: unknown), and 100 + a stale-base state of 3, 4 or 5."""
 FUZZ_QUIET_S = 0.2
-FINISH_S = 0.03
-"""How long the end of an example waits for what the drafter sends after its last step."""
 """D-JUDGE-D9: the fuzzer's quiet window. Shorter than the suite's (D-JUDGE-D5): a fuzz campaign waits it after
 every stop of thousands of examples, and a drafter that goes on proposing does so within milliseconds of the
 verdict; a campaign against a slow drafter finds fewer stop bugs, never false ones."""
+FINISH_S = 0.03
+"""How long the end of an example waits for what the drafter sends after its last step."""
 TEMPERATURES = (250, 700, 1000)
 WAIT_MIN_S = 1.0
 """How long a step waits, at least, for the proposal it answers: 2.5 quiet windows of the drafter's pace
 (D-JUDGE-D5), so a slow drafter gets proportionally longer."""
-
-Handler = Callable[["DrafterStepExecutor", dict[str, Any]], Awaitable[None]]
 
 
 FUZZ_DRAFTER_CASE = judging_scope(
@@ -57,10 +57,11 @@ FUZZ_DRAFTER_CASE = judging_scope(
 """The judging scope of a fuzz example: every row a drafter can be judged on."""
 
 
-class DrafterStepExecutor:
+class DrafterStepExecutor(RoleExecutor):
     """One example: its session, the context that judges it, and the code that plays each step."""
 
     def __init__(self, env: DrafterEnvironment, example: str, judge: FuzzJudge | None = None) -> None:
+        super().__init__()
         self.env = env
         env.board.close_all()  # the previous example's session is over (the drafter gets 410 for it)
         self.ctx = DrafterContext(env, FUZZ_DRAFTER_CASE, 0, f"fuzz-{example}")
@@ -70,22 +71,21 @@ class DrafterStepExecutor:
         self.pending: Arrival | None = None
         self.idle = False
         """The drafter stopped, as it may (after a stop, a refusal, or q-unavailable): steps have nothing to do."""
-        self.log: list[str] = []
         self._seen = 0
 
-    # ------------------------------------------------------------------ entry point
+    # ------------------------------------------------------------------ around every step
 
-    async def apply(self, step: Step) -> None:
-        handler = _HANDLERS.get(step.rule)
-        if handler is None:
-            raise ValueError(f"unknown drafter fuzz rule {step.rule!r}")
+    def enter(self) -> None:
         self.env.current, self.env.context = self.ctx.transcript, self.ctx
-        self.log.append(step.describe())
+
+    async def play(self, handler: Handler, args: dict[str, Any]) -> None:
         started = self.env.now()
         with contextlib.suppress(CaseStopped):  # its finding is judged below
-            await handler(self, dict(step.args))
+            await handler(self, args)
         if os.environ.get("SDCP_FUZZ_DEBUG") and self.env.now() - started > 0.5:
-            print(f"slow step {step.describe()}: {self.env.now() - started:.2f} s", flush=True)
+            print(f"slow step {self.log[-1]}: {self.env.now() - started:.2f} s", flush=True)
+
+    def judge_step(self, step: Step) -> None:
         self._judge()
 
     async def finish(self) -> None:
@@ -95,18 +95,15 @@ class DrafterStepExecutor:
         self._judge()
 
     def _judge(self) -> None:
-        if self.session is not None:  # every proposal that arrived, taken by a step or not
+        """Every proposal that arrived, taken by a step or not, observed as the suite does; its new findings judged
+        (a FAILED one, or NON-STRICT under ``--strict``, raises; the others are kept)."""
+        if self.session is not None:
             for arrival in self.session.arrivals:
                 self.ctx.observe(arrival)
         findings = self.ctx.findings[self._seen:]
         self._seen = len(self.ctx.findings)
         for finding in findings:
-            failing = finding.severity is Verdict.FAILED or (self.judge.strict and finding.severity is
-                                                             Verdict.NON_STRICT)
-            if failing:
-                raise Violation(finding.message, row=finding.row, level=finding.severity.value)
-            if finding.severity in (Verdict.NON_STRICT, Verdict.INFORMATIONAL):
-                self.judge.deviations.append(finding)
+            self.judge.take(finding)
 
     # ------------------------------------------------------------------ helpers
 
@@ -135,6 +132,19 @@ class DrafterStepExecutor:
 
 # ---------------------------------------------------------------------- steps
 
+Answer = Callable[[DrafterStepExecutor, dict[str, Any], Arrival, PlayedSession], Awaitable[None]]
+
+
+def _answering(answer: Answer) -> Handler:
+    """A step that answers the proposal in hand (the held one, or the next); none, when the drafter sent none (as
+    it may: these steps follow a stop, a loss or a refusal as well)."""
+    async def step(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
+        arrival = await ex.proposal(may_stop=True)
+        if arrival is not None and ex.session is not None:
+            await answer(ex, args, arrival, ex.session)
+
+    return step
+
 
 async def _start(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
     rule = int(args["rule"])
@@ -156,32 +166,27 @@ async def _verdict(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
                                                    bonus=3 + int(args["bonus"]) % 120))
 
 
-async def _hold(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
-    arrival = await ex.proposal(may_stop=True)
-    if arrival is None or ex.session is None:
-        return
-    seen = await _watch(ex, int(args["ms"]) / 1000)
+@_answering
+async def _hold(ex: DrafterStepExecutor, args: dict[str, Any], arrival: Arrival, session: PlayedSession) -> None:
+    seen = await _watch(ex, session, int(args["ms"]) / 1000)
     ex.pending = arrival if not seen else seen[-1]
 
 
-async def _watch(ex: DrafterStepExecutor, seconds: float) -> list[Arrival]:
-    assert ex.session is not None
+async def _watch(ex: DrafterStepExecutor, session: PlayedSession, seconds: float) -> list[Arrival]:
     deadline = ex.env.now() + seconds
     seen = []
     while (remaining := deadline - ex.env.now()) > 0:
-        arrival = await ex.ctx.next_arrival(ex.session, remaining)
+        arrival = await ex.ctx.next_arrival(session, remaining)
         if arrival is None:
             break
         seen.append(arrival)
     return seen
 
 
-async def _lose(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
-    arrival = await ex.proposal(may_stop=True)
-    if arrival is None or ex.session is None:
-        return
+@_answering
+async def _lose(ex: DrafterStepExecutor, args: dict[str, Any], arrival: Arrival, session: PlayedSession) -> None:
     ex.ctx.lose(arrival, LOSSES[int(args["kind"]) % len(LOSSES)])
-    retry = await ex.ctx.next_arrival(ex.session, ex.wait_s() + 2.0)  # after the drafter's backoff
+    retry = await ex.ctx.next_arrival(session, ex.wait_s() + 2.0)  # after the drafter's backoff
     if retry is None:
         ex.ctx.deviate("R-6.9-RETRY", "a lost verdict was not retried", expected=["the same proposal"],
                        actual="none")
@@ -190,11 +195,8 @@ async def _lose(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
     ex.pending = retry
 
 
-async def _refuse(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
-    arrival = await ex.proposal(may_stop=True)
-    session = ex.session
-    if arrival is None or session is None:
-        return
+@_answering
+async def _refuse(ex: DrafterStepExecutor, args: dict[str, Any], arrival: Arrival, session: PlayedSession) -> None:
     kind = REFUSALS[int(args["kind"]) % len(REFUSALS)]
     problems = {"403": ProblemType.NOT_ASSIGNED, "410": ProblemType.SESSION_CLOSED, "422": ProblemType.BAD_PROPOSAL,
                 "409-q": ProblemType.Q_UNAVAILABLE}
@@ -217,11 +219,8 @@ async def _after_final(ex: DrafterStepExecutor) -> None:
         ex.pending = arrival
 
 
-async def _stale(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
-    arrival = await ex.proposal(may_stop=True)
-    session = ex.session
-    if arrival is None or session is None:
-        return
+@_answering
+async def _stale(ex: DrafterStepExecutor, args: dict[str, Any], arrival: Arrival, session: PlayedSession) -> None:
     before = len(session.output)
     for _ in range(int(args["advance"])):
         session.advanced(session.round + 1, ex.ctx.target_greedy(session.context(), 2))
@@ -234,12 +233,9 @@ async def _stale(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
     await _after_final(ex)
 
 
-async def _stop(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
+@_answering
+async def _stop(ex: DrafterStepExecutor, args: dict[str, Any], arrival: Arrival, session: PlayedSession) -> None:
     """A verdict with a stopping (or unknown) action, or sdcp-stale-base with state 3/4/5: no proposal may follow."""
-    arrival = await ex.proposal(may_stop=True)
-    session = ex.session
-    if arrival is None or session is None:
-        return
     kind = STOPS[int(args["action"]) % len(STOPS)]
     if kind >= 100:  # a stale-base state of 3, 4 or 5
         state = kind - 100
@@ -270,7 +266,7 @@ async def _reassign(ex: DrafterStepExecutor, args: dict[str, Any]) -> None:
     ex.idle = False
 
 
-_HANDLERS: dict[str, Handler] = {
+DrafterStepExecutor.rules = {
     "start": _start, "verdict": _verdict, "hold": _hold, "lose": _lose, "refuse": _refuse, "stale": _stale,
     "stop": _stop, "reassign": _reassign,
 }

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from sdcp_conformance.models.bigram import bigram_logits
+from sdcp_conformance.mutants.drafter import CATALOGUE
 from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.contract import RULE_SPECULATIVE_SAMPLING
 from sdcp_conformance.protocol.control import Action
@@ -23,21 +24,34 @@ from sdcp_conformance.reference.drafter.session import (
     check_assignment,
 )
 
+_RESYNC = ("On `sdcp-stale-base` a drafter resynchronises from `state`, reading the committed tokens it lacks with "
+           "`GET …/output` (any authenticated party may read output) and checking them against the digest")
+_DISCARD = ("After the verdict, the drafter MUST discard its draft state for proposed positions beyond the accepted "
+            "ones")
+EXACT = "The drafter MUST sample each proposed token from exactly the row it publishes."
+
 # ---------------------------------------------------------------------- the session machine
 
 
+@CATALOGUE.mutant("drf-continues-after-switch", "actions", "treats switch like continue", "6.5.2",
+                  "the current drafter MUST stop proposing for the session.")
 class ContinuesAfterSwitch(DrafterSession):
     """Treats switch like continue: it goes on proposing for a session the router is moving elsewhere."""
 
     stopping = STOPPING_ACTIONS - {Action.SWITCH}
 
 
+@CATALOGUE.mutant("drf-fail-action-ignored", "actions", "fail (and so an unknown action) does not stop it",
+                  "5.2, 6.5.2", 'A receiver that encounters an unknown action value MUST treat it as "fail".')
 class FailActionIgnored(DrafterSession):
     """Leaves a failed session to the verifier to close: fail (and any unknown action, §5.2) does not stop it."""
 
     stopping = STOPPING_ACTIONS - {Action.FAIL}
 
 
+@CATALOGUE.mutant("drf-m-cap-ignored-on-reduce", "proposal", "after a reduce verdict it keeps its larger limit",
+                  "6.2, 6.5.2", "generates M tokens, with 1 <= M <= min(m_max, m_cap), where m_cap is the limit from "
+                  "the last verdict (m_init before the first).")
 class MCapIgnoredOnReduce(DrafterSession):
     """Takes m_cap from continue verdicts only: after reduce it keeps the larger limit it had."""
 
@@ -49,6 +63,8 @@ class MCapIgnoredOnReduce(DrafterSession):
         return step
 
 
+@CATALOGUE.mutant("drf-keeps-rejected-draft", "discard", "keeps drafting from its own token at the first rejected "
+                  "position instead of the verifier's", "6.3", _DISCARD)
 class KeepsRejectedDraft(DrafterSession):
     """Its draft state is not rolled back: it goes on drafting from its own token at the first rejected position."""
 
@@ -69,6 +85,9 @@ class KeepsRejectedDraft(DrafterSession):
         return (*self.prompt, *self.output[:-1], self.kept)
 
 
+@CATALOGUE.mutant("drf-keeps-rejected-positions", "discard", "keeps the rejected positions in its draft context and "
+                  "appends the verifier's additional token after them (a KV cache never truncated): invisible with a "
+                  "bigram draft model", "6.3", _DISCARD)
 class KeepsRejectedPositions(DrafterSession):
     """Never rolls its draft context back: after a verdict the rejected positions stay in the context it drafts from,
     and the emitted additional token is appended after them (a draft KV cache extended, never truncated). With a
@@ -108,6 +127,9 @@ class StaleContextSession(DrafterSession):
         return (*self.prompt, *self.output[:at], *tokens, *self.output[at:])
 
 
+@CATALOGUE.mutant("drf-resync-keeps-stale-draft", "resync", "after sdcp-stale-base its refused proposal stays in its "
+                  "draft context, before the committed tokens it reads back: invisible with a bigram draft model",
+                  "P1-DRF-6", _RESYNC, profile_only=True)
 class ResyncKeepsStaleDraft(StaleContextSession):
     """On sdcp-stale-base its refused proposal stays in its draft context, before the committed tokens it reads
     back (P1-DRF-6: it resynchronises the prefix it proposes on, not what it drafts from)."""
@@ -120,6 +142,9 @@ class ResyncKeepsStaleDraft(StaleContextSession):
         return step
 
 
+@CATALOGUE.mutant("drf-drafts-from-prompt", "discard", "drafts every round from the prompt alone, ignoring the "
+                  "committed tokens (no draft state kept: P1-DRF-4's deviation, not §6.3's)", "P1-DRF-4",
+                  "Under rule 1 a drafter proposes its own greedy tokens and publishes no `q_rows`.", profile_only=True)
 class DraftsFromPrompt(DrafterSession):
     """Drafts every round from the prompt alone, as if nothing had been committed (a context built once at the
     assignment): its base and digest are right, its tokens are not the greedy continuation of the prefix."""
@@ -129,6 +154,8 @@ class DraftsFromPrompt(DrafterSession):
         return tuple(self.prompt)
 
 
+@CATALOGUE.mutant("drf-resync-digest-unchecked", "resync", "adopts the tokens it reads back without comparing them "
+                  "with the state's digest (it extends its own digest with them)", "P1-DRF-6, 4.2", _RESYNC)
 class ResyncDigestUnchecked(DrafterSession):
     """Adopts the committed tokens it reads back without comparing them with the state's digest; it extends its
     own digest with them instead."""
@@ -140,6 +167,8 @@ class ResyncDigestUnchecked(DrafterSession):
         return extend_digest(self.digest, tokens)
 
 
+@CATALOGUE.mutant("drf-resync-keeps-round", "resync", "after a resynchronisation it keeps its own round count", "6.2",
+                  "and round equal to the last verdict's round plus one.")
 class ResyncKeepsRound(DrafterSession):
     """After a resynchronisation it keeps its own round count instead of the state's."""
 
@@ -150,6 +179,8 @@ class ResyncKeepsRound(DrafterSession):
         return step
 
 
+@CATALOGUE.mutant("drf-stale-base-stops", "resync", "gives up on sdcp-stale-base instead of resynchronising",
+                  "P1-DRF-6", _RESYNC, profile_only=True)
 class StaleBaseStops(DrafterSession):
     """Gives up on sdcp-stale-base instead of resynchronising (P1-DRF-6)."""
 
@@ -159,7 +190,7 @@ class StaleBaseStops(DrafterSession):
 
 
 class IgnoresDraftersListSession(DrafterSession):
-    """The session side of :class:`~sdcp_conformance.mutants.drafter_apps.IgnoresDraftersList`."""
+    """The session side of :class:`~sdcp_conformance.mutants.drafter.apps.IgnoresDraftersList`."""
 
     @staticmethod
     def validate(assignment: Assignment, identity: DrafterIdentity) -> None:
@@ -209,6 +240,8 @@ class _TokenChoice:
         raise NotImplementedError
 
 
+@CATALOGUE.mutant("drf-greedy-instead-of-sampled", "sampling", "publishes its rows but proposes their argmax", "5.2",
+                  EXACT, into="wrap_model")
 class GreedyInsteadOfSampled(_TokenChoice):
     """Publishes its rows but proposes each row's most probable token."""
 
@@ -217,6 +250,8 @@ class GreedyInsteadOfSampled(_TokenChoice):
         return int(np.argmax(row)), row
 
 
+@CATALOGUE.mutant("drf-samples-untempered", "sampling", "publishes the profile's rows but draws at temperature 1",
+                  "5.2", EXACT, into="wrap_model")
 class SamplesUntempered(_TokenChoice):
     """Publishes the rows of the sampling profile but draws from the untempered distribution (temperature 1)."""
 
@@ -226,6 +261,8 @@ class SamplesUntempered(_TokenChoice):
         return int(untempered[0]), row
 
 
+@CATALOGUE.mutant("drf-rows-shifted", "sampling", "publishes each position's row one position late", "5.2", EXACT,
+                  into="wrap_model")
 class RowsShifted(_TokenChoice):
     """Publishes each position's row one position late: the row it stores for x[i] is the one after x[i]."""
 
@@ -235,6 +272,8 @@ class RowsShifted(_TokenChoice):
         return drawn, after[0]
 
 
+@CATALOGUE.mutant("drf-samples-target-p", "sampling", "draws from the target's p instead of its published row", "5.2",
+                  EXACT, into="wrap_model")
 class SamplesTargetP(_TokenChoice):
     """Publishes its own rows but draws from the target's p (an MTP head wired to the wrong distribution)."""
 
@@ -246,6 +285,8 @@ class SamplesTargetP(_TokenChoice):
         return draw_token(p, float(rng.random())), row
 
 
+@CATALOGUE.mutant("drf-median-token", "sampling", "draws every token with the same uniform 0.5", "5.2", EXACT,
+                  into="wrap_model")
 class MedianToken(_TokenChoice):
     """Draws every token with the same uniform, 0.5: a fixed token per row (the row's median)."""
 

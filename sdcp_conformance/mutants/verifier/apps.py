@@ -11,7 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from sdcp_conformance.mutants.base import MutantApp, MutantSession
-from sdcp_conformance.mutants.faulty import raw_member
+from sdcp_conformance.mutants.verifier import CATALOGUE
+from sdcp_conformance.mutants.verifier.faulty import raw_member
 from sdcp_conformance.protocol.chain import CONTRACT_DOMAIN, prefix_digest
 from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import SessionOpen, Status
@@ -22,12 +23,16 @@ from sdcp_conformance.reference.verifier.ports import AppendOutcome
 from sdcp_conformance.reference.verifier.session import Committed, PendingCommit, Phase, Ticket, VerifierSession
 from sdcp_conformance.transport.types import Request
 
+_AFTER_APPEND = "only after that append succeeds does it send the verdict and make the tokens available as output."
+
 log = logging.getLogger(__name__)
 
 WRITE_BEHIND_S = 0.3
 """How long the write-behind mutant holds a commit record before appending it."""
 
 
+@CATALOGUE.mutant("output-before-append", "fencing", "commits in memory (verdict stored, output visible) before the "
+                  "append", "6.3", _AFTER_APPEND)
 class OutputBeforeAppend(MutantApp):
     """Bug: the round is committed in memory (verdict stored, output visible) before the log append."""
 
@@ -56,6 +61,8 @@ class OutputBeforeAppend(MutantApp):
             slot.self_decoder = asyncio.ensure_future(self._self_decode(slot))
 
 
+@CATALOGUE.mutant("record-after-verdict", "commit-log", "write-behind log: the record is appended ~0.3 s after the "
+                  "verdict", "6.3", _AFTER_APPEND)
 class RecordAfterVerdict(OutputBeforeAppend):
     """Bug: a write-behind commit log — the verdict goes out first, the record is appended shortly after."""
 
@@ -79,6 +86,9 @@ class RecordAfterVerdict(OutputBeforeAppend):
             machine.fence()
 
 
+@CATALOGUE.mutant("commit-on-q-unavailable", "q-preconditions", "rows that cannot be fetched are replaced by a "
+                  "uniform draft distribution and the round commits", "6.3", "If it cannot obtain them, it rejects "
+                  'the round with problem type "sdcp-q-unavailable" and commits nothing.')
 class CommitOnQUnavailable(MutantApp):
     """Bug: rows that cannot be fetched are replaced by a uniform draft distribution and the round commits."""
 
@@ -92,6 +102,9 @@ class CommitOnQUnavailable(MutantApp):
         return np.full((proposed, machine.vocab_size), 1.0 / machine.vocab_size)
 
 
+@CATALOGUE.mutant("contract-digest-raw-bytes", "contract", "the contract digest is taken over the received bytes, not "
+                  "the deterministic re-encoding", "4.1, P1-MSG-1", "The contract digest is the SHA-256 of the "
+                  "contract encoded with the core deterministic encoding of Section 4.2.1 of [RFC8949]")
 class ContractDigestRawBytes(MutantApp):
     """Bug: the contract digest is taken over the contract's bytes as received, not re-encoded canonically."""
 
@@ -105,6 +118,8 @@ class ContractDigestRawBytes(MutantApp):
         return machine
 
 
+@CATALOGUE.mutant("status-too-rare", "status", "reports status every 1.5 ttl_ms", "6.1",
+                  "Each instance reports status at intervals shorter than its ttl_ms.")
 class StatusTooRare(MutantApp):
     """Bug: reports status every 1.5 ttl_ms (the interval and the ttl confused), so its status expires between
     reports."""
@@ -114,6 +129,8 @@ class StatusTooRare(MutantApp):
         return 1.5 * self.config.status_ttl_ms / 1000
 
 
+@CATALOGUE.mutant("status-as-drafter", "status", "reports status with role 1 (drafter)", "5.2",
+                  "instance: tstr, role: 1 / 2, ; 1 drafter, 2 verifier")
 class StatusAsDrafter(MutantApp):
     """Bug: the status report says role 1 (drafter), the status code copied from a drafter."""
 

@@ -1,15 +1,20 @@
-"""Session-machine mutants: each subclass overrides the smallest method that holds its one bug."""
+"""Session-machine mutants: each declared above the subclass that overrides the smallest method holding its one bug.
+
+The sentences quoted by more than one mutant (:mod:`.judging`'s too) are named here.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from sdcp_conformance.mutants.base import MutantSession
-from sdcp_conformance.mutants.faulty import (
+from sdcp_conformance.mutants.verifier import CATALOGUE
+from sdcp_conformance.mutants.verifier.faulty import (
     Rule1Fault,
     Rule2Fault,
     faulty_rule1,
@@ -46,14 +51,31 @@ from sdcp_conformance.reference.verifier.session import (
     WaitForRound,
 )
 
+AUTH = "the authenticated client MUST be the drafter named in the latest assignment the verifier received"
+FENCE = 'Fencing: if epoch differs from the session epoch, respond 409 with problem type "sdcp-stale-epoch".'
+_IDEM = "if a verdict for this round already exists, return it unchanged"
+BASE = "if base is not the committed length or base_digest is not d[base], respond 409"
+_LIMIT = "1 <= M <= min(m_max, m_cap), where m_cap is the limit from the last verdict (m_init before the first)"
+Q_ZERO = "a proposal for which q[i](x[i]) is zero is rejected, before any random draw"
+_TRUNCATE = "It truncates the emitted tokens after the first stop token and at max_new."
+_FINAL = 'The final output message has final set to true and finish set to "finish" or "fail".'
+_REDUCE = "The verifier sets m_cap to max(1, floor(m_cap / 2)) and the drafter proceeds."
+_RULE2_DRAW = ('over "SDCP-VERIFY-1" || 0x00 || session || uint32(round) || uint32(i) || uint8(purpose), where '
+               "purpose is 0 for the acceptance test and 1 for drawing the additional token")
+
 # ---------------------------------------------------------------------- authorization
 
 
+@CATALOGUE.mutant("accept-any-drafter", "authorization", "any authenticated client may propose for any session", "6.3",
+                  AUTH)
 class AcceptAnyDrafter(MutantSession):
     def _authorize(self, proposal: Proposal, peer: str | None) -> None:
         """Bug: any authenticated client may propose (mTLS is taken as enough)."""
 
 
+@CATALOGUE.mutant("ignore-reassignment", "authorization", "the first assigned drafter stays authorised after a "
+                  "reassignment", "6.1, 6.3", "The verifier accepts proposals only from the drafter named in the "
+                  "latest assignment it has received.")
 class IgnoreReassignment(MutantSession):
     def assign(self, assignment: Assignment) -> SessionState:
         """Bug: the first drafter stays authorised; a later assignment only updates m_init."""
@@ -64,6 +86,8 @@ class IgnoreReassignment(MutantSession):
         return state
 
 
+@CATALOGUE.mutant("trust-drafter-member", "authorization", "authorises by the proposal's drafter member instead of "
+                  "the client certificate", "6.3, P1-ID-1", AUTH)
 class TrustDrafterMember(MutantSession):
     def _authorize(self, proposal: Proposal, peer: str | None) -> None:
         """Bug: the proposal's own ``drafter`` member is checked, not the client certificate."""
@@ -74,6 +98,8 @@ class TrustDrafterMember(MutantSession):
 # ---------------------------------------------------------------------- fencing
 
 
+@CATALOGUE.mutant("skip-epoch-check", "fencing", "never compares a message's epoch with the session epoch", "6.3",
+                  FENCE)
 class SkipEpochCheck(MutantSession):
     def _require_epoch(self, epoch: int) -> None:
         """Bug: a message's epoch is never compared with the session epoch."""
@@ -82,12 +108,17 @@ class SkipEpochCheck(MutantSession):
 # ---------------------------------------------------------------------- idempotency
 
 
+@CATALOGUE.mutant("reverify-retried-round", "idempotency", "keeps no verdicts: a retry is checked again and refused "
+                  "as stale", "6.3", _IDEM)
 class ReverifyRetriedRound(MutantSession):
     def stored_verdict(self, round_number: int) -> Verdict | None:
         """Bug: no verdict store is consulted; a retry is checked like a new proposal."""
         return None
 
 
+@CATALOGUE.mutant("concurrent-duplicates-committed", "idempotency", "an identical copy arriving during verification "
+                  "is verified and committed again", "6.3", "The commit and the recording of the verdict MUST be "
+                  "atomic with respect to concurrent proposals")
 class ConcurrentDuplicatesCommitted(MutantSession):
     def concurrent(self, proposal: Proposal) -> WaitForRound | None:
         """Bug: an identical copy that arrives while its round is verified is verified again."""
@@ -100,6 +131,8 @@ class ConcurrentDuplicatesCommitted(MutantSession):
         """(The commit is not serialised: both copies commit.)"""
 
 
+@CATALOGUE.mutant("stored-verdict-refreshed", "idempotency", "a retry gets the stored verdict with the current m_cap, "
+                  "low and load", "6.3", _IDEM)
 class StoredVerdictRefreshed(MutantSession):
     def stored_verdict(self, round_number: int) -> Verdict | None:
         """Bug: a retry gets the stored verdict rebuilt with the current m_cap, low and load."""
@@ -112,6 +145,8 @@ class StoredVerdictRefreshed(MutantSession):
 # ---------------------------------------------------------------------- base and round
 
 
+@CATALOGUE.mutant("skip-base-digest-check", "stale-base", "compares base with the committed length but never "
+                  "base_digest", "6.3", BASE)
 class SkipBaseDigestCheck(MutantSession):
     def _check_base(self, proposal: Proposal) -> None:
         """Bug: only the base length is compared, never base_digest."""
@@ -121,6 +156,8 @@ class SkipBaseDigestCheck(MutantSession):
             raise self._stale_base(f"round {proposal.round} is not {self.round + 1}")
 
 
+@CATALOGUE.mutant("skip-round-check", "stale-base", "trusts the proposal's round", "6.3",
+                  "If round is not the last round plus one, respond 409 likewise.")
 class SkipRoundCheck(MutantSession):
     def _check_base(self, proposal: Proposal) -> None:
         """Bug: the proposal's round is trusted; only base and base_digest are checked."""
@@ -131,6 +168,9 @@ class SkipRoundCheck(MutantSession):
         """(Rounds are whatever the drafter says.)"""
 
 
+@CATALOGUE.mutant("stale-base-without-state", "stale-base", "the 409 sdcp-stale-base carries no state member",
+                  "6.3, P1-ERR-2", 'respond 409 with problem type "sdcp-stale-base" and the current session-state',
+                  profile_only=True)
 class StaleBaseWithoutState(MutantSession):
     def _stale_base(self, detail: str) -> ProtocolError:
         """Bug: the 409 carries no ``state`` member (P1-ERR-2)."""
@@ -140,6 +180,8 @@ class StaleBaseWithoutState(MutantSession):
 # ---------------------------------------------------------------------- limits
 
 
+@CATALOGUE.mutant("limit-off-by-one", "limits", "a proposal of M = limit + 1 is accepted", "6.2, P1-CTL-1", _LIMIT,
+                  profile_only=True)
 class LimitOffByOne(MutantSession):
     def _check_limits(self, proposal: Proposal) -> None:
         """Bug: the limit is compared with ``>`` against limit + 1 (M = limit + 1 passes)."""
@@ -152,6 +194,8 @@ class LimitOffByOne(MutantSession):
             raise ProtocolError(TOKEN_OUT_OF_VOCABULARY, f"tokens {outside} are outside the vocabulary")
 
 
+@CATALOGUE.mutant("ignore-m-init", "limits", "before the first verdict the limit is m_max, not m_init", "6.2, P1-CTL-1",
+                  _LIMIT, profile_only=True)
 class IgnoreMInit(MutantSession):
     def assign(self, assignment: Assignment) -> SessionState:
         """Bug: before the first verdict the limit is m_max; the assignment's m_init is not used."""
@@ -160,6 +204,10 @@ class IgnoreMInit(MutantSession):
         return state
 
 
+@CATALOGUE.mutant("accept-m-init-zero", "limits", "an assignment with m_init 0 is accepted (limit 0: every proposal "
+                  "gets 422 sdcp-limit until a valid assignment)", "P1-DRF-2", "a drafter answers an assignment with "
+                  "`m_init` 0 with 400 `sdcp-bad-message`, and so does a verifier receiving one in `PUT "
+                  "sessions/{id}/drafter`.", profile_only=True)
 class AcceptMInitZero(MutantSession):
     def assign(self, assignment: Assignment) -> SessionState:
         """Bug: m_init 0 is taken like any other value (no P1-DRF-2 check): the limit becomes min(m_max, 0) = 0,
@@ -171,6 +219,8 @@ class AcceptMInitZero(MutantSession):
         return state
 
 
+@CATALOGUE.mutant("limit-keeps-m-init", "limits", "after a reduce the limit enforced stays min(m_max, m_init); the "
+                  "verdict's lower m_cap is reported, not enforced", "6.2, 6.5.2", _LIMIT)
 class LimitKeepsMInit(MutantSession):
     def _check_limits(self, proposal: Proposal) -> None:
         """Bug: the limit enforced stays min(m_max, m_init) of the assignment; the lower m_cap a reduce set (and
@@ -186,7 +236,28 @@ class LimitKeepsMInit(MutantSession):
 # ---------------------------------------------------------------------- q preconditions
 
 
-class _LenientQ(MutantSession):
+class _FaultyRule(MutantSession):
+    """A session deciding by a rule with one mistake, which a subclass names: ``class X(_Rule1, fault=…)``."""
+
+    fault: ClassVar[Any]
+
+    def __init_subclass__(cls, fault: Rule1Fault | Rule2Fault | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if fault is not None:
+            cls.fault = fault
+
+
+class _Rule2(_FaultyRule):
+    """Rule 2 with one mistake (:func:`~.faulty.faulty_rule2`); rule 1 as the reference has it."""
+
+    def accept(self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None,
+               uniforms: UniformSource) -> RuleOutcome:
+        if not ticket.needs_q or q_rows is None:
+            return super().accept(ticket, p_rows, q_rows, uniforms)
+        return faulty_rule2(p_rows, q_rows, list(ticket.proposal.tokens), uniforms, self.fault)
+
+
+class _LenientQ(_Rule2):
     """Checks the rows' size and values up front, but not q[i](x[i]) = 0."""
 
     def check_q(self, ticket: Ticket, q_blob: bytes) -> FloatRows:
@@ -194,64 +265,75 @@ class _LenientQ(MutantSession):
         return lenient_q_rows(q_blob, len(ticket.proposal.tokens), self.vocab_size)
 
 
-class DrawBeforeQCheck(_LenientQ):
-    def accept(self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None,
-               uniforms: UniformSource) -> RuleOutcome:
-        """Bug: q[i](x[i]) = 0 is found only when position i is evaluated, after r was drawn."""
-        if not ticket.needs_q or q_rows is None:
-            return super().accept(ticket, p_rows, q_rows, uniforms)
-        return faulty_rule2(p_rows, q_rows, list(ticket.proposal.tokens), uniforms, Rule2Fault.LAZY_Q_CHECK)
+@CATALOGUE.mutant("draw-before-q-check", "q-preconditions", "checks q[i](x[i]) = 0 lazily, after drawing r for "
+                  "position i (positions after a rejection never)", "6.3", "checked that q[i](x[i]) is not zero for "
+                  "every position, before drawing any random value")
+class DrawBeforeQCheck(_LenientQ, fault=Rule2Fault.LAZY_Q_CHECK):
+    """Bug: q[i](x[i]) = 0 is found only when position i is evaluated, after r was drawn."""
 
 
-class AcceptZeroQ(_LenientQ):
-    def accept(self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None,
-               uniforms: UniformSource) -> RuleOutcome:
-        """Bug: q[i](x[i]) = 0 gives an infinite ratio and the token is accepted."""
-        if not ticket.needs_q or q_rows is None:
-            return super().accept(ticket, p_rows, q_rows, uniforms)
-        return faulty_rule2(p_rows, q_rows, list(ticket.proposal.tokens), uniforms, Rule2Fault.ZERO_Q_ACCEPTED)
+@CATALOGUE.mutant("accept-zero-q", "q-preconditions", "q[i](x[i]) = 0 is not refused; the token is accepted", "6.4",
+                  Q_ZERO)
+class AcceptZeroQ(_LenientQ, fault=Rule2Fault.ZERO_Q_ACCEPTED):
+    """Bug: q[i](x[i]) = 0 gives an infinite ratio and the token is accepted."""
 
 
 # ---------------------------------------------------------------------- rules 1 and 2
 
 
-def _rule1_mutant(fault: Rule1Fault) -> type[MutantSession]:
-    class _Rule1(MutantSession):
-        def accept(self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None,
-                   uniforms: UniformSource) -> RuleOutcome:
-            if ticket.needs_q:
-                return super().accept(ticket, p_rows, q_rows, uniforms)
-            return faulty_rule1(p_rows, list(ticket.proposal.tokens), fault)
+class _Rule1(_FaultyRule):
+    """Rule 1 with one mistake (:func:`~.faulty.faulty_rule1`); rule 2 as the reference has it."""
 
-    _Rule1.__name__ = _Rule1.__qualname__ = f"Rule1{fault.name.title().replace('_', '')}"
-    _Rule1.__doc__ = f"Bug (rule 1): {fault.value}."
-    return _Rule1
+    def accept(self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None,
+               uniforms: UniformSource) -> RuleOutcome:
+        if ticket.needs_q:
+            return super().accept(ticket, p_rows, q_rows, uniforms)
+        return faulty_rule1(p_rows, list(ticket.proposal.tokens), self.fault)
 
 
-def _rule2_mutant(fault: Rule2Fault) -> type[MutantSession]:
-    class _Rule2(MutantSession):
-        def accept(self, ticket: Ticket, p_rows: FloatRows, q_rows: FloatRows | None,
-                   uniforms: UniformSource) -> RuleOutcome:
-            if not ticket.needs_q or q_rows is None:
-                return super().accept(ticket, p_rows, q_rows, uniforms)
-            return faulty_rule2(p_rows, q_rows, list(ticket.proposal.tokens), uniforms, fault)
-
-    _Rule2.__name__ = _Rule2.__qualname__ = f"Rule2{fault.name.title().replace('_', '')}"
-    _Rule2.__doc__ = f"Bug (rule 2): {fault.value}."
-    return _Rule2
+@CATALOGUE.mutant("ties-to-larger-id", "rule-1", "argmax ties go to the larger token id", "6.4",
+                  "x[i] is accepted if it equals argmax p[i], where ties are broken in favor of the smallest token "
+                  "identifier.")
+class TiesToLargerId(_Rule1, fault=Rule1Fault.TIES_TO_LARGER_ID):
+    """Bug (rule 1): argmax ties go to the larger id (a reversed or non-stable argmax)."""
 
 
-TiesToLargerId = _rule1_mutant(Rule1Fault.TIES_TO_LARGER_ID)
-BonusFromPA = _rule1_mutant(Rule1Fault.BONUS_FROM_P_A)
-AcceptExtraPosition = _rule1_mutant(Rule1Fault.EXTRA_POSITION)
-UniformIndexOffByOne = _rule2_mutant(Rule2Fault.INDEX_OFF_BY_ONE)
-PurposeSwapped = _rule2_mutant(Rule2Fault.PURPOSE_SWAPPED)
-ResidualFromP = _rule2_mutant(Rule2Fault.RESIDUAL_FROM_P)
+@CATALOGUE.mutant("bonus-from-p-a", "rule-1", "the additional token is argmax p[a] instead of p[a+1] (rows[a - 1])",
+                  "6.4", "The additional token is argmax p[a+1].")
+class BonusFromPA(_Rule1, fault=Rule1Fault.BONUS_FROM_P_A):
+    """Bug (rule 1): the additional token is argmax p[a] (rows[a - 1]) instead of p[a+1]."""
+
+
+@CATALOGUE.mutant("accept-extra-position", "rule-1", "the first mismatching position is accepted as well", "6.4",
+                  "Evaluation stops at the first position that is not accepted.")
+class AcceptExtraPosition(_Rule1, fault=Rule1Fault.EXTRA_POSITION):
+    """Bug (rule 1): the first mismatching position is accepted too (an inclusive bound)."""
+
+
+@CATALOGUE.mutant("uniform-index-off-by-one", "rule-2", "the HMAC position i is 0-based", "6.4, P1-SAMP-3", _RULE2_DRAW,
+                  profile_only=True)
+class UniformIndexOffByOne(_Rule2, fault=Rule2Fault.INDEX_OFF_BY_ONE):
+    """Bug (rule 2): HMAC position i is 0-based (0..M-1 and a) instead of 1-based (P1-SAMP-3)."""
+
+
+@CATALOGUE.mutant("purpose-bytes-swapped", "rule-2", "purpose 1 for acceptance tests, 0 for the additional token",
+                  "6.4", _RULE2_DRAW)
+class PurposeSwapped(_Rule2, fault=Rule2Fault.PURPOSE_SWAPPED):
+    """Bug (rule 2): purpose 1 for the acceptance test and 0 for the additional token."""
+
+
+@CATALOGUE.mutant("residual-from-p", "rule-2", "after a rejection the additional token is drawn from p[i], not the "
+                  "residual", "6.4", "the additional token is drawn from the normalized residual distribution max(0, "
+                  "p[i] - q[i])")
+class ResidualFromP(_Rule2, fault=Rule2Fault.RESIDUAL_FROM_P):
+    """Bug (rule 2): after a rejection the additional token is drawn from p[i], not max(0, p[i] - q[i])."""
 
 
 # ---------------------------------------------------------------------- digests
 
 
+@CATALOGUE.mutant("digest-little-endian", "stale-base", "d[k] hashes emitted tokens as little-endian uint32", "4.2",
+                  "uint32() is four octets in network byte order")
 class DigestLittleEndian(MutantSession):
     def _record(self, round_number: int, emitted: Sequence[int]) -> CommitRecord:
         """Bug: d[k] hashes uint32(o[k]) in little-endian order."""
@@ -260,6 +342,8 @@ class DigestLittleEndian(MutantSession):
                             digest=little_endian_extend(self.digest, emitted))
 
 
+@CATALOGUE.mutant("d0-without-domain", "session", 'd[0] omits the "SDCP-PREFIX-1" || 0x00 domain separator', "4.2",
+                  'd[0] = SHA-256( "SDCP-PREFIX-1" || 0x00 || contract_digest || uint32(P) ||')
 class D0WithoutDomain(MutantSession):
     def __init__(self, opening: SessionOpen, prompt: Sequence[int], *, vocab_size: int,
                  committed_output: Sequence[int] = ()) -> None:
@@ -271,6 +355,8 @@ class D0WithoutDomain(MutantSession):
 # ---------------------------------------------------------------------- truncation
 
 
+@CATALOGUE.mutant("no-stop-truncation", "truncation", "stop tokens are ignored; only max_new truncates", "6.3",
+                  _TRUNCATE)
 class NoStopTruncation(MutantSession):
     def truncate_emitted(self, emitted: Sequence[int]) -> tuple[list[int], bool]:
         """Bug: stop tokens are ignored; only max_new truncates."""
@@ -278,6 +364,7 @@ class NoStopTruncation(MutantSession):
         return kept, len(self.output) + len(kept) == self.contract.max_new
 
 
+@CATALOGUE.mutant("max-new-off-by-one", "truncation", "the output may reach max_new + 1 tokens", "6.3", _TRUNCATE)
 class MaxNewOffByOne(MutantSession):
     def truncate_emitted(self, emitted: Sequence[int]) -> tuple[list[int], bool]:
         """Bug: the output may reach max_new + 1 tokens (``<=`` where ``<`` was meant)."""
@@ -292,6 +379,8 @@ class MaxNewOffByOne(MutantSession):
         return kept, finished
 
 
+@CATALOGUE.mutant("accepted-after-truncation", "truncation", "accepted (and the low test) use a after truncation",
+                  "P1-CTL-5", "`accepted` is the rule's a before stop/max_new truncation", profile_only=True)
 class AcceptedAfterTruncation(MutantSession):
     def reported_accepted(self, outcome: RuleOutcome, emitted: Sequence[int]) -> int:
         """Bug: a is counted after stop/max_new truncation (P1-CTL-5 says before)."""
@@ -301,6 +390,8 @@ class AcceptedAfterTruncation(MutantSession):
 # ---------------------------------------------------------------------- output
 
 
+@CATALOGUE.mutant("output-from-off-by-one", "output", "from=n is read as a 1-based index", "6.7",
+                  "GET output?from=n, which returns the tokens committed at output indices n and later")
 class OutputFromOffByOne(MutantSession):
     def output_from(self, start: int) -> Output | None:
         """Bug: ``from`` is read as a 1-based index."""
@@ -308,6 +399,8 @@ class OutputFromOffByOne(MutantSession):
         return None if output is None else output.replace(from_=start)
 
 
+@CATALOGUE.mutant("output-without-final", "output", "the final output message lacks final: true and finish", "6.7",
+                  _FINAL)
 class OutputWithoutFinal(MutantSession):
     def output_from(self, start: int) -> Output | None:
         """Bug: the final output never says ``final: true`` nor ``finish``."""
@@ -323,6 +416,8 @@ class _NeverEscalates(SpeculationControl):
         return Action.CONTINUE
 
 
+@CATALOGUE.mutant("never-escalate", "escalation", "reaching R low rounds never applies the fallback list", "6.5.2",
+                  "When c reaches R, the verifier applies entry j of the fallback list")
 class NeverEscalate(MutantSession):
     """Bug: reaching R low rounds changes nothing; the fallback list is never applied."""
 
@@ -337,6 +432,8 @@ class _HalvesToZero(SpeculationControl):
         super()._adjust_m_cap(action, low)
 
 
+@CATALOGUE.mutant("reduce-to-zero", "escalation", "reduce halves m_cap without max(1, …): 1 becomes 0", "6.5.2",
+                  _REDUCE)
 class ReduceToZero(MutantSession):
     """Bug: reduce sets m_cap to floor(m_cap / 2) without max(1, …), so 1 becomes 0."""
 
@@ -351,6 +448,8 @@ class _HalvesRoundingUp(SpeculationControl):
         super()._adjust_m_cap(action, low)
 
 
+@CATALOGUE.mutant("reduce-rounds-up", "escalation", "reduce halves m_cap rounding up: an odd m_cap keeps one too many",
+                  "6.5.2", _REDUCE)
 class ReduceRoundsUp(MutantSession):
     """Bug: reduce halves m_cap rounding up (ceil), so 3 becomes 2, not 1; even m_caps halve as they should."""
 
@@ -363,12 +462,18 @@ class _RestoresToMMax(SpeculationControl):
         self.m_ceiling = self.policy.m_max
 
 
+@CATALOGUE.mutant("restore-past-m-init", "escalation", "after a reduce, good rounds restore m_cap up to m_max, past "
+                  "m_init", "P1-CTL-4", "After a reduction, m_cap is restored by one per round that is not low, up to "
+                  "min(m_max, m_init of the latest assignment).", profile_only=True)
 class RestorePastMInit(MutantSession):
     """Bug: after a reduce, good rounds restore m_cap up to m_max, past the assignment's m_init."""
 
     control_class = _RestoresToMMax
 
 
+@CATALOGUE.mutant("self-decode-greedy-under-rule-2", "escalation", "self-decoding under rule 2 takes p's argmax, not "
+                  "a draw from p", "6.5.2, P1-SAMP-3", "The verifier decodes the session itself with the target model.",
+                  profile_only=True)
 class SelfDecodeGreedyUnderRule2(MutantSession):
     """Bug: self-decoding takes p's most probable token under rule 2 too, where it should draw from p."""
 
@@ -384,6 +489,9 @@ class SelfDecodeGreedyUnderRule2(MutantSession):
         return PendingCommit(self._record(round_number, emitted), None, action, self_decoded=True)
 
 
+@CATALOGUE.mutant("self-decoding-state-active", "escalation", "session-state says active (0) during self-decoding",
+                  "P1-STATE-1", "`session-state.state`: 0 active, 3 self-decoding, 4 finished, 5 failed (the action "
+                  "codes).", profile_only=True)
 class SelfDecodingStateActive(MutantSession):
     """Bug: session-state says 0 (active) during self-decoding, not 3 (P1-STATE-1)."""
 
@@ -398,6 +506,9 @@ class _LoadBlindPolicy(EscalationPolicy):
         return self.self_load is not None
 
 
+@CATALOGUE.mutant("self-decode-despite-load", "escalation", "self_decode is applied (and kept up) whatever the load",
+                  "6.5.2", "This action is permitted only if the contract contains self_load and the verifier's "
+                  "current load does not exceed it")
 class SelfDecodeDespiteLoad(MutantSession):
     """Bug: self_decode is applied whenever the contract has self_load, whatever the load."""
 
@@ -412,12 +523,16 @@ class _KeepsJ(SpeculationControl):
             self.c, self.g = 0, self.g + 1
 
 
+@CATALOGUE.mutant("j-not-reset", "escalation", "R rounds that are not low do not reset j", "6.5.2",
+                  "when g reaches R, where R is low_rounds, j is reset to zero.")
 class JNotReset(MutantSession):
     """Bug: g reaching R does not reset j, so the ladder never starts over."""
 
     control_class = _KeepsJ
 
 
+@CATALOGUE.mutant("no-switch-event", "escalation", "switch drops the drafter but never tells the router", "6.5.2",
+                  "The verifier sends an event to the router, which assigns the session to another drafter")
 class NoSwitchEvent(MutantSession):
     def _apply(self, action: Action) -> list[Event]:
         """Bug: switch stops the drafter but the router is never sent the event."""
@@ -428,6 +543,8 @@ class NoSwitchEvent(MutantSession):
 # ---------------------------------------------------------------------- policy and closed sessions
 
 
+@CATALOGUE.mutant("policy-immediate", "policy", "a policy applies from the next round, whatever its from_round", "6.6",
+                  "The verifier applies the new profile to rounds numbered from_round and later")
 class PolicyImmediate(MutantSession):
     def sampling_for(self, round_number: int) -> Sampling | None:
         """Bug: the latest policy applies at once, whatever its from_round."""
@@ -440,6 +557,9 @@ class _ReopensOnRound(SpeculationControl):
         return super().on_round(accepted, proposed, finished, load)
 
 
+@CATALOGUE.mutant("accept-after-finish", "closed", "a finished or failed session keeps accepting and committing "
+                  "proposals", "P1-CTL-3", "After `finish` or `fail` every new proposal, drafter change and policy "
+                  "update gets 410 `sdcp-session-closed`", profile_only=True)
 class AcceptAfterFinish(MutantSession):
     """Bug: a finished or failed session keeps accepting (and committing) proposals."""
 
@@ -449,6 +569,8 @@ class AcceptAfterFinish(MutantSession):
         pass
 
 
+@CATALOGUE.mutant("absent-temperature-greedy", "rule-2", "a rule-2 profile without a temperature is taken as "
+                  "temperature 0", "P1-NUM-1", "Under rule 2 an absent temperature means 1.0.", profile_only=True)
 class AbsentTemperatureGreedy(MutantSession):
     """Bug: a rule-2 profile without temperature_milli is taken as temperature 0 (one-hot p), the rule-1 default
     carried over; P1-NUM-1 says 1.0."""
@@ -460,6 +582,9 @@ class AbsentTemperatureGreedy(MutantSession):
         return np.stack([target_distribution(row, profile, self.contract.rule) for row in np.asarray(logits)])
 
 
+@CATALOGUE.mutant("self-budget-not-reset", "escalation", "self_max counts over the session, not per period: a second "
+                  "period stops before its first token", "6.5.2", "self_max:  uint, ; max tokens per self-decode "
+                  "period")
 class SelfBudgetNotReset(MutantSession):
     """Bug: self_max counted over the session, not per period: the count is never reset when a period starts, so a
     second period stops before its first token."""
@@ -468,6 +593,9 @@ class SelfBudgetNotReset(MutantSession):
         self.phase = Phase.SELF_DECODING
 
 
+@CATALOGUE.mutant("self-decoded-token-restarts-period", "escalation", "an assignment during self-decoding is undone: "
+                  "the commit of the token under way starts a new period and drops the new drafter", "P1-EVT-1",
+                  "until a new assignment arrives.", profile_only=True)
 class SelfDecodedTokenRestartsPeriod(MutantSession):
     """Bug: the commit of a self-decoded token applies its action like a verdict's, so the token whose append was
     under way when an assignment ended the period starts a new period (and drops the new drafter). The reference
@@ -484,6 +612,8 @@ class SelfDecodedTokenRestartsPeriod(MutantSession):
         return Committed(None, tuple(self._apply(pending.action)))
 
 
+@CATALOGUE.mutant("final-while-self-decoding", "escalation", "output read during self-decoding says final", "6.7",
+                  _FINAL)
 class FinalWhileSelfDecoding(MutantSession):
     """Bug: output read during self-decoding says final (the period taken for the session's end)."""
 

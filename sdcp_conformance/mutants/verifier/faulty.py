@@ -2,7 +2,7 @@
 
 Each function or class here reproduces ONE mistake that real inference
 engines and log writers have made; everything else in it follows the
-reference. Mutants in :mod:`sdcp_conformance.mutants.catalogue` select one.
+reference. The mutants of the wrappers are declared above them; the session mutants use the rules.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from sdcp_conformance.cache.append import CacheReply, ObjectClient
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.mutants.verifier import CATALOGUE
 from sdcp_conformance.protocol.chain import uint32
 from sdcp_conformance.protocol.codec import decode_sequence, encode
 from sdcp_conformance.protocol.errors import MalformedMessage, ProtocolError
@@ -228,14 +229,23 @@ def _fenced(data: bytes, epoch: int) -> bool:
     return any(isinstance(item, dict) and set(item) == {"epoch"} and item["epoch"] > epoch for item in items)
 
 
+@CATALOGUE.mutant("ignore-fenced-append", "fencing", "takes a fenced commit-log append for a successful one", "6.3",
+                  "If the append fails because the log has been fenced, the verifier MUST discard the round, release "
+                  "no output, and stop serving the session.", into="wrap_cache")
 def fence_blind(cache: Cache) -> Cache:
     return FenceBlindCache(cache)
 
 
+@CATALOGUE.mutant("no-read-back", "fencing", "relies on the MLC to refuse fenced appends: never looks for fences "
+                  "itself", "6.8", "If the MLC cannot enforce this rule, the verifier MUST read the log after its "
+                  "conditional append and treat its append as failed if a fence record with a higher epoch precedes "
+                  "its own record.", into="wrap_cache")
 def no_read_back(cache: Cache) -> Cache:
     return CarelessLogCache(cache, check_fences=False, drop_epoch=False)
 
 
+@CATALOGUE.mutant("record-without-epoch", "commit-log", "commit records are appended without their epoch", "6.8",
+                  "A commit record appended by a verifier MUST carry the session's current epoch", into="wrap_cache")
 def records_without_epoch(cache: Cache) -> Cache:
     return CarelessLogCache(cache, check_fences=True, drop_epoch=True)
 
@@ -255,6 +265,11 @@ class _UnconditionalObjects:
         return await self._inner.put(uri, body, lease_ms=lease_ms)
 
 
+@CATALOGUE.mutant("unconditional-append", "fencing", "appends to the commit log with plain PUTs (no If-Match): a "
+                  "fence written between its read and its write is overwritten", "6.8",
+                  "The commit_log is an MLC object to which records are appended with a conditional operation, for "
+                  "example an HTTP PUT with If-Match on the current entity tag [RFC9110], so that an append succeeds "
+                  "only if no other append has happened since the writer last read the log.", into="wrap_cache")
 def unconditional_append(cache: Cache) -> Cache:
     """The reference's append (fence check, read-back and all) with plain PUTs: a fence written between its read
     and its write of the log is overwritten, and the read-back no longer shows it."""
@@ -286,6 +301,9 @@ class StaleKvModel(RuntimeModel):
         return held, list(item.context[keep:])
 
 
+@CATALOGUE.mutant("kv-not-rolled-back", "rule-1", "the target's KV cache keeps the rejected positions (scoring "
+                  "forgets to truncate it)", "6.4", "The output is identical to greedy decoding of the target model",
+                  into="wrap_model")
 def stale_kv(model: TargetModel) -> TargetModel:
     """The same loaded model, scoring through :class:`StaleKvModel`."""
     if not isinstance(model, RuntimeModel):

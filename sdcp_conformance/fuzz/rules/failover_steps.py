@@ -1,4 +1,4 @@
-"""The steps of the router failover campaign, carried out against a router IUT through the played roles.
+"""The router's steps: the failover campaign's, carried out against a router IUT through the played roles.
 
 A step is a rule name and its generated arguments (a
 :class:`~sdcp_conformance.fuzz.steps.Step`), resolved against the campaign's
@@ -20,12 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdcp_conformance.fuzz.executor import Handler, RoleExecutor
 from sdcp_conformance.fuzz.steps import Step, Violation
+from sdcp_conformance.harness.roles.played_verifier import FINISHED, Fault, PlayedVerifier
 from sdcp_conformance.harness.roles.router_checks import check_session
 from sdcp_conformance.harness.roles.router_drafters import DrafterMode, PlayedDrafter
 from sdcp_conformance.harness.roles.router_history import AssignSeen, OpenSeen
 from sdcp_conformance.harness.roles.router_truth import FrontSession, counted
-from sdcp_conformance.harness.roles.router_verifiers import FINISHED, Fault, PlayedVerifier
 from sdcp_conformance.harness.router_environment import TARGET_MODEL, RouterEnvironment
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
@@ -45,10 +46,11 @@ class Down:
     drafters: set[str] = field(default_factory=set)
 
 
-class FailoverExecutor:
+class FailoverExecutor(RoleExecutor):
     """One example's steps against the environment; raises :class:`Violation` on the first rule broken."""
 
     def __init__(self, env: RouterEnvironment, nonce: str) -> None:
+        super().__init__()
         self.env = env
         self.nonce = nonce
         self.sessions: list[FrontSession] = []
@@ -58,14 +60,17 @@ class FailoverExecutor:
         """Verifier kills and partitions that led to a completed failover (for the benchmark's figures)."""
         self.failover_seconds: list[float] = []
 
-    async def apply(self, step: Step) -> None:
-        handler: Callable[..., Any] = getattr(self, f"_{step.rule}")
-        await handler(**step.args)
+    async def play(self, handler: Handler, args: dict[str, Any]) -> None:
+        """A rule's arguments are its keywords."""
+        await handler(self, **args)
+
+    def judge_step(self, step: Step) -> None:
         self.check()
 
     # ------------------------------------------------------------------ judging
 
     def check(self) -> None:
+        """The history checker over every session of the example; the first violation in the history raises."""
         facts = self.env.facts
         found = []
         for front in self.sessions:
@@ -79,7 +84,7 @@ class FailoverExecutor:
     def log_of(self, front: FrontSession) -> tuple[Any, ...]:
         """The session's commit log as the harness's MLC holds it now."""
         opens = [seen for seen in self.env.history.of(OpenSeen, front.id) if seen.opening is not None]
-        return self.env.mlc.log(opens[0].opening.commit_log) if opens and opens[0].opening else ()
+        return self.env.cache.log(opens[0].opening.commit_log) if opens and opens[0].opening else ()
 
     # ------------------------------------------------------------------ what the history says
 
@@ -115,7 +120,7 @@ class FailoverExecutor:
         """A fresh example: every instance up and reporting, the MLC enforcing fences or not (P1-LOG-2)."""
         self.env.reset()
         await self.env.prepare()
-        self.env.cache_app.enforce_fences = enforcing
+        self.env.cache.enforce_fences = enforcing
 
     async def _open(self, prompt: int) -> None:
         self.counter += 1
@@ -253,5 +258,12 @@ class FailoverExecutor:
             serving.end(front.id, FINISHED)
             await serving.send_event(front.id, FINISHED)
 
+
+FailoverExecutor.rules = {
+    "setup": FailoverExecutor._setup, "open": FailoverExecutor._open, "commit": FailoverExecutor._commit,
+    "kill": FailoverExecutor._kill, "partition": FailoverExecutor._partition,
+    "drafter_dies": FailoverExecutor._drafter_dies, "revive": FailoverExecutor._revive,
+    "read": FailoverExecutor._read, "finish": FailoverExecutor._finish,
+}
 
 __all__ = ["ACT_S", "TTL_MS", "Down", "FailoverExecutor"]

@@ -1,29 +1,47 @@
-"""Stateful fuzzing of a verifier IUT with ``hypothesis.stateful.RuleBasedStateMachine``.
+"""The verifier's rules: the stateful fuzzer's protocol sequences (or ``--messages``: single hostile messages) and
+its campaign.
 
 Each rule builds a :class:`~sdcp_conformance.fuzz.steps.Step` from its
-generated arguments and hands it to a :class:`StepExecutor` on the harness's
-event loop (:class:`~sdcp_conformance.fuzz.loop.LoopThread`). A violation
-makes Hypothesis shrink the example; the steps of the last failing run (the
-minimal one, which Hypothesis replays last) are kept as the failure, so they
-can be saved and replayed exactly. The runner, the recording of failures
-and the replay are the scaffold's (:mod:`sdcp_conformance.fuzz.scaffold`);
-this module holds the verifier's rules and how its executor is built.
+generated arguments; the verifier's steps
+(:class:`~sdcp_conformance.fuzz.rules.verifier_steps.StepExecutor`) play it
+through the harness roles (router, drafters, cache) and check every step
+against :mod:`~sdcp_conformance.fuzz.model`, the harness's own account of
+what a correct verifier must answer. A violation makes Hypothesis shrink the
+example; the steps of the last failing run (the minimal one, which
+Hypothesis replays last) are kept as the failure, so they can be saved and
+replayed exactly. The runner, the recording of failures and the replay are
+the scaffold's (:mod:`sdcp_conformance.fuzz.scaffold`), the campaign is the
+one loop's (:mod:`sdcp_conformance.fuzz.campaign`); this module holds the
+verifier's rules, how its executor is built and what its campaign is told.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from sdcp_conformance.fuzz.executor import PROPOSAL_KINDS, StepExecutor
+from sdcp_conformance.fuzz import campaign
+from sdcp_conformance.fuzz.campaign import FuzzConfig, FuzzResult, ReplayResult, fuzz_for
 from sdcp_conformance.fuzz.judging import FuzzJudge
 from sdcp_conformance.fuzz.loop import LoopThread
+from sdcp_conformance.fuzz.messages import MessageFuzzer, MessageStats, replay_messages, run_messages
+from sdcp_conformance.fuzz.replay import ReplayFile
+from sdcp_conformance.fuzz.rules.verifier_steps import PROPOSAL_KINDS, StepExecutor
 from sdcp_conformance.fuzz.scaffold import FuzzFailure, FuzzMachine, FuzzStats, Runner
-from sdcp_conformance.fuzz.steps import Step
+from sdcp_conformance.harness.environment import AppFactory, Environment
+from sdcp_conformance.harness.target import TargetConfig
 
-Progress = Callable[[FuzzStats], None]
+Stats = FuzzStats | MessageStats
+Progress = Callable[[Stats], None]
+
+CHUNK = 25
+"""Examples per Hypothesis run within a time budget (the budget is checked between runs)."""
+MESSAGE_CHUNK = CHUNK * 20
+"""Messages per Hypothesis run within a time budget."""
 
 S = st.integers(0, 2)
 """Which of the example's sessions a step is about (modulo the number open)."""
@@ -111,7 +129,7 @@ class VerifierFuzz(FuzzMachine):
         self.do("output", s=s, start=start)
 
 
-class StatefulRunner(Runner[StepExecutor, FuzzStats]):
+class VerifierRunner(Runner[StepExecutor, FuzzStats]):
     """Runs one :class:`VerifierFuzz` per example against the environment on ``loop``."""
 
     machine = VerifierFuzz
@@ -128,9 +146,89 @@ class StatefulRunner(Runner[StepExecutor, FuzzStats]):
         return StepExecutor(self.loop.env, example, self.stats.judge)
 
 
-def replay_steps(loop: LoopThread, steps: Sequence[Step], *, strict: bool = False) -> FuzzFailure | None:
-    """Run ``steps`` once, in order, outside Hypothesis; the first violation is the failure."""
-    return StatefulRunner(loop, strict=strict).replay(steps)
+# --------------------------------------------------------------------------- the campaign
 
 
-__all__ = ["FuzzFailure", "FuzzStats", "StatefulRunner", "VerifierFuzz", "replay_steps"]
+@dataclass(frozen=True)
+class CampaignConfig(FuzzConfig):
+    messages: bool = False
+    """Single hostile messages (:mod:`~sdcp_conformance.fuzz.messages`) instead of protocol sequences."""
+
+
+CampaignResult = FuzzResult[Stats]
+"""A verifier campaign's result (its stats are a message fuzzer's with ``--messages``)."""
+
+
+class VerifierRole(campaign.Role[CampaignConfig, Environment]):
+    """The verifier's campaign: the environment lives on the loop (:meth:`LoopThread.start`), which stops it."""
+
+    name = "verifier"
+    examples = 100
+    chunk = CHUNK
+    loggers = ("sdcp_conformance.transport.server", "sdcp_conformance.reference.verifier.app")
+
+    def planted(self, mutant: str) -> AppFactory:
+        from sdcp_conformance.mutants import get_mutant
+        from sdcp_conformance.mutants.verifier.fuzz_targets import FUZZ_MUTANTS_BY_NAME
+
+        found = FUZZ_MUTANTS_BY_NAME.get(mutant)
+        return (found or get_mutant(mutant)).factory
+
+    def start(self, loop: LoopThread, target: TargetConfig | None, mutant: str | None) -> Environment:
+        return loop.start(target, app_factory=self.app_factory(mutant))
+
+    def stop(self, loop: LoopThread, env: Environment) -> None:
+        """The loop stops it as it closes."""
+
+    def runner(self, loop: LoopThread, env: Environment, config: CampaignConfig | None,
+               progress: Progress | None) -> VerifierRunner:
+        if config is None:
+            return VerifierRunner(loop)
+        nonce = f"seed{config.seed}" if config.target is None else None  # a fresh embedded IUT: fully reproducible
+        return VerifierRunner(loop, progress, strict=config.strict, nonce=nonce)
+
+    def fuzz(self, loop: LoopThread, env: Environment, config: CampaignConfig,
+             progress: Progress | None) -> tuple[Stats, FuzzFailure | None]:
+        if not config.messages:
+            return super().fuzz(loop, env, config, progress)
+        fuzzer = MessageFuzzer(loop, progress, strict=config.strict)
+        return fuzzer.stats, fuzz_for(
+            lambda examples, seed: run_messages(fuzzer, examples=examples, seed=seed, database=config.database),
+            examples=config.examples or 1000, budget_s=config.budget_s, seed=config.seed, chunk=MESSAGE_CHUNK)
+
+    def kind(self, config: CampaignConfig) -> str:
+        return "messages" if config.messages else "stateful"
+
+    def replay_steps(self, loop: LoopThread, env: Environment, recorded: ReplayFile) -> FuzzFailure | None:
+        if recorded.kind == "messages":
+            return replay_messages(loop, recorded.stateful_steps())
+        return super().replay_steps(loop, env, recorded)
+
+
+VERIFIER = VerifierRole()
+
+
+def run_campaign(config: CampaignConfig, progress: Progress | None = None) -> CampaignResult:
+    return campaign.run(VERIFIER, config, progress)
+
+
+def replay_file(path: Path, *, target: TargetConfig | None = None, mutant: str | None = None,
+                other_iut: bool = False) -> ReplayResult:
+    """Run a saved failure again against the IUT it failed against; ``fixed`` when it no longer fails.
+
+    ``target`` and ``mutant`` name the IUT (the file's mutant applies when neither is given); another IUT than the
+    recorded one is refused with :class:`~sdcp_conformance.errors.InvalidArgument` unless ``other_iut``.
+    """
+    return campaign.replay(VERIFIER, path, target=target, mutant=mutant, other_iut=other_iut)
+
+
+__all__ = [
+    "VERIFIER",
+    "CampaignConfig",
+    "CampaignResult",
+    "VerifierFuzz",
+    "VerifierRole",
+    "VerifierRunner",
+    "replay_file",
+    "run_campaign",
+]

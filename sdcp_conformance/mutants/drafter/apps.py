@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from sdcp_conformance.mutants.drafter_sessions import StaleContextSession
+from sdcp_conformance.mutants.drafter import CATALOGUE
+from sdcp_conformance.mutants.drafter.sessions import EXACT, IgnoresDraftersListSession, StaleContextSession
 from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.messages import Assignment, Contract, Proposal
@@ -17,9 +18,15 @@ from sdcp_conformance.protocol.rng import PURPOSE_ACCEPT, verify_uniform
 from sdcp_conformance.reference.drafter.app import DrafterApp, _Slot
 from sdcp_conformance.reference.drafter.ports import Problem, ProposalResult, TransportFailure
 
+_ARTIFACTS = ("It writes the draft artifacts the verifier may need to the MLC and holds leases on them until it "
+              "receives the verdict of the round.")
+
 _CONTRACT_KEYS = frozenset(field.name for field in dataclasses.fields(Contract))
 
 
+@CATALOGUE.mutant("drf-pipelined-proposals", "outstanding", "sends the next proposal, assuming full acceptance, "
+                  "before the verdict of the current one", "6.2", "A drafter MUST NOT have more than one outstanding "
+                  "proposal per session.")
 class PipelinedProposals(DrafterApp):
     """Sends the next proposal, drafted as if every token were accepted, before the verdict of the current one."""
 
@@ -46,6 +53,9 @@ class PipelinedProposals(DrafterApp):
         return await super()._exchange(verifier, body)
 
 
+@CATALOGUE.mutant("drf-retry-redrafts", "lost-verdicts", "a lost verdict makes it draft again and send a different "
+                  "proposal for the round instead of retrying", "6.9", "so a drafter retries a proposal whose verdict "
+                  "it did not receive.")
 class RetryRedrafts(DrafterApp):
     """A lost verdict is treated like a round without one: the drafter drafts again and sends a new proposal."""
 
@@ -56,6 +66,8 @@ class RetryRedrafts(DrafterApp):
         return result
 
 
+@CATALOGUE.mutant("drf-retries-4xx", "refusals", "retries refused proposals like lost ones", "P1-DRF-5, 5.1",
+                  "a 4xx is final.")
 class Retries4xx(DrafterApp):
     """A refusal is retried like a lost verdict (only stale-base and q-unavailable are understood)."""
 
@@ -70,6 +82,8 @@ class Retries4xx(DrafterApp):
         return TransportFailure("unreachable")
 
 
+@CATALOGUE.mutant("drf-q-rows-deleted-early", "q-rows", "deletes its q_rows as soon as the proposal is sent", "6.2",
+                  _ARTIFACTS)
 class QRowsDeletedEarly(DrafterApp):
     """Releases its q_rows as soon as the proposal is sent, before the verdict arrives."""
 
@@ -80,6 +94,7 @@ class QRowsDeletedEarly(DrafterApp):
         return await super()._exchange(verifier, body)
 
 
+@CATALOGUE.mutant("drf-short-lease", "q-rows", "leases its q_rows for 300 ms", "6.2, P1-MLC-3", _ARTIFACTS)
 class ShortLease(DrafterApp):
     """Leases its q_rows for 300 ms, much less than a verdict can take."""
 
@@ -87,6 +102,9 @@ class ShortLease(DrafterApp):
         return 300
 
 
+@CATALOGUE.mutant("drf-no-delete", "q-rows", "never deletes its q_rows after the verdict", "P1-DRF-8",
+                  "Leases on `q_rows` last at least the drafter's proposal timeout, and the drafter deletes the "
+                  "objects after the verdict.", profile_only=True)
 class NoDelete(DrafterApp):
     """Never deletes its q_rows: they stay in the MLC until their lease ends."""
 
@@ -94,6 +112,9 @@ class NoDelete(DrafterApp):
         return None
 
 
+@CATALOGUE.mutant("drf-accepts-lower-epoch", "assignments", "installs an assignment with a lower epoch", "P1-DRF-7",
+                  "An assignment with a lower epoch than the one a drafter holds gets 409 `sdcp-stale-epoch`",
+                  profile_only=True)
 class AcceptsLowerEpoch(DrafterApp):
     """Installs any assignment, whatever its epoch."""
 
@@ -101,9 +122,13 @@ class AcceptsLowerEpoch(DrafterApp):
         return None
 
 
+@CATALOGUE.mutant("drf-replaced-keeps-stale-draft", "assignments", "a replacing assignment's session drafts from a "
+                  "context still holding the abandoned proposal: invisible with a bigram draft model", "P1-DRF-7",
+                  "an equal or higher epoch replaces the current assignment, abandoning any outstanding proposal "
+                  "first.", profile_only=True, session=StaleContextSession)
 class ReplacedKeepsStaleDraft(DrafterApp):
     """A replacing assignment (P1-DRF-7) starts a session whose draft context still holds the abandoned proposal,
-    before the committed tokens the assignment brings (with :class:`~.drafter_sessions.StaleContextSession`)."""
+    before the committed tokens the assignment brings (with :class:`~.sessions.StaleContextSession`)."""
 
     async def _install(self, assignment: Assignment, prompt: list[int], committed: list[int] | None) -> None:
         held = self.sessions.get(assignment.session)
@@ -114,6 +139,9 @@ class ReplacedKeepsStaleDraft(DrafterApp):
             machine.stale = (len(held.machine.output), tuple(outstanding.tokens))
 
 
+@CATALOGUE.mutant("drf-accepts-any-router", "assignments", "accepts assignments from any authenticated client",
+                  "P1-DRF-1", "it accepts `POST assignments` only from its routers (else 403 `sdcp-not-assigned`).",
+                  profile_only=True)
 class AcceptsAnyRouter(DrafterApp):
     """Accepts assignments from any authenticated client."""
 
@@ -121,6 +149,10 @@ class AcceptsAnyRouter(DrafterApp):
         return peer is not None
 
 
+@CATALOGUE.mutant("drf-ignores-drafters-list", "assignments", "never looks at the contract's drafters list", "P1-DRF-3",
+                  "A drafter refuses (422 `sdcp-bad-contract`) an assignment whose contract lists `drafters` without "
+                  "its model's digest or names another tokenizer.", profile_only=True,
+                  session=IgnoresDraftersListSession)
 class IgnoresDraftersList(DrafterApp):
     """Never looks at the contract's drafters list."""
 
@@ -128,6 +160,9 @@ class IgnoresDraftersList(DrafterApp):
         super().validate_assignment(assignment.replace(contract=assignment.contract.replace(drafters=None)))
 
 
+@CATALOGUE.mutant("drf-drops-unknown-contract-keys", "assignments", "drops contract keys it does not know instead of "
+                  "refusing the assignment", "4.1", "A contract that contains a key not defined by this document MUST "
+                  'be rejected with problem type "sdcp-bad-contract"')
 class IgnoresUnknownContractKey(DrafterApp):
     """Drops contract keys it does not know instead of refusing the assignment (§4.1)."""
 
@@ -138,6 +173,8 @@ class IgnoresUnknownContractKey(DrafterApp):
         return Assignment.from_obj(obj)
 
 
+@CATALOGUE.mutant("drf-status-too-rare", "status", "reports status every 1.5 ttl_ms", "6.1",
+                  "Each instance reports status at intervals shorter than its ttl_ms.")
 class StatusTooRare(DrafterApp):
     """Reports status every 1.5 ttl_ms, so its status expires between reports."""
 
@@ -145,6 +182,8 @@ class StatusTooRare(DrafterApp):
         return 1.5 * self.config.status_ttl_ms / 1000
 
 
+@CATALOGUE.mutant("drf-accept-milli-frozen", "status", "accept_milli keeps the first a/M it saw", "P1-DRF-8",
+                  "`accept_milli` in status is the EWMA of a/M.", profile_only=True)
 class AcceptMilliFrozen(DrafterApp):
     """accept_milli keeps the first a/M it saw, whatever the verdicts say afterwards."""
 
@@ -153,6 +192,10 @@ class AcceptMilliFrozen(DrafterApp):
             super()._observe_accept(accepted, proposed)
 
 
+@CATALOGUE.mutant("drf-gives-up-quickly", "lost-verdicts", "retries a lost verdict max_attempts times (about 0.35 s) "
+                  "and abandons the session", "P1-DRF-5", "A lost verdict (transport error, timeout, 5xx, 429) is "
+                  "retried with the identical body, with backoff, for at least 30 s or until a new assignment for the "
+                  "session arrives", profile_only=True)
 class GivesUpQuickly(DrafterApp):
     """The reference before the drafter suite: a lost verdict is retried max_attempts times, about 0.35 s in all."""
 
@@ -160,6 +203,7 @@ class GivesUpQuickly(DrafterApp):
         super().__init__(dataclasses.replace(config, retry_window_s=0.0), *args, **kwargs)
 
 
+@CATALOGUE.mutant("drf-reused-uniforms", "sampling", "draws with the same uniforms every round", "5.2", EXACT)
 class ReusedUniforms(DrafterApp):
     """Seeds a fresh generator with the same seed for every proposal: the same uniforms every round."""
 
@@ -179,6 +223,8 @@ class _HmacSource:
         return verify_uniform(self._seed, self._session, self._round, self._i, PURPOSE_ACCEPT)
 
 
+@CATALOGUE.mutant("drf-hmac-uniforms", "sampling", "draws with §6.4's HMAC uniforms when the contract has a seed",
+                  "6.4", "Drafters MUST NOT use this derivation for their own sampling.")
 class HmacUniforms(DrafterApp):
     """With a seed in the sampling profile, draws its tokens with §6.4's HMAC uniforms (the verifier's)."""
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sdcp_conformance.mutants.base import MutantApp, MutantSession
+from sdcp_conformance.mutants.base import MutantApp, MutantSession, VerifierMutant
+from sdcp_conformance.mutants.verifier import CATALOGUE
+from sdcp_conformance.mutants.verifier.sessions import AUTH, BASE, FENCE, Q_ZERO
 from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.protocol.messages import Proposal, SessionOpen
 from sdcp_conformance.protocol.problems import ProblemType
@@ -40,6 +42,22 @@ def answers_bad_message_for(problem: ProblemType) -> type[MutantApp]:
     return BadMessageFor
 
 
+CATALOGUE.add(*(VerifierMutant(f"{problem.suffix.removeprefix('sdcp-')}-as-bad-message", "judging",
+                               f"{problem.status} {problem.suffix} is answered 400 sdcp-bad-message (one catch-all "
+                               "error branch)", section, quote, app=answers_bad_message_for(problem))
+                for problem, section, quote in (
+                    (ProblemType.STALE_EPOCH, "6.3", FENCE),
+                    (ProblemType.STALE_BASE, "6.3", BASE),
+                    (ProblemType.NOT_ASSIGNED, "6.3", AUTH),
+                    (ProblemType.LIMIT, "6.2, Table 2", "sdcp-limit 422 Proposal violates m_cap or m_max"),
+                    (ProblemType.BAD_CONTRACT, "4.1, Table 2", 'A contract that contains a key not defined by this '
+                     'document MUST be rejected with problem type "sdcp-bad-contract"'),
+                    (ProblemType.BAD_PROPOSAL, "6.4", Q_ZERO))))
+
+
+@CATALOGUE.mutant("limit-refused-after-commit", "judging", "an over-limit proposal gets 422 sdcp-limit, but only "
+                  "after its round was verified and committed", "6.2, P1-CTL-1", "A proposal over the limit gets 422 "
+                  "`sdcp-limit` and changes nothing.")
 class LimitRefusedAfterCommit(MutantSession):
     """Bug: M is checked against the limit only once the round was verified and committed.
 

@@ -1,8 +1,8 @@
 """The planted bugs of the router mutants: subclasses of the reference router's parts, one bug each.
 
 Each class overrides the one method where a real router could get the rule
-wrong, and says in its docstring which rule that is. The catalogue
-(:mod:`.router_catalogue`) names them.
+wrong, and says in its docstring which rule that is; the mutant declared above
+it on the router's catalogue names it and quotes the sentence it breaks.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sdcp_conformance.cache.commit_log import CommitRecord, FenceRecord, encode_record
+from sdcp_conformance.mutants.router import CATALOGUE
 from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.protocol.control import Action
@@ -37,9 +38,17 @@ from sdcp_conformance.reference.router.session import (
 )
 from sdcp_conformance.transport.types import Request, Response
 
+_NOT_EXPIRED = "The router MUST NOT assign sessions to an instance whose status has expired."
+_SWITCH = ("switch (2):: The verifier sends an event to the router, which assigns the session to another drafter with "
+           "a permitted model")
+
 # --------------------------------------------------------------------------- failover (§6.9, P1-RTR-6)
 
 
+@CATALOGUE.mutant("resume-before-fence", "failover", "opens the session at the new verifier before appending the fence",
+                  "6.9", "Verifier failure: the router first appends a fence record with the new epoch to the "
+                  "commit_log, so that the old verifier, even if it is only partitioned, can no longer commit or "
+                  "release output;")
 class ResumeBeforeFence(SessionDriver):
     """Reads the log and opens the session elsewhere, and only then appends the fence (§6.9 "first")."""
 
@@ -60,6 +69,8 @@ class ResumeBeforeFence(SessionDriver):
         await self.assign_locked(slot, prefer=machine.previous_drafter)
 
 
+@CATALOGUE.mutant("no-reassign-after-failover", "failover", "resumes the session but assigns no drafter there", "6.9",
+                  "It then informs the verifier of the drafter and sends a new assignment.")
 class NoReassignAfterFailover(SessionDriver):
     """Resumes the session elsewhere and takes the drafter to follow it by itself: it neither informs the new
     verifier of the drafter nor sends the drafter a new assignment (§6.9 "It then informs")."""
@@ -73,6 +84,9 @@ class NoReassignAfterFailover(SessionDriver):
         slot.notify_moved()
 
 
+@CATALOGUE.mutant("resume-ignores-fences", "failover", "replays every commit record, also those a fence with a higher "
+                  "epoch precedes", "6.9, P1-RTR-6", "after appending the fence, the router ignores commit records "
+                  "that follow a fence of a higher epoch")
 class ReplayIgnoresFences(RouterSession):
     """Every commit record counts, even one a fence with a higher epoch precedes (P1-RTR-6)."""
 
@@ -81,6 +95,9 @@ class ReplayIgnoresFences(RouterSession):
         return _replay_of(records, self.d0)
 
 
+@CATALOGUE.mutant("resume-from-previous-record", "failover", "resumes from the record before the last one", "6.9",
+                  "it then reads the last commit record and opens the session at a new verifier with that epoch and "
+                  'the "resume" member carrying that round, committed length, digest')
 class ResumeFromPreviousRecord(RouterSession):
     """Distrusts the last commit record (it "might be torn") and resumes from the one before (§6.9 "the last")."""
 
@@ -98,6 +115,9 @@ def _replay_of(records: Sequence[CommitRecord], d0: bytes) -> Replay:
     return Replay(last.round, last.committed, last.digest, tokens)
 
 
+@CATALOGUE.mutant("unconditional-fence", "failover", "appends the fence with a PUT that has no If-Match", "6.8",
+                  "The commit_log is an MLC object to which records are appended with a conditional operation, for "
+                  "example an HTTP PUT with If-Match on the current entity tag [RFC9110]", into="wrap_cache")
 class UnconditionalFence:
     """The fence is appended with a plain PUT of the log read just before: no If-Match (§6.8 conditional)."""
 
@@ -120,6 +140,8 @@ class UnconditionalFence:
         return 200 <= reply.status < 300
 
 
+@CATALOGUE.mutant("shared-commit-log", "session-open", "names one commit log for all its sessions", "P1-LOG-3",
+                  "The router names the commit log; the object need not exist yet.")
 class SharedCommitLog(SessionDriver):
     """Names one commit log for every session of the router (P1-LOG-3: the router names each session's log)."""
 
@@ -132,6 +154,8 @@ class SharedCommitLog(SessionDriver):
 # --------------------------------------------------------------------------- eligibility (§6.1, P1-RTR-2)
 
 
+@CATALOGUE.mutant("assign-expired-drafter", "drafter-expiry", "assigns drafters whose status has expired", "6.1",
+                  _NOT_EXPIRED)
 class DrafterExpiryIgnored(InstanceRegistry):
     """A drafter stays eligible once it has reported, however long ago (§6.1 "MUST NOT ... expired")."""
 
@@ -142,6 +166,8 @@ class DrafterExpiryIgnored(InstanceRegistry):
         return sorted(eligible, key=lambda uri: (self.drafter_cost(uri), uri))
 
 
+@CATALOGUE.mutant("open-at-expired-verifier", "session-open", "opens and resumes sessions at verifiers whose status "
+                  "has expired", "6.1", _NOT_EXPIRED)
 class VerifierExpiryIgnored(InstanceRegistry):
     """Opens sessions at any verifier that ever reported and was not declared failed (P1-RTR-2 "eligible")."""
 
@@ -152,6 +178,8 @@ class VerifierExpiryIgnored(InstanceRegistry):
         return sorted(eligible, key=lambda uri: (reported[uri].status.load, uri))
 
 
+@CATALOGUE.mutant("unpermitted-drafter", "assignment", "ignores the contract's drafters list", "6.1",
+                  "The router then selects a drafter whose model is permitted by the contract.")
 class AnyDrafterPermitted(InstanceRegistry):
     """Ignores the contract's ``drafters``: any configured drafter serves any contract (§6.1 "permitted")."""
 
@@ -159,6 +187,8 @@ class AnyDrafterPermitted(InstanceRegistry):
         return drafter in self.drafter_models
 
 
+@CATALOGUE.mutant("status-from-anyone", "events", "accepts a status report for an instance from any party", "P1-RTR-2",
+                  "It accepts a status report only from the instance it names", profile_only=True)
 class StatusFromAnyone(InstanceRegistry):
     """Takes a status report from any authenticated party for any instance (P1-RTR-2)."""
 
@@ -166,6 +196,8 @@ class StatusFromAnyone(InstanceRegistry):
         super().accept(status, status.instance, now)
 
 
+@CATALOGUE.mutant("expired-drafter-kept", "drafter-expiry", "never replaces a drafter whose status expired", "6.9",
+                  "Drafter failure: when a drafter's status expires, the router reassigns its sessions.")
 class DrafterNeverReplaced(SessionDriver):
     """Never reassigns the sessions of a drafter whose status expired (§6.9 Drafter failure)."""
 
@@ -176,6 +208,9 @@ class DrafterNeverReplaced(SessionDriver):
 # --------------------------------------------------------------------------- assignments (§6.1, P1-RTR-3)
 
 
+@CATALOGUE.mutant("assign-before-put", "assignment", "sends the assignment before PUT sessions/{id}/drafter", "6.1",
+                  "It first informs the verifier with PUT sessions/{id}/drafter, and then sends the assignment, "
+                  "carrying the current round, committed length, and digest, to the drafter.")
 class AssignBeforePut(SessionDriver):
     """Sends the drafter its assignment first and informs the verifier afterwards (§6.1 "first ... then")."""
 
@@ -200,6 +235,9 @@ class AssignBeforePut(SessionDriver):
         return _Try.ASSIGNED
 
 
+@CATALOGUE.mutant("no-committed-tokens", "assignment", "leaves committed_tokens out of its assignments", "P1-RTR-3",
+                  "The assignment the router sends to the drafter (`POST assignments`) always carries "
+                  "`committed_tokens` when committed > 0.", profile_only=True)
 class NoCommittedTokens(RouterSession):
     """Leaves ``committed_tokens`` out of every assignment (P1-RTR-3 "always ... when committed > 0")."""
 
@@ -208,6 +246,9 @@ class NoCommittedTokens(RouterSession):
         return super()._assignment(drafter, round_, committed, digest, tokens_ref).replace(committed_tokens=None)
 
 
+@CATALOGUE.mutant("assignment-from-own-state", "assignment", "assigns with the round it knew before the PUT, not the "
+                  "session-state the PUT returned", "6.1, P1-RTR-3", "the assignment sent to the drafter carries the "
+                  "values of the session-state that PUT returned.")
 class AssignmentFromOwnKnowledge(RouterSession):
     """The drafter's assignment carries what the router knew before the PUT, not what the PUT returned."""
 
@@ -220,6 +261,8 @@ class AssignmentFromOwnKnowledge(RouterSession):
         return self._assignment(drafter, round_, committed, digest, tokens_ref)
 
 
+@CATALOGUE.mutant("sampling-forgotten", "policy", "later assignments lose the accepted sampling profile", "6.6",
+                  'the router includes it in the "sampling" member of subsequent assignments')
 class SamplingForgotten(RouterSession):
     """Later assignments do not carry the accepted sampling profile (§6.6 "includes it")."""
 
@@ -228,6 +271,8 @@ class SamplingForgotten(RouterSession):
         return super()._assignment(drafter, round_, committed, digest, tokens_ref).replace(sampling=None)
 
 
+@CATALOGUE.mutant("m-init-unclamped", "assignment", "sends its configured m_init above the contract's m_max",
+                  "P1-DRF-2", "the router sends max(1, min(m_max, m_init))", profile_only=True)
 class MInitUnclamped(RouterSession):
     """Sends its configured m_init whatever the contract's m_max (P1-DRF-2)."""
 
@@ -235,6 +280,9 @@ class MInitUnclamped(RouterSession):
         return configured
 
 
+@CATALOGUE.mutant("contract-with-defaults", "session-open", "fills in low_ratio 0 when the contract omits it", "4.1",
+                  "such updates are carried separately from the contract, which, including the acceptance rule, is "
+                  "never modified.")
 class ContractWithDefaults(RouterSession):
     """Writes the defaults of absent optional members into the contract it passes on (§4.1 "never modified")."""
 
@@ -246,6 +294,8 @@ class ContractWithDefaults(RouterSession):
 # --------------------------------------------------------------------------- events (§6.5.2, P1-EVT-1, P1-RTR-2)
 
 
+@CATALOGUE.mutant("events-from-anyone", "events", "accepts events from any party", "P1-RTR-2",
+                  "and an event only from the session's current verifier (else 403).", profile_only=True)
 class EventsFromAnyone(RouterSession):
     """Accepts an event from any authenticated party (P1-RTR-2 "only from the session's current verifier")."""
 
@@ -253,6 +303,8 @@ class EventsFromAnyone(RouterSession):
         super().check_event(event, self.verifier)
 
 
+@CATALOGUE.mutant("events-from-first-verifier", "failover", "accepts events only from the verifier that first opened "
+                  "the session, refusing the current one", "6.5.2, P1-RTR-2", _SWITCH)
 class EventsFromFirstVerifier(RouterSession):
     """Accepts events only from the verifier that first opened the session, not from the current one."""
 
@@ -266,6 +318,7 @@ class EventsFromFirstVerifier(RouterSession):
         super().check_event(event, self.verifier)
 
 
+@CATALOGUE.mutant("switch-keeps-drafter", "events", "reassigns the same drafter on switch", "6.5.2", _SWITCH)
 class SwitchKeepsDrafter(SessionDriver):
     """On switch it assigns the same drafter again although another is eligible (§6.5.2 "another drafter")."""
 
@@ -274,6 +327,9 @@ class SwitchKeepsDrafter(SessionDriver):
         await super().assign_locked(slot, prefer=same_if_alone if same_if_alone is not None else prefer)
 
 
+@CATALOGUE.mutant("assign-during-self-decode", "events", "assigns a drafter when self-decoding starts", "P1-EVT-1",
+                  "kind 3 when it starts self-decoding; kind 0 when self-decoding ends and a drafter is needed again",
+                  profile_only=True)
 class AssignDuringSelfDecode(RouterSession):
     """Takes the start of self-decoding (kind 3) for a switch and assigns another drafter (P1-EVT-1)."""
 
@@ -285,6 +341,8 @@ class AssignDuringSelfDecode(RouterSession):
         return wants
 
 
+@CATALOGUE.mutant("unknown-kind-ignored", "events", "ignores events of a kind it does not know", "5.2",
+                  'A receiver that encounters an unknown action value MUST treat it as "fail".')
 class UnknownKindIgnored(RouterApp):
     """An event kind it does not know is ignored instead of being read as fail (§5.2, P1-DRF-9)."""
 
@@ -301,6 +359,8 @@ class UnknownKindIgnored(RouterApp):
 # --------------------------------------------------------------------------- policy (§6.6, P1-RTR-4)
 
 
+@CATALOGUE.mutant("policy-from-current-round", "policy", "starts a policy at the round it knows, not the next", "6.6",
+                  "It sends a policy message with from_round greater than the current round.")
 class PolicyFromCurrentRound(RouterSession):
     """Starts a policy at the round the router knows instead of the next one (§6.6 "greater than")."""
 
@@ -308,6 +368,8 @@ class PolicyFromCurrentRound(RouterSession):
         return super().policy(sampling).replace(from_round=self.round)
 
 
+@CATALOGUE.mutant("policy-retry-same-round", "policy", "retries a 409'd policy with state.round", "P1-RTR-4",
+                  "on 409 it retries with `state.round + 1`.", profile_only=True)
 class PolicyRetrySameRound(RouterSession):
     """Retries a 409'd policy with ``state.round`` instead of ``state.round + 1`` (P1-RTR-4)."""
 
@@ -339,6 +401,9 @@ class StickyFrontOutput(FrontOutput):
         return await super().read(session, start)
 
 
+@CATALOGUE.mutant("front-lower-epoch", "front", "the front keeps reading the verifier it first read from and passes "
+                  "on its older epoch", "6.7, 6.9", "Proposals carrying an older epoch are rejected, and front ends "
+                  "discard output carrying an older epoch, so a recovered old verifier cannot extend the session.")
 class StickyFront(RouterFrontend):
     output_class = StickyFrontOutput
 
@@ -355,6 +420,8 @@ class FinalOnFinishEvent(FrontOutput):
         return super().ended_here(slot, start)
 
 
+@CATALOGUE.mutant("front-final-early", "front", "the front answers final as soon as the finish event arrived", "6.7",
+                  "so a front end that retries never duplicates or loses tokens")
 class EarlyFinalFront(RouterFrontend):
     output_class = FinalOnFinishEvent
 

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sdcp_conformance.mutants.base import Mutant, MutantSession
+from sdcp_conformance.mutants.base import MutantSession, VerifierMutant
+from sdcp_conformance.mutants.verifier import CATALOGUE
 from sdcp_conformance.protocol.messages import Sampling
 from sdcp_conformance.protocol.rng import PURPOSE_ACCEPT, PURPOSE_DRAW, SystemUniforms, UniformSource, verify_uniform
 from sdcp_conformance.protocol.rules import RuleOutcome, residual
@@ -247,7 +248,7 @@ def swapped_batch(model: TargetModel) -> TargetModel:
     return SwappedBatchModel(model)
 
 
-# ---------------------------------------------------------------------- the catalogue entries
+# ---------------------------------------------------------------------- the mutants
 
 _RULE2 = "For each position, draw r uniformly from [0, 1). Accept x[i] if r < min(1, p[i](x[i]) / q[i](x[i]))"
 _RESIDUAL = "the additional token is drawn from the normalized residual distribution max(0, p[i] - q[i])"
@@ -282,15 +283,16 @@ _VIOLATES = {
     "rule2-tempered-in-place": _P, "rule2-rows-off-by-one": _TARGET, "rule2-temperature-after-top-p": _P,
 }
 
-RULE2_STAT_MUTANTS: tuple[Mutant, ...] = (
-    *(Mutant(name, "rule-2", (engine.__doc__ or "").strip().split("\n")[0], "6.4", _VIOLATES[name],
-             session=engine_session(engine)) for name, engine in ENGINES.items()),
-    Mutant("rule2-batch-rows-swapped", "rule-2", "the first two sessions of a scoring batch get each other's rows",
-           "6.3", _BATCH, wrap_model=swapped_batch),
-    Mutant("rule2-shared-stream", "rule-2", "unseeded sessions share one random stream (same values per round)",
-           "6.4", _CSPRNG, session=SharedStreamSession),
+RULE2_STAT_MUTANTS: tuple[VerifierMutant, ...] = (
+    *(VerifierMutant(name, "rule-2", (engine.__doc__ or "").strip().split("\n")[0], "6.4", _VIOLATES[name],
+                     session=engine_session(engine)) for name, engine in ENGINES.items()),
+    VerifierMutant("rule2-batch-rows-swapped", "rule-2", "the first two sessions of a scoring batch get each other's "
+                   "rows", "6.3", _BATCH, wrap_model=swapped_batch),
+    VerifierMutant("rule2-shared-stream", "rule-2", "unseeded sessions share one random stream (same values per "
+                   "round)", "6.4", _CSPRNG, session=SharedStreamSession),
 )
-"""The statistical rule-2 mutants; add ``*RULE2_STAT_MUTANTS`` to the catalogue's ``MUTANTS_LIST``."""
+"""The statistical rule-2 mutants (each an engine's, and two bugs around the engine)."""
+CATALOGUE.add(*RULE2_STAT_MUTANTS)
 
 
 __all__ = [
