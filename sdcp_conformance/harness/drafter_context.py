@@ -74,7 +74,6 @@ class DrafterContext(RoleContext["DrafterEnvironment"]):
         self.pace: Pace = env.board.pace
         """How fast the drafter proposes after a verdict, as the played verifiers measured it (D-JUDGE-D5)."""
 
-
     # ------------------------------------------------------------------ models and contracts
 
     @property

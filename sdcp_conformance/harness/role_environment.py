@@ -221,12 +221,12 @@ class RoleContext(JudgedContext, Generic[Env]):
 
     def cache_uri(self, name: str) -> str:
         """The URI of an object of this case in the harness's MLC (named under the case, P1-MLC-1)."""
-        return f"{self.env.config.cache}{self.case_id}/{name}"
+        return f"{self.target.cache}{self.case_id}/{name}"
 
     def put_object(self, name: str, data: bytes) -> str:
         """Store an object in the harness's MLC directly (no IUT traffic); returns its URI."""
         uri = self.cache_uri(name)
-        self.env.cache.put(uri, data)
+        self.cache.put(uri, data)
         return uri
 
 

@@ -94,6 +94,8 @@ class PlayedCache:
         self.history: History | None = None
         """The router suite's history: every request, with the object before and after it."""
         self.events: list[CacheEvent] = []
+        self._by_path: dict[str, list[CacheEvent]] = {}
+        """The same events by object path: a proposal's review asks for its rows' events, whatever came before."""
         self.changed = asyncio.Event()
         self.bandwidth_bytes_per_s: float | None = None
         """When set, a PUT takes as long as its body needs at this bandwidth: the scarce "cache bandwidth currently
@@ -126,8 +128,10 @@ class PlayedCache:
         header = request.header(LEASE_HEADER)
         lease = int(header) if header is not None and header.strip().isdigit() else None
         loop = asyncio.get_running_loop()
-        self.events.append(CacheEvent(next_sequence(), loop.time(), request.method.upper(), request.path,
-                                      response.status, lease, header, len(request.body), request.peer_identity))
+        event = CacheEvent(next_sequence(), loop.time(), request.method.upper(), request.path, response.status, lease,
+                           header, len(request.body), request.peer_identity)
+        self.events.append(event)
+        self._by_path.setdefault(event.path, []).append(event)
         if self.history is not None:
             self.history.add(CacheSeen(
                 at=loop.time(), method=request.method, path=request.path, peer=request.peer_identity,
@@ -149,8 +153,8 @@ class PlayedCache:
     def of(self, uri_or_path: str, method: str | None = None) -> list[CacheEvent]:
         """Events for one object (given by URI or path), optionally of one method."""
         path = urlsplit(uri_or_path).path if "://" in uri_or_path else uri_or_path
-        return [event for event in self.events
-                if event.path == path and (method is None or event.method == method.upper())]
+        return [event for event in self._by_path.get(path, ())
+                if method is None or event.method == method.upper()]
 
     async def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         """Wait until ``predicate()`` holds or the timeout passes; woken by each recorded request."""
