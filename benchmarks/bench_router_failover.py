@@ -30,7 +30,7 @@ from sdcp_conformance.cache.commit_log import CommitRecord
 from sdcp_conformance.fuzz.rules.failover_steps import FailoverExecutor
 from sdcp_conformance.fuzz.steps import Step
 from sdcp_conformance.harness.roles.router_truth import counted
-from sdcp_conformance.harness.router_environment import RouterEnvironment
+from sdcp_conformance.harness.specs.router import RouterEnvironment
 
 
 async def bench(faults: int, sessions: int, seed: int) -> int:

@@ -34,8 +34,8 @@ from harness_iuts import (
 )
 
 from sdcp_conformance.harness.case import Case, Catalogue
-from sdcp_conformance.harness.environment import Environment
 from sdcp_conformance.harness.runner import CaseResult, RunReport, run_case, run_catalogue
+from sdcp_conformance.harness.specs.verifier import VerifierEnvironment
 from sdcp_conformance.oracle.rule2_designs import DESIGNS, design
 from sdcp_conformance.report import write_run
 
@@ -74,7 +74,7 @@ class Drive:
     """One verifier, its harness environment, and everything measured against it."""
 
     label: str
-    env: Environment
+    env: VerifierEnvironment
     meter: Meter
     stat: list[Measured] = field(default_factory=list)
     ordinary: list[Measured] = field(default_factory=list)
@@ -102,14 +102,14 @@ async def _start(label: str, kind: str, work: Path, children: list[Child]) -> Dr
     folder = work / kind
     folder.mkdir(parents=True, exist_ok=True)
     if kind == "embedded":
-        env = await Environment.start(None, workdir=folder)
+        env = await VerifierEnvironment.start(None, workdir=folder)
         return Drive(label, env, Meter(env, None))
     target = bigram_target(folder)
     commands = {"node": node_standin_command, "standin": standin_command, "reference": reference_command}
     child = Child(commands[kind](target), folder / "iut.log")
     children.append(child)
     child.ready()
-    env = await Environment.start(target)
+    env = await VerifierEnvironment.start(target)
     return Drive(label, env, Meter(env, child))
 
 

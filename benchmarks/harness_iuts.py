@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from sdcp_conformance.harness.environment import Environment
-from sdcp_conformance.harness.iut_setup import write_verifier_target
+from sdcp_conformance.harness.role_spec import spec_of
 from sdcp_conformance.harness.runner import CaseResult
+from sdcp_conformance.harness.specs.verifier import VerifierEnvironment
 from sdcp_conformance.harness.target import TargetConfig, load_target, render_target
 from tests.standins.standin_verifier import READY_LINE
 
@@ -90,7 +90,7 @@ class Child:
 
 def bigram_target(folder: Path) -> TargetConfig:
     """``pki init FOLDER --iut verifier``, with the target narrowed to the one model both verifiers serve."""
-    _, path = write_verifier_target(folder)
+    _, path = spec_of("verifier").write_target(folder)
     target = dataclasses.replace(load_target(path), models=("bigram",))
     path.write_text(render_target(target, folder), encoding="utf-8")
     return load_target(path)
@@ -125,7 +125,7 @@ class ScoreTally:
                           self.cpu_s - earlier.cpu_s)
 
 
-def time_scoring(env: Environment) -> ScoreTally | None:
+def time_scoring(env: VerifierEnvironment) -> ScoreTally | None:
     """Wrap the embedded reference's models so every scoring pass is timed (its batchers call ``model.score``)."""
     app = env.embedded_app
     if app is None:
@@ -190,7 +190,7 @@ class Took:
 class Meter:
     """Measures work against one environment; ``child`` is the IUT's process when it has its own."""
 
-    def __init__(self, env: Environment, child: Child | None) -> None:
+    def __init__(self, env: VerifierEnvironment, child: Child | None) -> None:
         self.env = env
         self.child = child
         self.scoring = time_scoring(env)

@@ -51,8 +51,7 @@ if TYPE_CHECKING:
 
     from sdcp_conformance.harness.case import Case
     from sdcp_conformance.harness.expected import ExpectedFailures
-    from sdcp_conformance.harness.runner import CaseResult
-    from sdcp_conformance.harness.suites import HarnessEnvironment
+    from sdcp_conformance.harness.runner import CaseResult, HarnessEnvironment
     from sdcp_conformance.harness.target import TargetConfig
 
 PLUGIN_NAME = "sdcp-conformance-suite"
@@ -258,10 +257,9 @@ class SdcpSuite:
 
     def _xdist_group(self, case: Case) -> str | None:
         """The worker group ``case`` must run in when workers share the target (None: any worker)."""
-        from sdcp_conformance.harness.suites import load_object, role_suite
+        from sdcp_conformance.harness.role_spec import spec_of
 
-        environment_class = load_object(role_suite(self.role).environment)
-        if not hasattr(environment_class, "start_beside_others"):
+        if not spec_of(self.role).environment.shares_target:
             return f"sdcp-{self.role}"  # its played roles listen where the IUT was told: one worker runs all
         return "sdcp-listeners" if case.listens else None
 
@@ -272,14 +270,17 @@ class SdcpSuite:
     # ------------------------------------------------------------------ running
 
     def _environment(self) -> HarnessEnvironment | None:
-        from sdcp_conformance.harness.suites import load_object, role_suite
+        from sdcp_conformance.harness.role_spec import spec_of
 
         if self.env is None and not self.start_error:
             self.loop = event_loops.new_event_loop()
             try:
-                environment_class = load_object(role_suite(self.role).environment)
-                beside = getattr(environment_class, "start_beside_others", None) if self.beside_others else None
-                starting = beside(self.target) if beside is not None else environment_class.start(self.target)
+                environment_class = spec_of(self.role).environment
+                target = self.target
+                if self.beside_others and environment_class.shares_target and target is not None:
+                    starting = environment_class.start_beside_others(target)
+                else:
+                    starting = environment_class.start(target)
                 self.env = self.loop.run_until_complete(starting)
             except Exception as exc:  # reported on every item instead of crashing the session
                 self.start_error = f"the harness could not start: {type(exc).__name__}: {exc}"

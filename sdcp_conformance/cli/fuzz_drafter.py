@@ -15,7 +15,7 @@ def fuzz_drafter(console: Console, *, target: TargetConfig | None, replay_path: 
                  examples: int | None, seed: int, database: Any, mutant: str | None, out: Path, strict: bool,
                  step_count: int, single_messages: bool, other_iut: bool = False) -> int:
     """Run (or replay) a drafter campaign; the exit status: 0 when nothing failed."""
-    from sdcp_conformance.cli import fuzz as cli
+    from sdcp_conformance.cli import fuzz_display as cli
     from sdcp_conformance.fuzz.campaign import parse_budget
     from sdcp_conformance.fuzz.rules import drafter as campaign
 
@@ -25,7 +25,7 @@ def fuzz_drafter(console: Console, *, target: TargetConfig | None, replay_path: 
         raise InvalidArgument("--mutant runs the embedded reference with a planted bug; it cannot go with --target")
     if replay_path is not None:
         result = campaign.replay_drafter_file(replay_path, target=target, mutant=mutant, other_iut=other_iut)
-        cli._replay(console, result, replay_path)
+        cli.replay(console, result, replay_path)
         return 0
     if budget is not None and examples is not None:
         raise InvalidArgument("give --budget or --examples, not both")
@@ -37,10 +37,10 @@ def fuzz_drafter(console: Console, *, target: TargetConfig | None, replay_path: 
     class _Campaign:
         run_campaign = staticmethod(campaign.run_drafter_campaign)
 
-    found = cli._run_live(console, _Campaign, config)
+    found = cli.run_live(console, _Campaign, config)
     stats, failure = found.stats, found.failure
     console.print(f"{stats.examples} examples, {stats.steps} steps in {stats.elapsed:.0f} s")
-    cli._deviations(console, stats.judge)
+    cli.deviations(console, stats.judge)
     if failure is None:
         if stats.flaky:  # exit 1 says so too: a failure was seen, so the run did not pass
             console.print(cli.FLAKY_NOTE)

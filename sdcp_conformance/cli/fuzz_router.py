@@ -34,7 +34,7 @@ def fuzz_router(console: Console, *, target: TargetConfig | None, replay_path: P
                 examples: int | None, seed: int, database: Any, mutant: str | None, out: Path, strict: bool,
                 step_count: int, other_iut: bool = False) -> int:
     """Run (or replay) the failover campaign; returns the exit status."""
-    from sdcp_conformance.cli.fuzz import replay_line
+    from sdcp_conformance.cli.fuzz_display import replay_line
     from sdcp_conformance.fuzz.campaign import parse_budget
 
     if replay_path is not None:

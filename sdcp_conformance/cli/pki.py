@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 import click
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.harness.suites import SUITES, load_object, role_suite
+from sdcp_conformance.harness.role_spec import spec_of
+from sdcp_conformance.harness.suites import SUITES
 from sdcp_conformance.transport.pki import init_pki, issue_party, load_pki, parties_text
 
 DEFAULT_PARTIES = (
@@ -164,9 +165,8 @@ def _warn(line: str | None) -> None:
 
 
 def _init_for_iut(role: str, directory: Path, overrides: dict[str, str]) -> dict[str, str]:
-    setup = load_object(role_suite(role).iut_setup)
     try:
-        made, _target, instructions = setup(directory, overrides)
+        made, _target, instructions = spec_of(role).iut_setup(directory, overrides)
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from exc
     click.echo(instructions, nl=False)

@@ -46,8 +46,8 @@ from sdcp_conformance.fuzz.database import seeded
 from sdcp_conformance.fuzz.loop import LoopThread, StepTimeout
 from sdcp_conformance.fuzz.rules.verifier_steps import FUZZ_CASE
 from sdcp_conformance.harness.case import CaseStopped
-from sdcp_conformance.harness.context import DEFAULT_PROMPT, CaseContext, TrackedSession
-from sdcp_conformance.harness.environment import Environment
+from sdcp_conformance.harness.contexts.verifier import DEFAULT_PROMPT, TrackedSession, VerifierContext
+from sdcp_conformance.harness.specs.verifier import VerifierEnvironment
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.transport.tls import client_ssl_context
@@ -181,8 +181,8 @@ class ApiFuzzer:
 
     def __init__(self, loop: LoopThread, progress: Callable[[ApiStats], None] | None = None) -> None:
         self.loop = loop
-        self.env: Environment = loop.env
-        self.ctx = CaseContext(self.env, FUZZ_CASE, 0, f"fuzz-api-{secrets.token_hex(4)}")
+        self.env: VerifierEnvironment = loop.env
+        self.ctx = VerifierContext(self.env, FUZZ_CASE, 0, f"fuzz-api-{secrets.token_hex(4)}")
         self.schema = load_schema(self.env.config.base_uri)
         self.stats = ApiStats()
         self._progress = progress

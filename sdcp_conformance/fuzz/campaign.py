@@ -31,7 +31,7 @@ from sdcp_conformance.fuzz import replay as replay_files
 from sdcp_conformance.fuzz.identity import CLEAN, FuzzedIut, one_iut, replay_subject
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.scaffold import FuzzFailure, Runner
-from sdcp_conformance.harness.role_environment import RoleEnvironment
+from sdcp_conformance.harness.environment import RoleEnvironment
 from sdcp_conformance.harness.target import TargetConfig
 
 DEFAULT_OUT = Path(".sdcp-fuzz") / "failures"

@@ -14,7 +14,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sdcp_conformance.harness.environment import AppFactory, Environment
+from sdcp_conformance.harness.specs.verifier import AppFactory, VerifierEnvironment
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.transport import event_loops
 
@@ -40,13 +40,13 @@ async def _until_ended(coroutine: Coroutine[Any, Any, T], ended: threading.Event
 
 
 class LoopThread:
-    """Owns one event loop on a daemon thread and the :class:`Environment` started on it."""
+    """Owns one event loop on a daemon thread and the :class:`VerifierEnvironment` started on it."""
 
     def __init__(self) -> None:
         self.loop = event_loops.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="sdcp-fuzz-loop", daemon=True)
         self._thread.start()
-        self.environment: Environment | None = None
+        self.environment: VerifierEnvironment | None = None
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -68,12 +68,12 @@ class LoopThread:
             raise
 
     def start(self, target: TargetConfig | None = None, *, app_factory: AppFactory | None = None,
-              workdir: Path | None = None) -> Environment:
-        self.environment = self.run(Environment.start(target, app_factory=app_factory, workdir=workdir), 120.0)
+              workdir: Path | None = None) -> VerifierEnvironment:
+        self.environment = self.run(VerifierEnvironment.start(target, app_factory=app_factory, workdir=workdir), 120.0)
         return self.environment
 
     @property
-    def env(self) -> Environment:
+    def env(self) -> VerifierEnvironment:
         if self.environment is None:
             raise RuntimeError("the environment has not been started")
         return self.environment

@@ -35,7 +35,7 @@ from sdcp_conformance.fuzz.rules.verifier_steps import FUZZ_CASE
 from sdcp_conformance.fuzz.scaffold import FuzzFailure
 from sdcp_conformance.fuzz.steps import Step, Violation
 from sdcp_conformance.harness.case import CaseStopped
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.errors import MalformedMessage
@@ -140,7 +140,7 @@ class MessageFuzzer:
     def __init__(self, loop: LoopThread, progress: Callable[[MessageStats], None] | None = None, *,
                  strict: bool = False) -> None:
         self.loop = loop
-        self.ctx = CaseContext(loop.env, FUZZ_CASE, 0, f"fuzz-messages-{secrets.token_hex(4)}")
+        self.ctx = VerifierContext(loop.env, FUZZ_CASE, 0, f"fuzz-messages-{secrets.token_hex(4)}")
         self.stats = MessageStats(judge=FuzzJudge(strict=strict))
         self._progress = progress
         self.victim: TrackedSession | None = None

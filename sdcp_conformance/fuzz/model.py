@@ -1,7 +1,7 @@
 """The harness's model of a fuzzed session: what a correct verifier may answer to each request.
 
 Computed from first principles only — the digest chain from the tokens
-(:class:`~sdcp_conformance.harness.context.TrackedSession`), greedy tokens from
+(:class:`~sdcp_conformance.harness.contexts.verifier.TrackedSession`), greedy tokens from
 :mod:`sdcp_conformance.oracle.greedy`, rule-2 outcomes from
 :mod:`sdcp_conformance.oracle.rule2` — never by asking reference code. Where the
 draft allows several answers (two checks fail at once and the draft orders
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdcp_conformance.harness.context import TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import greedy_continuation, next_logits
 from sdcp_conformance.protocol.chain import extend_digest

@@ -2,7 +2,7 @@
 
 A case names a stable ID, the section and the sentence it checks, the
 requirement level, and an async ``run`` function that converses with the
-implementation under test through a :class:`~sdcp_conformance.harness.context.CaseContext`.
+implementation under test through a :class:`~sdcp_conformance.harness.contexts.verifier.VerifierContext`.
 The runner, the reports and the coverage table are generated from these
 declarations. A case declares the requirement rows it judges (``rows``,
 the first being the sentence it is about); it quotes that row's sentence

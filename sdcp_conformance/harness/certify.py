@@ -10,9 +10,10 @@ from typing import Any
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case, Catalogue
 from sdcp_conformance.harness.expected import ExpectedFailures
+from sdcp_conformance.harness.role_spec import spec_of
 from sdcp_conformance.harness.runner import DEFAULT_JOBS, Progress, RunReport, run_catalogue
 from sdcp_conformance.harness.shards import recorded_durations, shard_cases
-from sdcp_conformance.harness.suites import catalogue_of, load_object, role_suite
+from sdcp_conformance.harness.suites import catalogue_of
 from sdcp_conformance.harness.target import TargetConfig, require_models
 
 
@@ -76,8 +77,7 @@ async def certify(
     if target is not None:
         require_models(target, models_required(catalogue, selected))
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
-    environment_class = load_object(role_suite(role).environment)
-    environment = await environment_class.start(target, app_factory=app_factory, workdir=workdir)
+    environment = await spec_of(role).environment.start(target, app_factory=app_factory, workdir=workdir)
     try:
         report = await run_catalogue(environment, catalogue, selected, seed=run_seed,
                                      expected_failures=expected_failures, progress=progress, strict=strict,

@@ -1,280 +1,262 @@
-"""The harness's side of a certification: its cache, its router listener, its identities and the IUT.
+"""The lifecycle every role's environment shares: bind, start, ready, stop (the design's "roles on both sides").
 
-With a target file the IUT runs elsewhere and the harness listens where the
-file says; without one the reference verifier is started in-process as the
-IUT (the embedded default), optionally as a named mutant.
+An environment is the harness's side of a certification: the parties it plays around the IUT (each served on
+its own HTTP/2 listener with its own certificate), the link to the IUT, and, without a target file, the embedded
+reference of the role started in-process on free loopback ports. What differs by role — which parties are played,
+how the embedded reference starts, the context a case runs in — is each subclass's (the verifier's
+:class:`~.specs.verifier.VerifierEnvironment`, :class:`~.specs.drafter.DrafterEnvironment`,
+:class:`~.specs.router.RouterEnvironment`); the order of starting and stopping, the one retry policy for
+ports taken meanwhile, the identities and the listeners are here, once.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Callable
-from dataclasses import replace
+import asyncio
+import errno
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from urllib.parse import urlsplit
 
-from sdcp_conformance.harness.judging import run_nonce
-from sdcp_conformance.harness.role_environment import RoleEnvironment
-from sdcp_conformance.harness.roles.played_router import PlayedRouter
-from sdcp_conformance.harness.roles.recording import Recorder
-from sdcp_conformance.harness.rule2_judging import JudgeHost, new_judge_host
-from sdcp_conformance.harness.target import DEFAULT_MODELS, TargetConfig
+from sdcp_conformance.harness.iut import Identity, IutLink
+from sdcp_conformance.harness.judging import JudgedContext
+from sdcp_conformance.harness.patience import Patience
+from sdcp_conformance.harness.roles.played_cache import PlayedCache
+from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
-from sdcp_conformance.protocol.codec import decode
-from sdcp_conformance.protocol.errors import MalformedMessage
-from sdcp_conformance.reference.running import RunningRole, port_of
-from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
-from sdcp_conformance.reference.verifier.service import PartyTls, VerifierService
-from sdcp_conformance.transport.pki import Pki, init_pki, load_pki
-from sdcp_conformance.transport.ports import free_port, loopback_base_uris
-from sdcp_conformance.transport.types import Handler, Request
+from sdcp_conformance.transport.pki import Pki, load_pki
+from sdcp_conformance.transport.ports import port_of
+from sdcp_conformance.transport.server import H2Server, ServerConfig
+from sdcp_conformance.transport.types import Handler
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Case
-    from sdcp_conformance.harness.context import CaseContext
 
-AppFactory = Callable[..., VerifierApp]
-"""Builds the embedded IUT's app: ``factory(config, models, cache, router)`` (a mutant's, say)."""
+BIND_ATTEMPTS = 3
+"""D-PORTS-2: a free port is free only until someone binds it (parallel certifications choose theirs at the same
+time); an embedded target whose listeners could not bind (EADDRINUSE) is drawn again on fresh ports, this many
+times in all. Any other error is said at once."""
 
-HARNESS_PARTIES = ("router", "cache", "drafter-1", "drafter-2")
+Self = TypeVar("Self", bound="RoleEnvironment")
 
 
+class RoleEnvironment:
+    """What every role's environment does the same way; subclasses say what they play and how the IUT starts."""
 
-class Environment(RoleEnvironment):
-    """Everything the cases talk to and through; start with :meth:`start`, end with :meth:`stop`."""
-
-    role = "verifier"
-    supports_concurrency = True
+    role: ClassVar[str]
+    """The IUT's role (``verifier``, ``drafter``, ``router``)."""
+    supports_concurrency: ClassVar[bool] = False
+    """Cases that declare no global state may run at the same time (:func:`~.runner.run_catalogue`)."""
+    shares_target: ClassVar[bool] = False
+    """Several harness processes may certify one target at once (pytest-xdist workers,
+    :meth:`start_beside_others`); otherwise one process runs every case of the target."""
 
     def __init__(self, config: TargetConfig, pki: Pki) -> None:
-        self._current: contextvars.ContextVar[CaseTranscript | None] = contextvars.ContextVar("sdcp_transcript",
-                                                                                               default=None)
-        super().__init__(config, pki)
-        self._active: dict[str, CaseContext] = {}
-        """Running cases by their cache prefix (the path under which they name their objects)."""
-        self._owners: dict[bytes, CaseContext] = {}
-        """Which running case opened a session: the router's events are recorded there."""
-        self.router = PlayedRouter(accepts_events=True)
-        self.embedded: RunningRole | None = None
-        self.embedded_app: VerifierApp | None = None
-        self.session_nonce = run_nonce(config.embedded)
-        """Mixed into every session ID the cases draw (D-ID-1: a rerun never meets the last run's sessions)."""
-        self._serving: set[str] = set()
-        """The harness listeners bound so far (``cache``, ``router``)."""
-        self._judges: JudgeHost | None = None
-        self._load_set = False
-        """A case set the IUT's load through the target's hook or command and has not given it back yet."""
+        self.config = config
+        self.pki = pki
+        self.current: CaseTranscript | None = None
+        """The transcript of the case running now (where the IUT link records)."""
+        self.servers: list[H2Server] = []
+        self.cache = PlayedCache(config.cache)
+        """The MLC the harness plays (§5.1 Table 1), for an IUT of every role."""
+        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+        self.iut = self.new_link(self.recording_into)
 
-    # ------------------------------------------------------------------ identities
+    def recording_into(self) -> CaseTranscript | None:
+        """Where an exchange with the IUT is recorded now: the current case's transcript."""
+        return self.current
 
-    def party_uri(self, name: str) -> str:
-        return self.pki.base_uris[name]
+    def new_link(self, transcript: Callable[[], CaseTranscript | None]) -> IutLink:
+        """The harness's HTTP/2 link to the IUT, as every identity of the PKI (and the refused ones)."""
+        config = self.config
+        return IutLink(config.base_uri, config.ca, self.identities(), transcript,
+                       request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
+                       max_response_bytes=config.max_response_bytes)
 
-    def drafter_uris(self) -> tuple[str, ...]:
-        return self.config.drafters
-
-    def capabilities(self) -> set[str]:
-        """What the target offers beyond the protocol: its models, and how its load is known."""
-        found = {f"model:{model}" for model in self.config.models}
-        if self.config.pinned_load is not None:
-            found.add("load:pinned")
-        if self.embedded_app is not None or self.config.load_hook or self.config.load_command:
-            found.add("load:control")
-        return found
-
-    # ------------------------------------------------------------------ cases
+    def identities(self) -> dict[str, Identity]:
+        """Every party of the PKI, and the clients a conformant IUT refuses (§5.1: no certificate, another CA,
+        an expired certificate, a certificate naming another party)."""
+        pki = self.pki
+        identities = {name: Identity(name, pki.cert(name), pki.key(name)) for name in pki.parties}
+        identities["no-cert"] = Identity("no-cert", None, None)
+        identities["wrong-ca"] = Identity("wrong-ca", pki.wrong_ca.cert, pki.wrong_ca.key)
+        identities["expired"] = Identity("expired", pki.expired.cert, pki.expired.key)
+        identities["other-party"] = Identity("other-party", pki.other_party.cert, pki.other_party.key)
+        return identities
 
     @property
-    def current(self) -> CaseTranscript | None:
-        """The transcript the code running now records into (each case's task has its own)."""
-        return self._current.get()
+    def patience(self) -> Patience:
+        """The deadlines of this certification's requests to the IUT (P1-JUDGE-5; the runner scales them)."""
+        return self.iut.patience
 
-    @current.setter
-    def current(self, transcript: CaseTranscript | None) -> None:
-        self._current.set(transcript)
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
 
-    def new_context(self, case: Case, seed: int, run: str) -> CaseContext:
-        """The context a verifier case runs in; its transcript is where every exchange is recorded."""
-        from sdcp_conformance.harness.context import CaseContext
+    # ------------------------------------------------------------------ what the runner calls around a case
 
-        context = CaseContext(self, case, seed, run)
-        self.current = context.transcript
-        self._active[_path_of(context.cache_uri(""))] = context
-        return context
+    def capabilities(self) -> set[str]:
+        """What the target offers beyond the protocol (``requires`` of a case names them)."""
+        return {f"model:{model}" for model in self.config.models}
 
-    def judge_host(self) -> JudgeHost:
-        """Where the statistical cases' rule-2 tests run (a worker process started on first use); ended by
-        :meth:`stop`."""
-        if self._judges is None:
-            self._judges = new_judge_host()
-        return self._judges
-
-    def owns(self, context: CaseContext, session_id: bytes) -> None:
-        """``context`` opened this session: events about it belong to its evidence."""
-        self._owners[session_id] = context
-
-    def release(self, context: CaseContext) -> None:
-        """A case ended: its faults are disarmed (held requests let go), its evidence no longer collected."""
-        prefix = _path_of(context.cache_uri(""))
-        self._active.pop(prefix, None)
-        for session in context.sessions:
-            self._owners.pop(session.id, None)
-        self.cache.faults.disarm_under(prefix)
-        self.current = None
+    def new_context(self, case: Case, seed: int, run: str) -> JudgedContext:
+        raise NotImplementedError
 
     def reset(self) -> None:
-        """Undo what a case may have switched in the harness: faults (held requests let go), fences, pinned load."""
-        self.current = None
-        self.cache.reset()
-        if self.embedded_app is not None:
-            self.embedded_app.pinned_load = None
+        """Undo what a case may have switched in the harness."""
 
-    def _cache_transcripts(self, request: Request) -> list[CaseTranscript]:
-        for prefix, context in list(self._active.items()):
-            if request.path.startswith(prefix):
-                return [context.transcript]
-        current = self.current
-        return [current] if current is not None else []
+    async def before_case(self, case: Case) -> None:
+        """Before ``case`` runs: the listeners it needs are up."""
 
-    def _router_transcripts(self, request: Request) -> list[CaseTranscript]:
-        try:
-            session = decode(request.body).get("session") if request.path.endswith("/events") else None
-        except (MalformedMessage, AttributeError):
-            session = None
-        owner = self._owners.get(session) if isinstance(session, bytes) else None
-        if owner is not None:
-            return [owner.transcript]
-        if len(self._active) == 1:  # a status report, say: the one case running sees it
-            return [next(iter(self._active.values())).transcript]
-        current = self.current
-        return [current] if current is not None else []
+    def release(self, context: Any) -> None:
+        """A case that ran beside others ended: undo what it alone switched."""
+
+    async def after_case(self, context: Any) -> None:
+        """After a case: asynchronous undoing (a load set through the target's hook)."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"iut": self.config.base_uri, "role": self.config.role, "embedded": self.config.embedded}
 
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
     def embedded_target(cls, folder: Path) -> TargetConfig:
-        return embedded_target(folder)
+        """A PKI under ``folder`` and a target for the role's reference run in-process on free loopback ports
+        (:meth:`~.role_spec.RoleSpec.embedded_target` of the role's spec)."""
+        from sdcp_conformance.harness.role_spec import spec_of
+
+        return spec_of(cls.role).embedded_target(folder)
 
     @classmethod
-    async def start_beside_others(cls, config: TargetConfig) -> Environment:
-        """Start for a target that other harness processes certify at the same time (pytest-xdist workers).
+    async def start(cls: type[Self], config: TargetConfig | None = None, *, app_factory: Any = None,
+                    workdir: Path | None = None, **options: Any) -> Self:
+        """Start for ``config``'s IUT, or for the embedded reference of the role (``app_factory`` builds a mutant's
+        app instead; ``options`` go to :meth:`start_embedded`)."""
+        if config is not None:
+            return await cls._started(config, None, app_factory, options)
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            tempdir = tempfile.TemporaryDirectory(prefix=f"sdcp-certify-{cls.role}-")
+            folder = Path(workdir or tempdir.name) / f"attempt-{attempt}"
+            try:
+                return await cls._started(cls.embedded_target(folder), tempdir, app_factory, options)
+            except OSError as error:
+                if error.errno != errno.EADDRINUSE or attempt == BIND_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
-        Each process serves its own cache on a free port of the same host (every object is named by a full
-        URI, so the IUT fetches from whichever process wrote it) and binds the router listener, which the IUT
-        was configured with, only when a case that listens there runs (:meth:`before_case`); such cases are all
-        sent to one process, so exactly one binds it.
-        """
-        host = urlsplit(config.cache).hostname or "127.0.0.1"
-        cache = urlunsplit(urlsplit(config.cache)._replace(netloc=f"{host}:{free_port()}"))
-        environment = cls(replace(config, cache=cache), load_pki(config.pki))
+    @classmethod
+    async def start_beside_others(cls: type[Self], config: TargetConfig) -> Self:
+        """Start for a target other harness processes certify at the same time (only where
+        :attr:`shares_target`)."""
+        raise NotImplementedError(f"a {cls.role} target is certified by one harness process at a time")
+
+    @classmethod
+    async def _started(cls: type[Self], config: TargetConfig, tempdir: tempfile.TemporaryDirectory[str] | None,
+                       app_factory: Any, options: dict[str, Any]) -> Self:
+        environment = cls(config, load_pki(config.pki))
+        environment._tempdir = tempdir  # cleaned up by stop(), also when starting fails
         try:
-            await environment._serve("cache")
+            await environment.serve_played()
+            if config.embedded:
+                await environment.start_embedded(app_factory, **options)
+            await environment.ready()
         except BaseException:
             await environment.stop()
             raise
         return environment
 
-    async def before_case(self, case: Case) -> None:
-        """Before ``case`` runs: the listeners it judges traffic at are up (bound now if deferred)."""
-        if "router" in case.listens and "router" not in self._serving:
-            await self._serve("router")
+    async def serve(self, name: str, uri: str, handler: Handler) -> H2Server:
+        """Serve ``handler`` as the played party ``name`` at ``uri`` (its certificate, mutual TLS)."""
+        server = H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name), ca=self.pki.ca_cert,
+                                                host=urlsplit(uri).hostname or "127.0.0.1", port=port_of(uri),
+                                                label=name))
+        await server.start()
+        self.servers.append(server)
+        return server
 
     async def serve_played(self) -> None:
-        for name in ("cache", "router"):
-            await self._serve(name)
+        """Bind and start the listeners of the parties the harness plays."""
+        raise NotImplementedError
 
-    async def _serve(self, name: str) -> None:
-        uri = self.config.cache if name == "cache" else self.config.router
-        handler: Handler = (Recorder("cache", self.cache, self._cache_transcripts) if name == "cache"
-                            else Recorder("router", self.router, self._router_transcripts))
-        await self.serve(name, uri, handler)
-        self._serving.add(name)
+    async def start_embedded(self, app_factory: Any, **options: Any) -> None:
+        """Start the role's reference (or ``app_factory``'s app) in-process as the IUT."""
+        raise NotImplementedError
 
-    async def start_embedded(self, app_factory: AppFactory | None, **options: Any) -> None:
-        from sdcp_conformance.reference.stack import load_model  # torch: only for the embedded reference
-
-        config = self.config
-        tls = PartyTls(self.pki.cert("verifier"), self.pki.key("verifier"), self.pki.ca_cert)
-        models = [load_model(model) for model in config.models]
-        verifier_config = VerifierConfig(base_uri=config.base_uri, routers=frozenset({config.router}),
-                                         output_wait_s=2.0, round_wait_s=20.0)
-        service = await VerifierService.start(verifier_config, tls, models, config.router,
-                                              port=port_of(config.base_uri), app_factory=app_factory)
-        self.embedded = RunningRole("verifier", config.base_uri, service.app, service.server, [service.stop])
-        self.embedded_app = service.app
+    async def ready(self) -> None:
+        """After the listeners and the IUT are up: what must happen before the first case."""
 
     async def stop_role(self) -> None:
-        if self._load_set and self.embedded_app is None:  # a case ended without giving the load back
-            with contextlib.suppress(Exception):
-                await self.set_load(None)
+        """What the role stops before the common part (its played parties' own tasks, its links)."""
 
     async def stop_embedded(self) -> None:
-        if self._judges is not None:
-            await self._judges.aclose()
-            self._judges = None
-        if self.embedded is not None:
-            await self.embedded.stop()
-            self.embedded = None
+        """Stop the embedded IUT, if one runs."""
 
-    # ------------------------------------------------------------------ load control
-
-    def pin_load(self, load: int | None) -> None:
-        if self.embedded_app is None:
-            raise RuntimeError("only the embedded IUT's load can be pinned in-process (set_load sets any)")
-        self.embedded_app.pinned_load = load
-
-    async def set_load(self, load: int | None) -> None:
-        """Set the IUT's load (``None``: back to its own measure): in-process for the embedded IUT, else through
-        the target's ``load_hook`` or ``load_command`` (:mod:`.load_control`); raises
-        :class:`~.load_control.LoadControlError` when that fails, RuntimeError when the target offers neither."""
-        from sdcp_conformance.harness import load_control
-
-        if self.embedded_app is not None:
-            self.pin_load(load)
-        elif self.config.load_hook:
-            await load_control.put_load(self.config.load_hook, load, cert=self.pki.cert("router"),
-                                        key=self.pki.key("router"), ca=self.config.ca)
-        elif self.config.load_command:
-            await load_control.run_load_command(self.config.load_command, load)
-        else:
-            raise RuntimeError("the target offers no load control (load:control)")
-        self._load_set = load is not None
-
-    async def after_case(self, context: CaseContext) -> None:
-        """After a case (the runner awaits it): a load it set through the target's hook or command is given back
-        (the embedded IUT's is, in :meth:`reset`); a hook that refuses is noted in the case, and tried again
-        before the harness stops."""
-        from sdcp_conformance.harness.load_control import LoadControlError
-
-        if not self._load_set or self.embedded_app is not None:
-            return
-        try:
-            await self.set_load(None)
-        except LoadControlError as exc:
-            context.note(f"the load this case set was not given back: {exc}")
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "iut": self.config.base_uri, "role": self.config.role, "models": list(self.config.models),
-            "embedded": self.config.embedded, "harness_router": self.config.router,
-            "harness_cache": self.config.cache, "drafters": list(self.config.drafters),
-        }
+    async def stop(self) -> None:
+        """Stop everything :meth:`start` started, in reverse order; safe after a start that failed halfway."""
+        await self.stop_role()
+        await self.iut.aclose()
+        await self.stop_embedded()
+        for server in self.servers:
+            await server.stop()
+        self.servers.clear()
+        self.cache.store.close()
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
 
 
-def _path_of(uri: str) -> str:
-    return urlsplit(uri).path
+class PlayedParts(Protocol):
+    """What every case context takes from its environment (:class:`RoleEnvironment` has it). A role's context
+    declares what more it takes as a protocol of its own, so that it depends on the parts it uses, not on the
+    environment class that builds it (which imports the context to build it)."""
+
+    config: TargetConfig
+    pki: Pki
+    iut: IutLink
+    cache: PlayedCache
+    servers: list[H2Server]
+
+    @property
+    def patience(self) -> Patience: ...
+
+    def now(self) -> float: ...
 
 
-def embedded_target(folder: Path) -> TargetConfig:
-    """A PKI and target for the reference verifier run in-process, on free loopback ports."""
-    uris = loopback_base_uris(("verifier", *HARNESS_PARTIES))
-    pki = init_pki(folder / "pki", uris, subject="verifier")
-    return TargetConfig(
-        role="verifier", base_uri=uris["verifier"], ca=pki.ca_cert, models=DEFAULT_MODELS, pki=pki.directory,
-        router=uris["router"], cache=uris["cache"], drafters=(uris["drafter-1"], uris["drafter-2"]),
-    )
+Env = TypeVar("Env", bound=PlayedParts)
 
 
-__all__ = ["HARNESS_PARTIES", "AppFactory", "Environment", "embedded_target"]
+class RoleContext(JudgedContext, Generic[Env]):
+    """A case's context in a role's environment: its judgements (:class:`~.judging.JudgedContext`) and the
+    environment whose played parties it talks through."""
+
+    def __init__(self, env: Env, case: Case, seed: int, run: str = "main") -> None:
+        super().__init__(case, seed, run)
+        self.env = env
+        # What every case reaches by one name (the played parties of each role: its own context).
+        self.iut: IutLink = env.iut
+        """The harness's link to the IUT, as any identity of the PKI."""
+        self.target: TargetConfig = env.config
+        """The target under certification (its base URI, models, the parties' URIs)."""
+        self.pki: Pki = env.pki
+        self.patience: Patience = env.patience
+        """The deadlines of this certification's requests to the IUT (P1-JUDGE-5)."""
+        self.cache: PlayedCache = env.cache
+        """The MLC the harness plays: what the IUT asked of it, its objects, its faults."""
+        self.now = env.now
+        """The event loop's clock (what arrivals are stamped with)."""
+
+    def played_servers(self) -> Sequence[H2Server]:
+        return self.env.servers
+
+    def cache_uri(self, name: str) -> str:
+        """The URI of an object of this case in the harness's MLC (named under the case, P1-MLC-1)."""
+        return f"{self.target.cache}{self.case_id}/{name}"
+
+    def put_object(self, name: str, data: bytes) -> str:
+        """Store an object in the harness's MLC directly (no IUT traffic); returns its URI."""
+        uri = self.cache_uri(name)
+        self.cache.put(uri, data)
+        return uri
+
+
+__all__ = ["BIND_ATTEMPTS", "RoleContext", "RoleEnvironment"]

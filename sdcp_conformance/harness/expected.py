@@ -17,13 +17,19 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.harness.case import Verdict
+from sdcp_conformance.harness.case import Case, Verdict
 
-if TYPE_CHECKING:
-    from sdcp_conformance.harness.runner import CaseResult
+
+class CaseOutcome(Protocol):
+    """What an expected-failures list changes of a case's result (:class:`~.runner.CaseResult` has it)."""
+
+    case: Case
+    verdict: Verdict
+    message: str
+    expected_failure: str | None
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ class ExpectedFailures:
     def unknown_ids(self, known: set[str]) -> list[str]:
         return sorted(set(self.entries) - known)
 
-    def apply(self, result: CaseResult) -> None:
+    def apply(self, result: CaseOutcome) -> None:
         entry = self.entries.get(result.case.id)
         if entry is None:
             return
@@ -67,4 +73,4 @@ class ExpectedFailures:
             result.message += f" (listed as an expected failure, but the message lacks {entry.contains!r})"
 
 
-__all__ = ["ExpectedFailure", "ExpectedFailures"]
+__all__ = ["CaseOutcome", "ExpectedFailure", "ExpectedFailures"]

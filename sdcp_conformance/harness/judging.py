@@ -5,7 +5,7 @@ A case records findings against the rows of the requirement table
 only :meth:`JudgedContext.fail` (or a failed :meth:`~JudgedContext.require`)
 stops it, when nothing sensible is left to check. The runner turns the
 findings into the case's verdict: the worst of them. Each role's context
-(the verifier suite's :class:`~sdcp_conformance.harness.context.CaseContext`,
+(the verifier suite's :class:`~sdcp_conformance.harness.contexts.verifier.VerifierContext`,
 the drafter and router suites' own) extends this class with the roles the
 harness plays for it.
 """

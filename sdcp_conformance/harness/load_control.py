@@ -109,34 +109,6 @@ async def run_load_command(command: str, load: int | None, *, timeout_s: float =
                                + (f": {said[-1]}" if said else ""))
 
 
-def skip_reason(missing: list[str]) -> str:
-    """Why a case is SKIPPED against this target, naming the target-file key or option that would let it run."""
-    return "the target lacks " + "; ".join(f"{need} ({how_to_enable(need)})" for need in missing)
-
-
-def how_to_enable(need: str) -> str:
-    """The target-file key (or option) that provides capability ``need``."""
-    kind, _, value = need.partition(":")
-    if need == "load:control":
-        return ("set [target] load_hook = \"https://…\" (the harness PUTs {\"load\": N}) or load_command = "
-                "\"… {load}\", a way for the harness to set the verifier's load; README: Load control")
-    if need == "load:pinned":
-        return "set [target] pinned_load = N, the load the verifier was started with"
-    if need == "timeout:proposal":
-        from sdcp_conformance.harness.drafter_environment import MAX_TIMEOUT_CASE_S
-
-        return (f"set [harness] proposal_timeout_s = N, the drafter's proposal timeout, if it is at most "
-                f"{MAX_TIMEOUT_CASE_S:g} s")
-    if kind == "model":
-        return f"add \"{value}\" to [target] models, serving that mock model"
-    if kind in ("verifiers", "drafters"):
-        return f"list at least {value} base URIs in [harness] {kind}" + (
-            " (and their drafter_models)" if kind == "drafters" else "")
-    if need == "embedded":
-        return "only the embedded reference offers it: certify without --target"
-    return "see the case's black-box note"
-
-
 __all__ = [
     "COMMAND_TIMEOUT_S",
     "HOOK_TIMEOUT_S",
@@ -145,8 +117,6 @@ __all__ = [
     "check_load_command",
     "check_load_hook",
     "command_words",
-    "how_to_enable",
     "put_load",
     "run_load_command",
-    "skip_reason",
 ]

@@ -21,16 +21,16 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
+from sdcp_conformance.harness.capabilities import skip_reason
 from sdcp_conformance.harness.case import Case, CaseIncomplete, CaseSkipped, CaseStopped, Catalogue, Verdict
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.judging import JudgedContext
-from sdcp_conformance.harness.load_control import skip_reason
-from sdcp_conformance.harness.patience import RERUN_SCALE
+from sdcp_conformance.harness.patience import RERUN_SCALE, Patience
 from sdcp_conformance.harness.shards import recorded_durations
-from sdcp_conformance.harness.suites import HarnessEnvironment
-from sdcp_conformance.harness.transcript import DeadlineMiss, Entry
+from sdcp_conformance.harness.target import TargetConfig
+from sdcp_conformance.harness.transcript import CaseTranscript, DeadlineMiss, Entry
 from sdcp_conformance.judge import TABLE, Finding, deviation, worst
 
 RUN_PASSED = "PASSED"
@@ -38,6 +38,35 @@ RUN_FAILED = "FAILED"
 RUN_INCOMPLETE = "INCOMPLETE"
 EXIT_CODES = {RUN_PASSED: 0, RUN_FAILED: 1, RUN_INCOMPLETE: 3}
 """Exit status of a certification (2 is a usage error, 130 an interruption)."""
+
+
+class HarnessEnvironment(Protocol):
+    """What the runner needs of the harness's side of a certification, whatever the role under test."""
+
+    config: TargetConfig
+    current: CaseTranscript | None
+    supports_concurrency: ClassVar[bool]
+    """Cases that declare no global state may run at the same time."""
+
+    @property
+    def patience(self) -> Patience: ...
+
+    def capabilities(self) -> set[str]: ...
+
+    def new_context(self, case: Case, seed: int, run: str) -> JudgedContext: ...
+
+    def reset(self) -> None: ...
+
+    async def before_case(self, case: Case) -> None: ...
+
+    def release(self, context: Any) -> None: ...
+
+    async def after_case(self, context: Any) -> None: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    async def stop(self) -> None: ...
+
 
 
 @dataclass

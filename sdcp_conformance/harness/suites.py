@@ -3,8 +3,8 @@
 Autobahn's fuzzingserver and fuzzingclient, like OIDF's OP and RP plans,
 share one engine; so do our suites. The runner, the reports and the judge
 are role-blind; a role contributes a :class:`RoleSuite` entry here — where
-its case catalogue lives, the environment class that plays its
-counterparts, the [harness] keys of its target file, and how ``pki init
+its case catalogue lives, its role spec (the parties the harness plays
+around it and the environment that plays them), the [harness] keys of its target file, and how ``pki init
 --iut ROLE`` prepares a vendor — and nothing else needs to know it.
 
 Modules are named as strings and imported on use, so naming a role costs
@@ -14,52 +14,13 @@ no import (torch among them) until that role is certified.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sdcp_conformance.errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from sdcp_conformance.harness.case import Case, Catalogue
-    from sdcp_conformance.harness.judging import JudgedContext
-    from sdcp_conformance.harness.patience import Patience
-    from sdcp_conformance.harness.target import TargetConfig
-    from sdcp_conformance.harness.transcript import CaseTranscript
-    from sdcp_conformance.transport.pki import Pki
-
-
-class HarnessEnvironment(Protocol):
-    """What the runner needs of the harness's side of a certification, whatever the role under test."""
-
-    config: TargetConfig
-    current: CaseTranscript | None
-    supports_concurrency: bool
-    """Cases that declare no global state may run at the same time."""
-
-    @property
-    def patience(self) -> Patience: ...
-
-    def capabilities(self) -> set[str]: ...
-
-    def new_context(self, case: Case, seed: int, run: str) -> JudgedContext: ...
-
-    def reset(self) -> None: ...
-
-    async def before_case(self, case: Case) -> None: ...
-
-    def release(self, context: Any) -> None: ...
-
-    async def after_case(self, context: Any) -> None: ...
-
-    def describe(self) -> dict[str, Any]: ...
-
-    async def stop(self) -> None: ...
-
-
-IutSetup = Callable[[Path, Mapping[str, str]], "tuple[Pki, Path, str]"]
-"""``pki init DIR --iut ROLE``: mint the PKI, write ``DIR/target.toml``, return (pki, target path, instructions)."""
+    from sdcp_conformance.harness.case import Catalogue
 
 
 @dataclass(frozen=True)
@@ -67,30 +28,25 @@ class RoleSuite:
     role: str
     catalogue: str
     """Module whose ``CATALOGUE`` holds the role's cases."""
-    environment: str
-    """``module:Class`` of the environment; the class has ``async start(config, *, app_factory, workdir)``."""
+    spec: str
+    """``module:SPEC``, the role's :class:`~.role_spec.RoleSpec`: the parties the harness plays around the IUT,
+    the environment class that plays them (``async start(config, *, app_factory, workdir)``), ``pki init --iut``."""
     harness_keys: frozenset[str]
     """Keys the target file's [harness] table may hold for this role."""
-    iut_setup: str
-    """``module:function`` implementing :data:`IutSetup`."""
     serves: str
     """Which mock models an IUT of this role serves: ``target``, ``draft`` or ``none`` (a router)."""
 
 
 SUITES: dict[str, RoleSuite] = {
     "verifier": RoleSuite(
-        "verifier", "sdcp_conformance.suites.verifier", "sdcp_conformance.harness.environment:Environment",
-        frozenset({"pki", "router", "cache", "drafters"}), "sdcp_conformance.harness.iut_setup:verifier_iut_setup",
-        "target"),
+        "verifier", "sdcp_conformance.suites.verifier", "sdcp_conformance.harness.specs.verifier:SPEC",
+        frozenset({"pki", "router", "cache", "drafters"}), "target"),
     "drafter": RoleSuite(
-        "drafter", "sdcp_conformance.suites.drafter",
-        "sdcp_conformance.harness.drafter_environment:DrafterEnvironment",
-        frozenset({"pki", "router", "cache", "verifiers", "proposal_timeout_s"}),
-        "sdcp_conformance.harness.iut_setup:drafter_iut_setup", "draft"),
+        "drafter", "sdcp_conformance.suites.drafter", "sdcp_conformance.harness.specs.drafter:SPEC",
+        frozenset({"pki", "router", "cache", "verifiers", "proposal_timeout_s"}), "draft"),
     "router": RoleSuite(
-        "router", "sdcp_conformance.suites.router", "sdcp_conformance.harness.router_environment:RouterEnvironment",
-        frozenset({"pki", "cache", "verifiers", "drafters", "drafter_models"}),
-        "sdcp_conformance.harness.iut_setup:router_iut_setup", "none"),
+        "router", "sdcp_conformance.suites.router", "sdcp_conformance.harness.specs.router:SPEC",
+        frozenset({"pki", "cache", "verifiers", "drafters", "drafter_models"}), "none"),
 }
 
 
@@ -113,4 +69,4 @@ def catalogue_of(role: str) -> Catalogue:
     return catalogue
 
 
-__all__ = ["SUITES", "HarnessEnvironment", "IutSetup", "RoleSuite", "catalogue_of", "load_object", "role_suite"]
+__all__ = ["SUITES", "RoleSuite", "catalogue_of", "load_object", "role_suite"]

@@ -40,11 +40,14 @@ async def start_cache(base_uri: str, tls: PartyTls, *, db: Path | None = None, h
 async def start_verifier(base_uri: str, tls: PartyTls, model: RuntimeModel | Sequence[RuntimeModel], router_uri: str, *,
                          host: str = "127.0.0.1", pinned_load: int | None = None,
                          app_factory: Callable[..., VerifierApp] | None = None,
-                         load_hook: bool = False) -> RunningRole:
+                         load_hook: bool = False, output_wait_s: float = VerifierConfig.output_wait_s,
+                         round_wait_s: float = VerifierConfig.round_wait_s) -> RunningRole:
     """The reference verifier (or ``app_factory``'s app: a mutant's) as a running role; ``load_hook`` offers the
-    router's identity ``PUT {base}test-control/load`` (:data:`~.verifier.app.LOAD_HOOK_PATH`)."""
+    router's identity ``PUT {base}test-control/load`` (:data:`~.verifier.app.LOAD_HOOK_PATH`); ``output_wait_s`` and
+    ``round_wait_s`` are :class:`~.verifier.app.VerifierConfig`'s."""
     config = VerifierConfig(base_uri=base_uri, routers=frozenset({router_uri}), pinned_load=pinned_load,
-                            load_hook=load_hook)
+                            load_hook=load_hook, output_wait_s=output_wait_s,
+                            round_wait_s=round_wait_s)
     service = await VerifierService.start(config, tls, model, router_uri, host=host, port=port_of(base_uri),
                                           app_factory=app_factory)
     return RunningRole("verifier", base_uri, service.app, service.server, [service.stop])

@@ -15,7 +15,7 @@ import itertools
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.patience import LoopStall
 from sdcp_conformance.harness.roles.played_router import PlayedRouter, StatusReport
-from sdcp_conformance.harness.roles.router_status import instance_id
+from sdcp_conformance.harness.roles.status_reports import instance_id
 from sdcp_conformance.judge.status_budget import STATUS_TIMED_TTL_MS, WAIT_BUDGET_S
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.transport.types import media_type

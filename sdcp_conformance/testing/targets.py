@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sdcp_conformance.harness.environment import embedded_target
+from sdcp_conformance.harness.specs.verifier import SPEC
 from sdcp_conformance.harness.target import TargetConfig, render_target
 from sdcp_conformance.reference.links import HttpRouterLink, MlcCache, party_http_client
 from sdcp_conformance.reference.roles import port_of
@@ -39,7 +39,7 @@ def cached_model(name: str) -> RuntimeModel:
 def local_target(folder: Path, *, models: Sequence[str] = ("bigram",), **options: Any) -> TargetConfig:
     """A PKI and a target on free loopback ports for a verifier this process serves (``options``: e.g.
     ``request_timeout_s``); written to ``folder/target.toml`` so the target is not the embedded one."""
-    target = dataclasses.replace(embedded_target(folder), models=tuple(models), **options)
+    target = dataclasses.replace(SPEC.embedded_target(folder), models=tuple(models), **options)
     source = folder / "target.toml"
     source.write_text(render_target(target, folder), encoding="utf-8")
     return dataclasses.replace(target, source=source)

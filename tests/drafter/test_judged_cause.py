@@ -19,8 +19,8 @@ import asyncio
 import pytest
 
 from sdcp_conformance.harness.certify import default_catalogue
-from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
 from sdcp_conformance.harness.runner import RunReport, run_catalogue
+from sdcp_conformance.harness.specs.drafter import DrafterEnvironment
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.mutants.catalogue import mutants_for
 

@@ -14,8 +14,8 @@ import pytest
 
 from sdcp_conformance import spec
 from sdcp_conformance.harness.certify import default_catalogue
-from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
 from sdcp_conformance.harness.runner import RunReport, run_catalogue
+from sdcp_conformance.harness.specs.drafter import DrafterEnvironment
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.mutants.base import DrafterMutant
 from sdcp_conformance.mutants.catalogue import killers_path, load_killers, mutants_for

@@ -10,7 +10,7 @@ import pytest
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.certify import default_catalogue, models_required
-from sdcp_conformance.harness.iut_setup import drafter_iut_setup
+from sdcp_conformance.harness.role_spec import spec_of
 from sdcp_conformance.harness.runner import run_case
 from sdcp_conformance.harness.suites import role_suite
 from sdcp_conformance.harness.target import load_target, require_models
@@ -19,7 +19,7 @@ from sdcp_conformance.judge import Verdict
 
 @pytest.fixture
 def written(tmp_path: Path) -> Path:
-    _, path, text = drafter_iut_setup(tmp_path / "pki", {})
+    _, path, text = spec_of("drafter").iut_setup(tmp_path / "pki", {})
     assert "sdcp-conformance serve drafter" in text and "--cache" in text and "--router" in text
     return path
 

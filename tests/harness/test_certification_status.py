@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from sdcp_conformance.cli import main
 from sdcp_conformance.cli.certify import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_USAGE
 from sdcp_conformance.harness.certify import certify
-from sdcp_conformance.harness.iut_setup import write_verifier_target
+from sdcp_conformance.harness.role_spec import spec_of
 from sdcp_conformance.harness.runner import RUN_INCOMPLETE, RUN_PASSED
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.mutants import get_mutant
@@ -27,7 +27,7 @@ def _invoke(*args: str) -> tuple[int, str]:
 
 
 def _target(tmp_path: Path, text_change: tuple[str, str] | None = None, extra: str = "") -> Path:
-    _, path = write_verifier_target(tmp_path / "pki")
+    _, path = spec_of("verifier").write_target(tmp_path / "pki")
     text = path.read_text(encoding="utf-8")
     if text_change is not None:
         assert text_change[0] in text
@@ -85,10 +85,10 @@ def test_leaving_out_the_cases_a_refusal_names_makes_the_target_acceptable(tmp_p
 
 def test_a_run_whose_cases_were_all_skipped_is_incomplete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """ESC-009 needs an IUT whose load the harness controls; against any other every selected case skips."""
-    from sdcp_conformance.harness.environment import Environment
+    from sdcp_conformance.harness.specs.verifier import VerifierEnvironment
 
-    original = Environment.capabilities
-    monkeypatch.setattr(Environment, "capabilities", lambda self: original(self) - {"load:control"})
+    original = VerifierEnvironment.capabilities
+    monkeypatch.setattr(VerifierEnvironment, "capabilities", lambda self: original(self) - {"load:control"})
     report = asyncio.run(certify(selectors=["VER-6.5-ESC-009"], seed=3, workdir=tmp_path))
     status, reasons = report.status, report.incomplete_reasons()
     skipped = [(r.case.id, r.message) for r in report.skipped()]

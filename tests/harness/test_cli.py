@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from sdcp_conformance.cli import main
 from sdcp_conformance.cli.certify import EXIT_FAILED, EXIT_USAGE
-from sdcp_conformance.harness.iut_setup import verifier_parties, write_verifier_target
+from sdcp_conformance.harness.role_spec import spec_of
 from sdcp_conformance.harness.target import load_target
 
 SANITY = "VER-SANITY-001"
@@ -68,7 +68,7 @@ def test_bad_target_files_are_usage_errors(tmp_path: Path) -> None:
 
 
 def test_target_without_its_pki_is_a_usage_error(tmp_path: Path) -> None:
-    _, target = write_verifier_target(tmp_path / "pki")
+    _, target = spec_of("verifier").write_target(tmp_path / "pki")
     moved = tmp_path / "elsewhere.toml"
     moved.write_text(target.read_text(encoding="utf-8"), encoding="utf-8")
     code, output = _certify("--target", str(moved))
@@ -76,7 +76,7 @@ def test_target_without_its_pki_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_written_target_reads_back(tmp_path: Path) -> None:
-    pki, path = write_verifier_target(tmp_path, {"verifier": "https://127.0.0.1:9443/verifier/"})
+    pki, path = spec_of("verifier").write_target(tmp_path, {"verifier": "https://127.0.0.1:9443/verifier/"})
     config = load_target(path)
     assert config.base_uri == "https://127.0.0.1:9443/verifier/"
     assert config.router == pki.base_uris["router"] and config.cache == pki.base_uris["cache"]
@@ -86,7 +86,7 @@ def test_written_target_reads_back(tmp_path: Path) -> None:
 
 
 def test_iut_parties_are_distinct_loopback_ports() -> None:
-    parties = verifier_parties()
+    parties = spec_of("verifier").parties()
     assert set(parties) == {"verifier", "router", "cache", "drafter-1", "drafter-2"}
     assert len(set(parties.values())) == 5 and all(uri.startswith("https://127.0.0.1:") for uri in parties.values())
 

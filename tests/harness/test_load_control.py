@@ -14,13 +14,8 @@ from typing import Any
 import pytest
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.harness.load_control import (
-    LoadControlError,
-    command_words,
-    how_to_enable,
-    run_load_command,
-    skip_reason,
-)
+from sdcp_conformance.harness.capabilities import how_to_enable, skip_reason
+from sdcp_conformance.harness.load_control import LoadControlError, command_words, run_load_command
 from sdcp_conformance.harness.target import load_target, render_target
 from sdcp_conformance.reference.verifier.app import LOAD_HOOK_PATH, VerifierApp, VerifierConfig
 from sdcp_conformance.transport.types import Request

@@ -11,7 +11,7 @@ import pytest
 # reference's models and scoring too: without them this file failed when run alone, its second run reimporting
 # torch).
 import sdcp_conformance.cli.certify
-import sdcp_conformance.harness.environment
+import sdcp_conformance.harness.specs.verifier
 import sdcp_conformance.models.checkpoint
 import sdcp_conformance.models.runtime
 import sdcp_conformance.reference.scoring

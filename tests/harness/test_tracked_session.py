@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from sdcp_conformance.harness.context import TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession
 from sdcp_conformance.protocol.chain import contract_digest, extend_digest, prefix_digest
 
 

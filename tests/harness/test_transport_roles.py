@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from sdcp_conformance.harness import drafter_context, router_context
 from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify
+from sdcp_conformance.harness.contexts import drafter as drafter_context
+from sdcp_conformance.harness.contexts import router as router_context
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.harness.iut_setup import write_drafter_target, write_router_target
+from sdcp_conformance.harness.role_spec import spec_of
 from sdcp_conformance.harness.runner import RUN_INCOMPLETE, RunReport
 from sdcp_conformance.harness.target import load_target
 from sdcp_conformance.reference.roles import port_of
@@ -33,8 +34,7 @@ default 16 MiB a CI machine read 13 MB in the second and judged a stalled body i
 
 
 async def _certify(role: str, mode: Mode, folder: Path, *selectors: str) -> RunReport:
-    writer = write_router_target if role == "router" else write_drafter_target
-    _, path = writer(folder)
+    _, path = spec_of(role).write_target(folder)
     target = dataclasses.replace(load_target(path), request_timeout_s=1.0, max_response_bytes=RESPONSE_LIMIT)
     pki = load_pki(target.pki)
     config = MisbehavingConfig(mode, pki.cert(role), pki.key(role), pki.ca_cert, port=port_of(target.base_uri),

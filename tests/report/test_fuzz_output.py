@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sdcp_conformance.cli.fuzz import _table, cbor_text
+from sdcp_conformance.cli.fuzz_display import cbor_text, table
 from sdcp_conformance.fuzz.scaffold import FuzzStats
 from tests.report.conftest import cli
 from tests.report.interrupts import interrupt, start_interruptible
@@ -17,8 +17,8 @@ def test_bytes_read_as_cbor_diagnostic_notation() -> None:
 
 def test_the_final_table_reads_the_final_counts() -> None:
     stats = FuzzStats(examples=7, steps=70)
-    running = {row[0]: row[1] for row in _rows(_table(stats))}
-    finished = {row[0]: row[1] for row in _rows(_table(stats, finished=True, failure=None))}
+    running = {row[0]: row[1] for row in _rows(table(stats))}
+    finished = {row[0]: row[1] for row in _rows(table(stats, finished=True, failure=None))}
     assert running["failure"] == "none yet" and finished["failure"] == "none"
     assert finished["examples"] == "7"
 

@@ -100,12 +100,11 @@ def test_pki_init_refuses_an_unknown_party_naming_the_valid_ones(tmp_path: Path)
 
 
 def test_the_iut_party_names_are_the_setups_parties() -> None:
-    from sdcp_conformance.harness.iut_setup import drafter_parties, verifier_parties
-    from sdcp_conformance.harness.router_environment import router_parties
+    from sdcp_conformance.harness.role_spec import spec_of
 
-    assert set(IUT_PARTY_NAMES["verifier"]) == set(verifier_parties())
-    assert set(IUT_PARTY_NAMES["drafter"]) == set(drafter_parties())
-    assert set(IUT_PARTY_NAMES["router"]) == set(router_parties())
+    assert set(IUT_PARTY_NAMES["verifier"]) == set(spec_of("verifier").parties())
+    assert set(IUT_PARTY_NAMES["drafter"]) == set(spec_of("drafter").parties())
+    assert set(IUT_PARTY_NAMES["router"]) == set(spec_of("router").parties())
     assert party_names() == tuple(spec.split("=")[0] for spec in DEFAULT_PARTIES)
 
 
@@ -122,7 +121,8 @@ def test_pki_init_warns_that_the_ports_it_chose_are_bound_later(tmp_path: Path) 
 
 
 def test_pki_init_for_a_router_names_the_target_model_and_the_digests_contracts_carry(tmp_path: Path) -> None:
-    from sdcp_conformance.harness.router_environment import DRAFTER_MODELS, TARGET_MODEL
+    from sdcp_conformance.harness.contexts.router import TARGET_MODEL
+    from sdcp_conformance.harness.specs.router import DRAFTER_MODELS
     from sdcp_conformance.models.registry import mock_model
 
     done = cli("pki", "init", str(tmp_path / "iut"), "--iut", "router")

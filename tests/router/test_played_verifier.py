@@ -13,7 +13,7 @@ from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.roles.played_cache import PlayedCache
 from sdcp_conformance.harness.roles.played_verifier import Fault, PlayedVerifier, RouterLinks
 from sdcp_conformance.harness.roles.router_history import History, OpenSeen, PutSeen
-from sdcp_conformance.harness.roles.router_status import StatusReporter
+from sdcp_conformance.harness.roles.status_reports import StatusReporter
 from sdcp_conformance.protocol.chain import contract_digest
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.transport.types import Request

@@ -12,8 +12,8 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
-from sdcp_conformance.harness.iut_setup import router_iut_setup
-from sdcp_conformance.harness.router_environment import RouterEnvironment
+from sdcp_conformance.harness.role_spec import spec_of
+from sdcp_conformance.harness.specs.router import RouterEnvironment
 from sdcp_conformance.harness.target import load_target
 from sdcp_conformance.reference.roles import port_of
 from sdcp_conformance.transport.pki import load_pki
@@ -26,7 +26,7 @@ arrive, shorter than the two request timeouts (1 s each) reports sent one after 
 
 
 def test_the_first_status_reports_are_sent_together(tmp_path: Path) -> None:
-    _, path, _ = router_iut_setup(tmp_path, {})
+    _, path, _ = spec_of("router").iut_setup(tmp_path, {})
     target = dataclasses.replace(load_target(path), request_timeout_s=1.0)
     expected = len(target.verifiers) + len(target.drafters)
     pki = load_pki(target.pki)

@@ -15,8 +15,8 @@ import pytest
 
 from sdcp_conformance import spec
 from sdcp_conformance.harness.case import Verdict
-from sdcp_conformance.harness.router_environment import RouterEnvironment
 from sdcp_conformance.harness.runner import order_cases, run_case
+from sdcp_conformance.harness.specs.router import RouterEnvironment
 from sdcp_conformance.mutants.base import RouterMutant
 from sdcp_conformance.mutants.catalogue import ROLES as ROLE_MUTANTS
 from sdcp_conformance.mutants.catalogue import killers_path, load_killers, mutants_for

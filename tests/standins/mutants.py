@@ -37,13 +37,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sdcp_conformance.harness.certify import cases_needing, default_catalogue
-from sdcp_conformance.harness.iut_setup import (
-    serve_drafter_command,
-    serve_router_command,
-    write_drafter_target,
-    write_router_target,
-    write_verifier_target,
-)
+from sdcp_conformance.harness.role_spec import spec_of
 from sdcp_conformance.harness.target import load_target, render_target
 from sdcp_conformance.transport.pki import load_pki
 from tests.standins import standin_node, standin_node_drafter, standin_node_router
@@ -68,7 +62,7 @@ class Role(NamedTuple):
 
 def _verifier_target(folder: Path) -> tuple[Path, list[str]]:
     """A verifier target serving ``bigram`` only (all the stand-in serves), and the cases it must leave out."""
-    _, path = write_verifier_target(folder)
+    _, path = spec_of("verifier").write_target(folder)
     target = dataclasses.replace(load_target(path), models=("bigram",))
     path.write_text(render_target(target, folder), encoding="utf-8")
     catalogue = default_catalogue()
@@ -83,11 +77,11 @@ def _verifier_command(copy: Path, path: Path) -> tuple[list[str], dict[str, str]
 
 
 def _router_target(folder: Path) -> tuple[Path, list[str]]:
-    return write_router_target(folder)[1], []
+    return spec_of("router").write_target(folder)[1], []
 
 
 def _router_command(copy: Path, path: Path) -> tuple[list[str], dict[str, str]]:
-    words = serve_router_command(load_pki(load_target(path).pki))[3:]  # past "sdcp-conformance serve router"
+    words = spec_of("router").serve_command(load_pki(load_target(path).pki))[3:]  # past "sdcp-conformance serve router"
     _, line = standin_node_router.arguments(words)
     return [standin_node.node_binary(), str(copy / "server.js"), *line], {}
 
@@ -95,7 +89,7 @@ def _router_command(copy: Path, path: Path) -> tuple[list[str], dict[str, str]]:
 def _drafter_target(folder: Path) -> tuple[Path, list[str]]:
     """A drafter target that states the stand-in's deadline for a verdict (so the unanswered proposal's case runs)
     and lists the one draft model it serves, and the cases needing another (left out)."""
-    _, path = write_drafter_target(folder)
+    _, path = spec_of("drafter").write_target(folder)
     target = load_target(path)
     extra = {**target.extra, "proposal_timeout_s": standin_node_drafter.PROPOSAL_TIMEOUT_S}
     served = standin_node_drafter.served_model(target.models)
@@ -108,7 +102,7 @@ def _drafter_target(folder: Path) -> tuple[Path, list[str]]:
 
 def _drafter_command(copy: Path, path: Path) -> tuple[list[str], dict[str, str]]:
     target = load_target(path)
-    words = serve_drafter_command(load_pki(target.pki))
+    words = spec_of("drafter").serve_command(load_pki(target.pki))
     value = {word: words[i + 1] for i, word in enumerate(words[:-1]) if word.startswith("--")}
     config = standin_node_drafter.configuration(
         target.pki, value["--party"], [value["--router"]], value["--cache"], target.models[0], None

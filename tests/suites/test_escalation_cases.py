@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sdcp_conformance.harness.certify import certify
-from sdcp_conformance.harness.context import CaseContext
+from sdcp_conformance.harness.contexts.verifier import VerifierContext
 from sdcp_conformance.judge import Verdict
 from sdcp_conformance.mutants import get_mutant
 from sdcp_conformance.suites.verifier import escalation
@@ -25,7 +25,7 @@ REPORTED_LOAD = 2
 
 @pytest.fixture
 def reported_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def pin(ctx: CaseContext, load: int) -> bool:
+    async def pin(ctx: VerifierContext, load: int) -> bool:
         ctx.env.pin_load(REPORTED_LOAD)
         return True
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sdcp_conformance.harness.iut_setup import write_verifier_target
+from sdcp_conformance.harness.role_spec import spec_of
 from sdcp_conformance.harness.target import load_target, render_target
 from tests.harness import separate_process
 from tests.harness.separate_process import certify_target, running
@@ -36,7 +36,7 @@ def standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     require_program("node")
     require_program("npm")
     folder = tmp_path / "iut"
-    _, path = write_verifier_target(folder)
+    _, path = spec_of("verifier").write_target(folder)
     path.write_text(render_target(dataclasses.replace(load_target(path), models=("bigram",)), folder),
                     encoding="utf-8")
     target = load_target(path)

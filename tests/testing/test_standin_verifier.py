@@ -20,7 +20,7 @@ from typing import IO
 import numpy as np
 import pytest
 
-from sdcp_conformance.harness.iut_setup import write_verifier_target
+from sdcp_conformance.harness.role_spec import spec_of
 from sdcp_conformance.harness.target import load_target, render_target
 from sdcp_conformance.models.bigram import VOCAB_SIZE
 from sdcp_conformance.reference.verifier.ports import ScoreItem
@@ -48,7 +48,7 @@ def _pump(stream: IO[str], lines: queue.Queue[str]) -> None:
 @pytest.fixture
 def standin(tmp_path: Path) -> Iterator[tuple[Path, queue.Queue[str], subprocess.Popen[str]]]:
     folder = tmp_path / "iut"
-    _, path = write_verifier_target(folder)
+    _, path = spec_of("verifier").write_target(folder)
     path.write_text(render_target(dataclasses.replace(load_target(path), models=("bigram",)), folder),
                     encoding="utf-8")
     target = load_target(path)

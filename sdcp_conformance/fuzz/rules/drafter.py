@@ -12,7 +12,7 @@ scaffold's (:mod:`sdcp_conformance.fuzz.scaffold`), the campaign is the one
 loop's (:mod:`sdcp_conformance.fuzz.campaign`). An example ends with the
 executor's last check (what the drafter sends just after the last step).
 
-The environment is :class:`~sdcp_conformance.harness.drafter_environment.DrafterEnvironment`
+The environment is :class:`~sdcp_conformance.harness.specs.drafter.DrafterEnvironment`
 (the embedded reference drafter, a mutant of it, or a target file's drafter).
 Failures are saved as the verifier fuzzer's replay files are
 (:mod:`sdcp_conformance.fuzz.replay`), recording the drafter they failed
@@ -36,7 +36,7 @@ from sdcp_conformance.fuzz.judging import FuzzJudge
 from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.rules.drafter_steps import LOSSES, REFUSALS, STOPS, DrafterStepExecutor
 from sdcp_conformance.fuzz.scaffold import FuzzMachine, FuzzStats, Runner
-from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
+from sdcp_conformance.harness.specs.drafter import DrafterEnvironment
 from sdcp_conformance.harness.target import TargetConfig
 
 Progress = Callable[[FuzzStats], None]

@@ -11,7 +11,7 @@ served honestly or forged) or with state 3/4/5, ``sdcp-q-unavailable``, a
 stopping action, a re-assignment (same or higher epoch, either verifier)
 or a policy change (a new sampling member). After every step the played
 verifier's observations on every proposal that arrived are judged exactly as
-in the suite (:class:`~sdcp_conformance.harness.drafter_context.DrafterContext`):
+in the suite (:class:`~sdcp_conformance.harness.contexts.drafter.DrafterContext`):
 a FAILED finding (or NON-STRICT under ``--strict``) is a :class:`~sdcp_conformance.fuzz.steps.Violation`,
 which Hypothesis shrinks.
 """
@@ -27,9 +27,9 @@ from sdcp_conformance.fuzz.executor import Handler, RoleExecutor
 from sdcp_conformance.fuzz.judging import FuzzJudge, judging_scope
 from sdcp_conformance.fuzz.steps import Step
 from sdcp_conformance.harness.case import CaseStopped
-from sdcp_conformance.harness.drafter_context import DrafterContext
-from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
+from sdcp_conformance.harness.specs.drafter import DrafterEnvironment
 from sdcp_conformance.judge import Level
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.problems import ProblemType

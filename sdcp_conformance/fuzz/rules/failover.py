@@ -33,7 +33,7 @@ from sdcp_conformance.fuzz.loop import LoopThread
 from sdcp_conformance.fuzz.rules.failover_steps import FailoverExecutor
 from sdcp_conformance.fuzz.scaffold import FuzzFailure, FuzzMachine, FuzzStats, Runner
 from sdcp_conformance.fuzz.steps import Step
-from sdcp_conformance.harness.router_environment import RouterEnvironment
+from sdcp_conformance.harness.specs.router import RouterEnvironment
 from sdcp_conformance.harness.target import TargetConfig
 
 FORMAT = replay_files.FAILOVER.name

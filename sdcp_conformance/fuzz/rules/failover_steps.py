@@ -22,12 +22,13 @@ from typing import Any
 
 from sdcp_conformance.fuzz.executor import Handler, RoleExecutor
 from sdcp_conformance.fuzz.steps import Step, Violation
+from sdcp_conformance.harness.contexts.router import TARGET_MODEL
+from sdcp_conformance.harness.roles.played_drafters import DrafterMode, PlayedDrafter
 from sdcp_conformance.harness.roles.played_verifier import FINISHED, Fault, PlayedVerifier
 from sdcp_conformance.harness.roles.router_checks import check_session
-from sdcp_conformance.harness.roles.router_drafters import DrafterMode, PlayedDrafter
 from sdcp_conformance.harness.roles.router_history import AssignSeen, OpenSeen
 from sdcp_conformance.harness.roles.router_truth import FrontSession, counted
-from sdcp_conformance.harness.router_environment import TARGET_MODEL, RouterEnvironment
+from sdcp_conformance.harness.specs.router import RouterEnvironment
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
 

@@ -32,7 +32,7 @@ from sdcp_conformance.fuzz.messages import MessageFuzzer, MessageStats, replay_m
 from sdcp_conformance.fuzz.replay import ReplayFile
 from sdcp_conformance.fuzz.rules.verifier_steps import PROPOSAL_KINDS, StepExecutor
 from sdcp_conformance.fuzz.scaffold import FuzzFailure, FuzzMachine, FuzzStats, Runner
-from sdcp_conformance.harness.environment import AppFactory, Environment
+from sdcp_conformance.harness.specs.verifier import AppFactory, VerifierEnvironment
 from sdcp_conformance.harness.target import TargetConfig
 
 Stats = FuzzStats | MessageStats
@@ -159,7 +159,7 @@ CampaignResult = FuzzResult[Stats]
 """A verifier campaign's result (its stats are a message fuzzer's with ``--messages``)."""
 
 
-class VerifierRole(campaign.Role[CampaignConfig, Environment]):
+class VerifierRole(campaign.Role[CampaignConfig, VerifierEnvironment]):
     """The verifier's campaign: the environment lives on the loop (:meth:`LoopThread.start`), which stops it."""
 
     name = "verifier"
@@ -174,20 +174,20 @@ class VerifierRole(campaign.Role[CampaignConfig, Environment]):
         found = FUZZ_MUTANTS_BY_NAME.get(mutant)
         return (found or get_mutant(mutant)).factory
 
-    def start(self, loop: LoopThread, target: TargetConfig | None, mutant: str | None) -> Environment:
+    def start(self, loop: LoopThread, target: TargetConfig | None, mutant: str | None) -> VerifierEnvironment:
         return loop.start(target, app_factory=self.app_factory(mutant))
 
-    def stop(self, loop: LoopThread, env: Environment) -> None:
+    def stop(self, loop: LoopThread, env: VerifierEnvironment) -> None:
         """The loop stops it as it closes."""
 
-    def runner(self, loop: LoopThread, env: Environment, config: CampaignConfig | None,
+    def runner(self, loop: LoopThread, env: VerifierEnvironment, config: CampaignConfig | None,
                progress: Progress | None) -> VerifierRunner:
         if config is None:
             return VerifierRunner(loop)
         nonce = f"seed{config.seed}" if config.target is None else None  # a fresh embedded IUT: fully reproducible
         return VerifierRunner(loop, progress, strict=config.strict, nonce=nonce)
 
-    def fuzz(self, loop: LoopThread, env: Environment, config: CampaignConfig,
+    def fuzz(self, loop: LoopThread, env: VerifierEnvironment, config: CampaignConfig,
              progress: Progress | None) -> tuple[Stats, FuzzFailure | None]:
         if not config.messages:
             return super().fuzz(loop, env, config, progress)
@@ -199,7 +199,7 @@ class VerifierRole(campaign.Role[CampaignConfig, Environment]):
     def kind(self, config: CampaignConfig) -> str:
         return "messages" if config.messages else "stateful"
 
-    def replay_steps(self, loop: LoopThread, env: Environment, recorded: ReplayFile) -> FuzzFailure | None:
+    def replay_steps(self, loop: LoopThread, env: VerifierEnvironment, recorded: ReplayFile) -> FuzzFailure | None:
         if recorded.kind == "messages":
             return replay_messages(loop, recorded.stateful_steps())
         return super().replay_steps(loop, env, recorded)

@@ -1,7 +1,7 @@
 """The verifier's steps: played against the IUT through the harness roles, every answer judged against the model.
 
 One :class:`StepExecutor` (on the executor base,
-:class:`~sdcp_conformance.fuzz.executor.RoleExecutor`) serves one example (a fresh :class:`CaseContext`,
+:class:`~sdcp_conformance.fuzz.executor.RoleExecutor`) serves one example (a fresh :class:`VerifierContext`,
 so cache objects and the transcript are the example's own). Each step resolves
 its generated arguments against the model, sends what the harness (as router,
 drafter or cache) would send, and checks the answer and then the invariants:
@@ -22,9 +22,9 @@ from sdcp_conformance.fuzz import model as m
 from sdcp_conformance.fuzz.executor import RoleExecutor
 from sdcp_conformance.fuzz.judging import FuzzJudge, judging_scope
 from sdcp_conformance.fuzz.steps import Step, Violation
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
-from sdcp_conformance.harness.environment import Environment
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.harness.iut import Answer
+from sdcp_conformance.harness.specs.verifier import VerifierEnvironment
 from sdcp_conformance.judge import Level
 from sdcp_conformance.models.bigram import bigram_logits
 from sdcp_conformance.oracle import rule2 as oracle
@@ -55,10 +55,10 @@ FUZZ_CASE = judging_scope(
 class StepExecutor(RoleExecutor):
     """The model of one example's sessions plus the code that plays each step."""
 
-    def __init__(self, env: Environment, example: str, judge: FuzzJudge | None = None) -> None:
+    def __init__(self, env: VerifierEnvironment, example: str, judge: FuzzJudge | None = None) -> None:
         super().__init__()
         self.env = env
-        self.ctx = CaseContext(env, FUZZ_CASE, 0, f"fuzz-{example}")
+        self.ctx = VerifierContext(env, FUZZ_CASE, 0, f"fuzz-{example}")
         self.judges = judge or FuzzJudge()
         self.sessions: list[m.FuzzedSession] = []
 
@@ -118,7 +118,7 @@ class StepExecutor(RoleExecutor):
             return await self.ctx.open(tracked)
         body = loose_encode(self.ctx.opening(tracked), reverse=encoding == 1, indefinite=encoding == 2,
                             wide=encoding == 3)
-        return await self.ctx.env.iut.send("router", "POST", "sessions", body)
+        return await self.ctx.iut.send("router", "POST", "sessions", body)
 
     async def assign(self, args: dict[str, Any]) -> None:
         fs = self.session(args.get("s", 0))

@@ -46,7 +46,7 @@ from sdcp_conformance.harness.roles.router_history import (
     PutSeen,
     deterministic,
 )
-from sdcp_conformance.harness.roles.router_status import StatusReporter
+from sdcp_conformance.harness.roles.status_reports import StatusReporter
 from sdcp_conformance.harness.transcript import CaseTranscript, Entry, next_sequence
 from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.codec import encode

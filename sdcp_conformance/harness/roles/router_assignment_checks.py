@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sdcp_conformance.cache.commit_log import LogRecord
-from sdcp_conformance.harness.roles.router_checks import CBOR, Violation, encoding_violations, short
 from sdcp_conformance.harness.roles.router_history import AssignSeen, History, OpenSeen, PolicySeen, PutSeen
 from sdcp_conformance.harness.roles.router_truth import Facts, FrontSession, counted
+from sdcp_conformance.harness.roles.router_violations import CBOR, Violation, encoding_violations, short
 from sdcp_conformance.protocol.contract import digest_of
 from sdcp_conformance.protocol.messages import Assignment
 

@@ -11,34 +11,17 @@ here asks the router what it meant to do.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from sdcp_conformance.cache.commit_log import LogRecord
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.harness.roles.router_assignment_checks import check_assignments, check_policies
 from sdcp_conformance.harness.roles.router_history import FrontSeen, History, OpenSeen
 from sdcp_conformance.harness.roles.router_truth import Facts, FrontSession, counted, expected_resume, fences
+from sdcp_conformance.harness.roles.router_violations import Violation, encoding_violations, short
 from sdcp_conformance.protocol.codec import decode_sequence
 from sdcp_conformance.protocol.contract import digest_of
 from sdcp_conformance.protocol.errors import MalformedMessage
-from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
-
-CBOR = SDCP_MEDIA_TYPE
-
-
-@dataclass(frozen=True)
-class Violation:
-    row: str
-    message: str
-    expected: str = ""
-    actual: str = ""
-    seq: int = 0
-    """Where on the timeline it shows (the observation's sequence number)."""
-
-
-def short(data: bytes) -> str:
-    return data.hex()[:16] + "…"
-
 
 # --------------------------------------------------------------------------- session-opens (§6.1, §6.9)
 
@@ -51,18 +34,6 @@ def uses_epoch(seen: OpenSeen) -> bool:
     verifier with that epoch"); two verifiers that both accepted it are judged by the one-verifier-per-epoch check.
     """
     return seen.accepted
-
-
-def encoding_violations(where: str, media_type: str, deterministic: bool, seq: int) -> list[Violation]:
-    """A message the router sent is labelled ``application/sdcp+cbor`` (§5.1) and in core deterministic encoding
-    (P1-MSG-1)."""
-    found = []
-    if media_type != CBOR:
-        found.append(Violation("R-5.1-MEDIA-TYPE", f"{where} is labelled {media_type!r}", CBOR, media_type, seq))
-    if not deterministic:
-        found.append(Violation("P1-MSG-1/DETERMINISTIC", f"{where} is not in core deterministic encoding",
-                               "RFC 8949 §4.2.1", "another encoding", seq))
-    return found
 
 
 def check_opens(history: History, facts: Facts, front: FrontSession) -> list[Violation]:
@@ -241,7 +212,6 @@ def check_front(history: History, front: FrontSession, log: Sequence[LogRecord])
 
 def check_session(history: History, facts: Facts, front: FrontSession, log: Sequence[LogRecord]) -> list[Violation]:
     """Every check, for one session started at the front; ``log`` is its commit log now."""
-    from sdcp_conformance.harness.roles.router_assignment_checks import check_assignments, check_policies
 
     return sorted([*check_opens(history, facts, front), *check_fences(history, facts, front),
                    *check_assignments(history, facts, front, log), *check_policies(history, front),
@@ -252,5 +222,4 @@ def rows_of(violations: Iterable[Violation]) -> set[str]:
     return {violation.row for violation in violations}
 
 
-__all__ = ["CBOR", "Violation", "check_fences", "check_front", "check_opens", "check_session", "encoding_violations",
-           "rows_of", "short", "uses_epoch"]
+__all__ = ["check_fences", "check_front", "check_opens", "check_session", "rows_of", "uses_epoch"]

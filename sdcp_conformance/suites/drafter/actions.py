@@ -12,7 +12,7 @@ verifier would (403 after switch or self_decode, 410 after finish or fail).
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import STOP_ROWS, DrafterContext
+from sdcp_conformance.harness.contexts.drafter import STOP_ROWS, DrafterContext
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.suites.drafter import CATALOGUE
 

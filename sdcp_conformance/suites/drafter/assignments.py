@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.harness.roles.played_session import PlayedSession
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.codec import encode

@@ -14,7 +14,7 @@ from __future__ import annotations
 from statistics import mean
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.harness.roles.played_session import PlayedSession
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.drafter.conversation import hold

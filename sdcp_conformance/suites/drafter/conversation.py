@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
 from sdcp_conformance.oracle.drafter_kept import FIRST_WORD, telling_pair, telling_token
 from sdcp_conformance.protocol.messages import Verdict

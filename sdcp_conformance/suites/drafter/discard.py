@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
 from sdcp_conformance.oracle import drafter_kept
 from sdcp_conformance.suites.drafter.conversation import hold, tokens_of

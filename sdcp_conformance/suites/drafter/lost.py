@@ -16,8 +16,8 @@ round again instead of retrying sends the same bytes (greedy tokens, one-hot row
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
-from sdcp_conformance.harness.drafter_environment import EMBEDDED_PROPOSAL_TIMEOUT_S
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
+from sdcp_conformance.harness.specs.drafter import EMBEDDED_PROPOSAL_TIMEOUT_S
 from sdcp_conformance.suites.drafter import CATALOGUE
 
 LOST = ("Lost messages: proposals and their verdicts are idempotent per round, so a drafter retries a proposal whose "
@@ -91,7 +91,7 @@ async def lost_by_silence(ctx: DrafterContext) -> None:
     session = await ctx.start(rule=2)
     arrival = await ctx.take(session, "round 1")
     ctx.lose(arrival, "hold")
-    timeout = ctx.env.proposal_timeout_s or EMBEDDED_PROPOSAL_TIMEOUT_S
+    timeout = ctx.proposal_timeout_s or EMBEDDED_PROPOSAL_TIMEOUT_S
     retry = await ctx.take(session, "the retry after the drafter's timeout", timeout_s=timeout + RETRY_WAIT_S,
                            row="R-6.9-RETRY")
     ctx.check(retry.body == arrival.body, "the retry after a timeout is not the identical body", row="P1-DRF-5/RETRY",

@@ -12,7 +12,7 @@ retry after the drafter's own timeout, which §6.9 allows.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.drafter.conversation import hold, tokens_of
 from sdcp_conformance.suites.drafter.discard import judge_drafted_from_committed, partly_rejected

@@ -10,7 +10,7 @@ of a session, limits that change with every kind of verdict.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import FIRST_PROPOSAL_S, DrafterContext
+from sdcp_conformance.harness.contexts.drafter import FIRST_PROPOSAL_S, DrafterContext
 from sdcp_conformance.harness.roles.played_session import PlayedSession
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.suites.drafter import CATALOGUE

@@ -12,7 +12,7 @@ that the object is still there, and watches for the DELETE after it.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.drafter.conversation import hold

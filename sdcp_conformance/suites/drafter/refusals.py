@@ -11,7 +11,7 @@ round and base (ambient rows) with fresh, fetchable rows.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.suites.drafter import CATALOGUE
 

@@ -18,7 +18,7 @@ import contextlib
 from typing import Any
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.harness.roles.played_session import PlayedSession
 from sdcp_conformance.protocol.control import Action
 from sdcp_conformance.protocol.problems import ProblemType

@@ -9,7 +9,7 @@ extends) and checks that no q_rows member is sent.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.drafter.conversation import rounds
 

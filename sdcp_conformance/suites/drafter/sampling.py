@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.harness.roles.played_session import Arrival, PlayedSession
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.oracle.drafter_sampling import DRAFTER_ALPHA, ExactRowTest, hmac_alternatives, round_alternatives

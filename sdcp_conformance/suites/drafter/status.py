@@ -10,7 +10,7 @@ harness checks over phases where every token is accepted and where none is.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.drafter_context import DrafterContext
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.suites.drafter import CATALOGUE
 from sdcp_conformance.suites.status_judging import INTERVAL, INTERVAL_ROW, RTR_1, judge_status_reports
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sdcp_conformance.harness.case import CaseFunction
-from sdcp_conformance.harness.drafter_environment import CTX_DRAFT_MODEL
+from sdcp_conformance.harness.specs.drafter import CTX_DRAFT_MODEL
 from sdcp_conformance.suites.drafter import CATALOGUE
 
 CTX_REQUIRES = (f"model:{CTX_DRAFT_MODEL}",)

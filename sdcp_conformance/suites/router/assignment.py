@@ -5,7 +5,7 @@ anything is committed; only drafters whose model the contract permits."""
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.router_context import RouterContext
+from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import ORDER, assignments_to, switch
 

@@ -4,7 +4,7 @@ a live permitted drafter that starts from the committed prefix."""
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.router_context import RouterContext
+from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import ELIGIBLE, NOT_EXPIRED, assignments_to, quiet, switch
 

@@ -4,9 +4,9 @@ unknown kind, and events or status reports from the wrong sender."""
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.harness.roles.played_verifier import FAILED, FINISHED, SELF_DECODING
-from sdcp_conformance.harness.roles.router_status import instance_path
-from sdcp_conformance.harness.router_context import RouterContext
+from sdcp_conformance.harness.roles.status_reports import instance_path
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import assignments_to, quiet, switch
 

@@ -9,10 +9,10 @@ import contextlib
 
 from sdcp_conformance.cache.commit_log import CommitRecord, FenceRecord, encode_record
 from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.harness.roles.played_verifier import OUTPUT_WAIT_S, Fault
 from sdcp_conformance.harness.roles.router_history import OpenSeen, OutputServed
 from sdcp_conformance.harness.roles.router_truth import FrontSession
-from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import (
     ELIGIBLE,

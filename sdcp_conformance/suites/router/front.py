@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.router_context import RouterContext
+from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import failover

@@ -4,9 +4,9 @@ refused, any 2xx taken as success, bodies labelled and deterministically encoded
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.roles.router_status import instance_path
+from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.harness.roles.router_truth import FrontSession
-from sdcp_conformance.harness.router_context import RouterContext
+from sdcp_conformance.harness.roles.status_reports import instance_path
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import switch

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.harness.roles.played_verifier import FINISHED
 from sdcp_conformance.harness.roles.router_history import StatusSent
-from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.suites.router import router_case
 
 OPEN = ("The router selects a verifier and sends session-open with epoch 1 and a commit_log reference in the MLC. "

@@ -5,8 +5,8 @@ cannot serve."""
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.harness.roles.router_history import OpenSeen
-from sdcp_conformance.harness.router_context import RouterContext
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.codec import decode
 from sdcp_conformance.suites.router import router_case

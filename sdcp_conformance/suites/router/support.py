@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from sdcp_conformance.cache.commit_log import highest_fence
+from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.harness.roles.played_verifier import PlayedVerifier
 from sdcp_conformance.harness.roles.router_history import AssignSeen, OpenSeen, PutSeen
 from sdcp_conformance.harness.roles.router_truth import FrontSession
-from sdcp_conformance.harness.router_context import RouterContext
 
 NOT_EXPIRED = "The router MUST NOT assign sessions to an instance whose status has expired."
 ELIGIBLE = ("Only instances whose latest status is unexpired are eligible — for opening sessions at verifiers as well "

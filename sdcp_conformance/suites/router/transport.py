@@ -6,9 +6,9 @@ from __future__ import annotations
 import ssl
 
 from sdcp_conformance.harness.case import Level
+from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.harness.probes import TlsOffer, http1_request, tls_probe
-from sdcp_conformance.harness.roles.router_status import instance_path
-from sdcp_conformance.harness.router_context import RouterContext
+from sdcp_conformance.harness.roles.status_reports import instance_path
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.router import router_case

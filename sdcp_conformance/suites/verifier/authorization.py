@@ -9,7 +9,7 @@ silent on them (P1-ID-2).
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.protocol.messages import SessionState
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import still_works
@@ -27,7 +27,7 @@ ID2 = ("Router-only resources (`POST sessions`, `PUT sessions/{id}/drafter`, `PO
 AUTH_ROW = "R-6.3-AUTHORIZATION"
 
 
-async def _refused_proposal(ctx: CaseContext, session: TrackedSession, party: str, what: str, *,
+async def _refused_proposal(ctx: VerifierContext, session: TrackedSession, party: str, what: str, *,
                             member: str | None = None, row: str = AUTH_ROW) -> None:
     """A proposal for the next round sent by ``party`` (naming ``member`` as drafter) must be 403 not-assigned."""
     tokens = ctx.greedy(session, 1)
@@ -37,7 +37,7 @@ async def _refused_proposal(ctx: CaseContext, session: TrackedSession, party: st
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-001", area="authorization", section="6.3",
                 level=Level.MUST, rows=(AUTH_ROW,))
-async def no_assignment_yet(ctx: CaseContext) -> None:
+async def no_assignment_yet(ctx: VerifierContext) -> None:
     """Before any PUT drafter, a drafter's proposal is 403 sdcp-not-assigned; after it, the round is verified."""
     session = await ctx.open_ok()
     await _refused_proposal(ctx, session, "drafter-1", "a proposal before any assignment")
@@ -47,7 +47,7 @@ async def no_assignment_yet(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-002", area="authorization", section="6.1, 6.3",
                 level=Level.MUST, rows=(AUTH_ROW,), profile=("P1-ID-1",))
-async def reassignment_moves_the_right(ctx: CaseContext) -> None:
+async def reassignment_moves_the_right(ctx: VerifierContext) -> None:
     """After re-assignment to drafter-2, drafter-1's proposal is 403 and drafter-2's is verified."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, "drafter-1")
@@ -64,7 +64,7 @@ async def reassignment_moves_the_right(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-003", area="authorization", section="6.1, 6.3",
                 level=Level.MUST, rows=(AUTH_ROW,))
-async def reassignment_back(ctx: CaseContext) -> None:
+async def reassignment_back(ctx: VerifierContext) -> None:
     """Assigned drafter-1, then drafter-2, then drafter-1 again: only drafter-1 may propose."""
     session = await ctx.open_ok()
     for drafter in ("drafter-1", "drafter-2", "drafter-1"):
@@ -76,7 +76,7 @@ async def reassignment_back(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-004", area="authorization", section="6.3", quote=AUTH, level=Level.MUST,
                 rows=(AUTH_ROW,), profile=("P1-ID-1",))
-async def other_drafter(ctx: CaseContext) -> None:
+async def other_drafter(ctx: VerifierContext) -> None:
     """drafter-2, never assigned, proposing on drafter-1's session is 403 sdcp-not-assigned."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, "drafter-1")
@@ -86,7 +86,7 @@ async def other_drafter(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-005", area="authorization", section="6.3", quote=f"{AUTH} ... {ID1}",
                 level=Level.MUST, rows=(AUTH_ROW,), profile=("P1-ID-1",))
-async def member_names_assigned_drafter(ctx: CaseContext) -> None:
+async def member_names_assigned_drafter(ctx: VerifierContext) -> None:
     """drafter-2's certificate with a proposal whose drafter member names drafter-1 (the assigned one) is 403."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, "drafter-1")
@@ -97,7 +97,7 @@ async def member_names_assigned_drafter(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-006", area="authorization", section="6.3", level=Level.PROFILE,
                 profile=("P1-ID-1",), rows=("P1-ID-1/MEMBER",))
-async def member_differs_from_certificate(ctx: CaseContext) -> None:
+async def member_differs_from_certificate(ctx: VerifierContext) -> None:
     """The assigned drafter-1 sending a proposal whose drafter member names drafter-2 is 403 (profile)."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, "drafter-1")
@@ -108,7 +108,7 @@ async def member_differs_from_certificate(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-AUTHORIZATION-007", area="authorization", section="6.3", quote=AUTH, level=Level.MUST,
                 rows=(AUTH_ROW,))
-async def replaced_drafter_retry(ctx: CaseContext) -> None:
+async def replaced_drafter_retry(ctx: VerifierContext) -> None:
     """A replaced drafter retrying a round that has a verdict gets 403: authorization comes before idempotency."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, "drafter-1")
@@ -124,7 +124,7 @@ async def replaced_drafter_retry(ctx: CaseContext) -> None:
                 quote=f"On receiving a proposal, the verifier performs these steps: ... {AUTH} ... Fencing:",
                 level=Level.MUST,
                 rows=(AUTH_ROW,))
-async def authorization_before_fencing(ctx: CaseContext) -> None:
+async def authorization_before_fencing(ctx: VerifierContext) -> None:
     """An unassigned drafter's proposal at another epoch (higher, then lower) is 403 sdcp-not-assigned, not 409
     sdcp-stale-epoch: §6.3 step 1 (Authorization) comes before step 2 (Fencing). Found by a planted bug in an
     independent verifier that checked the epoch first: every other case sends a wrong epoch only from the
@@ -143,7 +143,7 @@ ROUTER_ONLY = "P1-ID-2/ROUTER-ONLY"
 
 @CATALOGUE.case("VER-6.1-AUTHORIZATION-008", area="authorization", section="6.1", level=Level.SHOULD,
                 profile=("P1-ID-2",), rows=(ROUTER_ONLY,))
-async def drafter_opens_session(ctx: CaseContext) -> None:
+async def drafter_opens_session(ctx: VerifierContext) -> None:
     """A drafter's POST sessions is 403 sdcp-not-assigned and creates no session."""
     session = ctx.track()
     ctx.expect_refusal(await ctx.open(session, party="drafter-1"), ROUTER_ONLY, what="POST sessions by drafter-1")
@@ -155,7 +155,7 @@ async def drafter_opens_session(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.1-AUTHORIZATION-009", area="authorization", section="6.1", quote=f"{ID2} ... {LATEST}",
                 level=Level.SHOULD, profile=("P1-ID-2",), rows=(ROUTER_ONLY,))
-async def drafter_assigns_itself(ctx: CaseContext) -> None:
+async def drafter_assigns_itself(ctx: VerifierContext) -> None:
     """drafter-1's PUT drafter naming itself is 403, and drafter-2 (assigned by the router) stays the drafter."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, "drafter-2")
@@ -167,7 +167,7 @@ async def drafter_assigns_itself(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.6-AUTHORIZATION-010", area="authorization", section="6.6", level=Level.SHOULD,
                 profile=("P1-ID-2",), rows=(ROUTER_ONLY,))
-async def drafter_posts_policy(ctx: CaseContext) -> None:
+async def drafter_posts_policy(ctx: VerifierContext) -> None:
     """drafter-1's POST policy (even for its own session) is 403 sdcp-not-assigned."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, "drafter-1")

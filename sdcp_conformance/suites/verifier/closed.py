@@ -10,7 +10,7 @@ profile's (NON-STRICT).
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.protocol.messages import Output, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import check_output, failed_session, finished_session
@@ -24,7 +24,7 @@ ENDED_ROW = "R-6.5.2-ENDED"
 CLOSED_ROW = "P1-CTL-3/CLOSED"
 
 
-async def _proposal_refused(ctx: CaseContext, session: TrackedSession) -> None:
+async def _proposal_refused(ctx: VerifierContext, session: TrackedSession) -> None:
     """A verdict after the end is FAILED (generation has ended); another refusal than 410 is NON-STRICT."""
     answer = await ctx.propose(session, ctx.greedy(session, 2))
     ctx.expect_refusal(answer, ENDED_ROW, what="a proposal after the session ended")
@@ -37,7 +37,7 @@ async def _proposal_refused(ctx: CaseContext, session: TrackedSession) -> None:
     black_box_note="A verdict for a new round after finish is FAILED (generation has ended); another refusal "
                    "than 410 is NON-STRICT.",
 )
-async def proposal_after_finish(ctx: CaseContext) -> None:
+async def proposal_after_finish(ctx: VerifierContext) -> None:
     """A next-round proposal after finish: 410 sdcp-session-closed."""
     await _proposal_refused(ctx, (await finished_session(ctx)).session)
 
@@ -48,14 +48,14 @@ async def proposal_after_finish(ctx: CaseContext) -> None:
     rows=(ENDED_ROW,),
     black_box_note="A verdict for a new round after fail is FAILED; another refusal than 410 is NON-STRICT.",
 )
-async def proposal_after_fail(ctx: CaseContext) -> None:
+async def proposal_after_fail(ctx: VerifierContext) -> None:
     """A next-round proposal after fail: 410 sdcp-session-closed."""
     await _proposal_refused(ctx, (await failed_session(ctx)).session)
 
 
 @CATALOGUE.case("VER-6.5-CLOSED-003", area="closed", section="6.5.2", level=Level.PROFILE,
                 profile=PROFILE, rows=(CLOSED_ROW,))
-async def drafter_after_finish(ctx: CaseContext) -> None:
+async def drafter_after_finish(ctx: VerifierContext) -> None:
     """PUT sessions/{id}/drafter after finish: 410 sdcp-session-closed."""
     session = (await finished_session(ctx)).session
     answer = await ctx.assign(session, "drafter-2")
@@ -64,7 +64,7 @@ async def drafter_after_finish(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.5-CLOSED-004", area="closed", section="6.5.2", level=Level.PROFILE,
                 profile=PROFILE, rows=(CLOSED_ROW,))
-async def policy_after_fail(ctx: CaseContext) -> None:
+async def policy_after_fail(ctx: VerifierContext) -> None:
     """POST sessions/{id}/policy after fail: 410 sdcp-session-closed."""
     session = (await failed_session(ctx)).session
     answer = await ctx.policy(session, session.round + 1, {"temperature_milli": 500})
@@ -75,7 +75,7 @@ async def policy_after_fail(ctx: CaseContext) -> None:
     "VER-6.5-CLOSED-005", area="closed", section="6.7", level=Level.MUST, profile=PROFILE,
     rows=("R-6.7-FINAL", "R-6.7-DELIVERY"),
 )
-async def output_after_end(ctx: CaseContext) -> None:
+async def output_after_end(ctx: VerifierContext) -> None:
     """Output stays readable after finish and after fail: all tokens, final, finish 4 or 5."""
     for make, finish in ((finished_session, 4), (failed_session, 5)):
         session = (await make(ctx)).session
@@ -93,7 +93,7 @@ async def output_after_end(ctx: CaseContext) -> None:
     quote="Idempotency: if a verdict for this round already exists, return it unchanged ... A retry of a round "
           "that already has a verdict still gets that verdict (idempotency comes first).",
 )
-async def retry_after_end(ctx: CaseContext) -> None:
+async def retry_after_end(ctx: VerifierContext) -> None:
     """Retrying the last round after finish and after fail returns its verdict unchanged, not 410."""
     for make in (finished_session, failed_session):
         ended = await make(ctx)

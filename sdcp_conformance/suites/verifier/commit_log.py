@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.harness.transcript import Entry
 from sdcp_conformance.protocol.messages import Output, Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
@@ -31,7 +31,7 @@ show the leak."""
 LOG_ROWS = ("R-6.3-RECORD-FIRST", "R-6.8-RECORD")
 
 
-def _require_record(ctx: CaseContext, session: TrackedSession, record: dict[str, Any], verdict: Verdict) -> None:
+def _require_record(ctx: VerifierContext, session: TrackedSession, record: dict[str, Any], verdict: Verdict) -> None:
     wanted = {"epoch": session.epoch, "round": verdict.round, "emitted": list(verdict.emitted),
               "committed": verdict.committed, "digest": verdict.digest}
     actual = {key: record.get(key) for key in RECORD_KEYS}
@@ -41,7 +41,7 @@ def _require_record(ctx: CaseContext, session: TrackedSession, record: dict[str,
               row="R-6.8-RECORD", expected=str(wanted), actual=str(actual))
 
 
-def _record_for(ctx: CaseContext, session: TrackedSession, round_number: int) -> dict[str, Any]:
+def _record_for(ctx: VerifierContext, session: TrackedSession, round_number: int) -> dict[str, Any]:
     records = [record for record in commit_records(ctx, session) if record.get("round") == round_number]
     ctx.require(len(records) == 1, f"the commit log holds {len(records)} records for round {round_number}, not one",
                 row="R-6.3-RECORD-FIRST", actual=str(commit_records(ctx, session)))
@@ -53,7 +53,7 @@ def _record_for(ctx: CaseContext, session: TrackedSession, round_number: int) ->
     "by a verifier MUST carry the session's current epoch and follow the last record it wrote.", level=Level.MUST,
     profile=("P1-LOG-1",), rows=LOG_ROWS,
 )
-async def records_match_verdicts(ctx: CaseContext) -> None:
+async def records_match_verdicts(ctx: VerifierContext) -> None:
     """After each of four verdicts (one with a = 0), the log's last record equals the verdict, in order."""
     session = await started(ctx)
     for step in range(4):
@@ -68,11 +68,11 @@ async def records_match_verdicts(ctx: CaseContext) -> None:
     ctx.check(rounds == [1, 2, 3, 4], f"the log's rounds are {rounds}, not 1..4 in order", row="R-6.8-RECORD")
 
 
-def _entries(ctx: CaseContext) -> list[Entry]:
+def _entries(ctx: VerifierContext) -> list[Entry]:
     return ctx.transcript.entries()
 
 
-def _log_puts(ctx: CaseContext, session: TrackedSession) -> list[Entry]:
+def _log_puts(ctx: VerifierContext, session: TrackedSession) -> list[Entry]:
     path = cache_path(session.commit_log)
     return [entry for entry in _entries(ctx)
             if entry.direction == "from-iut" and entry.method == "PUT" and entry.target.split("?")[0] == path
@@ -85,7 +85,7 @@ def _log_puts(ctx: CaseContext, session: TrackedSession) -> list[Entry]:
     black_box_note="The harness holds the IUT's PUT of the commit record; no verdict may arrive while it is held, "
                    "and the verdict that arrives after it is released must match the record.",
 )
-async def append_before_verdict(ctx: CaseContext) -> None:
+async def append_before_verdict(ctx: VerifierContext) -> None:
     """While the commit-log append is held by the cache, no verdict arrives; after it, the verdict does."""
     session = await started(ctx)
     gate = ctx.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
@@ -118,7 +118,7 @@ async def append_before_verdict(ctx: CaseContext) -> None:
                    "cache works again (one token fewer), so a leaked output of the failed round shows whenever it "
                    "arrived.",
 )
-async def failed_append_releases_nothing(ctx: CaseContext) -> None:
+async def failed_append_releases_nothing(ctx: VerifierContext) -> None:
     """A failing commit-log append: no verdict, no record, no output; another round 1 later commits normally."""
     session = await started(ctx)
     reader = asyncio.ensure_future(ctx.output(session, 0, party="drafter-2"))
@@ -128,7 +128,7 @@ async def failed_append_releases_nothing(ctx: CaseContext) -> None:
         reader.cancel()
 
 
-async def _append_fails_then_works(ctx: CaseContext, session: TrackedSession, reader: asyncio.Future[Any]) -> None:
+async def _append_fails_then_works(ctx: VerifierContext, session: TrackedSession, reader: asyncio.Future[Any]) -> None:
     fault = ctx.cache.faults.reject_appends(cache_path(session.commit_log), 100, status=503)
     greedy = ctx.greedy(session, 3)
     answer = await ctx.propose(session, greedy[:2])
@@ -154,7 +154,7 @@ async def _append_fails_then_works(ctx: CaseContext, session: TrackedSession, re
                    "index 0: that read must not return the round's tokens while the append is held (it waits, or "
                    "returns no tokens). After the release, a read returns them.",
 )
-async def output_after_record(ctx: CaseContext) -> None:
+async def output_after_record(ctx: VerifierContext) -> None:
     """While the commit-log append is held, output from 0 holds none of the round's tokens; afterwards it does."""
     session = await started(ctx)
     gate = ctx.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))

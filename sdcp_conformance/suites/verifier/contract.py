@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.messages import SessionState
 from sdcp_conformance.protocol.problems import ProblemType
@@ -59,7 +59,7 @@ def _without(member: str) -> Mutation:
 VALIDATES_ROW = "R-6.1-VALIDATES"
 
 
-async def _open_refused_contract(ctx: CaseContext, mutate: Mutation, what: str) -> None:
+async def _open_refused_contract(ctx: VerifierContext, mutate: Mutation, what: str) -> None:
     """Open a session whose contract ``mutate`` made invalid; it must be refused and leave nothing behind."""
     contract = ctx.contract()
     mutate(contract)
@@ -70,7 +70,7 @@ async def _open_refused_contract(ctx: CaseContext, mutate: Mutation, what: str) 
         await _nothing_left_behind(ctx, session)
 
 
-async def _nothing_left_behind(ctx: CaseContext, refused: TrackedSession) -> None:
+async def _nothing_left_behind(ctx: VerifierContext, refused: TrackedSession) -> None:
     """The refused session id is still free: opening it with a valid contract gives round 0 and its d[0]."""
     refused.contract = ctx.contract()
     answer = await ctx.open(refused)
@@ -83,7 +83,7 @@ async def _nothing_left_behind(ctx: CaseContext, refused: TrackedSession) -> Non
 def _refusal_case(case_id: str, title: str, mutate: Mutation, what: str, *, quote: str | None = None,
                   level: Level = Level.MUST, profile: tuple[str, ...] = ("P1-MSG-2",),
                   row: str = VALIDATES_ROW) -> None:
-    async def run(ctx: CaseContext) -> None:
+    async def run(ctx: VerifierContext) -> None:
         await _open_refused_contract(ctx, mutate, what)
 
     CATALOGUE.case(case_id, area="contract", section="4.1, 6.1", quote=quote, level=level, title=title,
@@ -152,7 +152,7 @@ _refusal_case("VER-4.1-CONTRACT-018", "a contract naming another tokenizer is re
                    "contract is invalid; §5.2 has a receiver treat an unknown action as fail. Both are accepted: "
                    "422 sdcp-bad-contract, or an open session whose d[0] covers the contract as sent.",
 )
-async def unknown_fallback_action(ctx: CaseContext) -> None:
+async def unknown_fallback_action(ctx: VerifierContext) -> None:
     """A fallback entry 9 (no action) is refused as a bad contract, or accepted (read as fail) with the right d[0]."""
     contract = ctx.contract(fallback=[1, 9])
     session = ctx.track(contract=contract)
@@ -171,7 +171,7 @@ async def unknown_fallback_action(ctx: CaseContext) -> None:
           "the SHA-256 of the contract encoded with the core deterministic encoding",
     level=Level.MUST, rows=("R-6.1-OPEN", "R-4.1-DIGEST"),
 )
-async def boundary_values_accepted(ctx: CaseContext) -> None:
+async def boundary_values_accepted(ctx: VerifierContext) -> None:
     """A contract using every optional member at its CDDL bounds opens with the d[0] of that contract."""
     info = ctx.mock()
     contract = ctx.contract(
@@ -239,7 +239,7 @@ def loose_encode(obj: Any, *, indefinite: bool = False, reverse: bool = False, w
     raise TypeError(f"cannot encode {type(obj).__name__}")
 
 
-async def _open_loosely(ctx: CaseContext, **style: bool) -> None:
+async def _open_loosely(ctx: VerifierContext, **style: bool) -> None:
     info = ctx.mock()
     contract = ctx.contract(drafters=[info.model_sha256], low_ratio=50, scope=bytes(range(16)), stop=[2, 100],
                             max_new=1000, sampling={"temperature_milli": 0, "top_k": 40, "seed": 70000})
@@ -266,20 +266,20 @@ _DIGEST_QUOTE = ("The contract digest is the SHA-256 of the contract encoded wit
 
 @CATALOGUE.case("VER-4.1-CONTRACT-023", area="contract", section="4.1", quote=_DIGEST_QUOTE, level=Level.MUST,
                 profile=("P1-MSG-1",), rows=("R-4.1-DIGEST", "P1-MSG-1/ANY-ENCODING"))
-async def digest_over_indefinite_lengths(ctx: CaseContext) -> None:
+async def digest_over_indefinite_lengths(ctx: VerifierContext) -> None:
     """A session-open with indefinite-length maps, arrays and chunked strings gets the deterministic d[0]."""
     await _open_loosely(ctx, indefinite=True)
 
 
 @CATALOGUE.case("VER-4.1-CONTRACT-024", area="contract", section="4.1", quote=_DIGEST_QUOTE, level=Level.MUST,
                 profile=("P1-MSG-1",), rows=("R-4.1-DIGEST", "P1-MSG-1/ANY-ENCODING"))
-async def digest_over_reordered_keys(ctx: CaseContext) -> None:
+async def digest_over_reordered_keys(ctx: VerifierContext) -> None:
     """A session-open whose map keys are in reverse order gets the deterministic d[0]."""
     await _open_loosely(ctx, reverse=True)
 
 
 @CATALOGUE.case("VER-4.1-CONTRACT-025", area="contract", section="4.1", quote=_DIGEST_QUOTE, level=Level.MUST,
                 profile=("P1-MSG-1",), rows=("R-4.1-DIGEST", "P1-MSG-1/ANY-ENCODING"))
-async def digest_over_wide_integers(ctx: CaseContext) -> None:
+async def digest_over_wide_integers(ctx: VerifierContext) -> None:
     """A session-open whose integers and lengths all use 8-octet arguments gets the deterministic d[0]."""
     await _open_loosely(ctx, wide=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from sdcp_conformance.harness.context import DEFAULT_PROMPT, CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import DEFAULT_PROMPT, TrackedSession, VerifierContext
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation, next_logits
 from sdcp_conformance.protocol.codec import encode
@@ -27,7 +27,7 @@ from sdcp_conformance.protocol.problems import ProblemType
 # ---------------------------------------------------------------------- sessions
 
 
-async def started(ctx: CaseContext, model: str = "bigram", *, prompt: Sequence[int] = DEFAULT_PROMPT,
+async def started(ctx: VerifierContext, model: str = "bigram", *, prompt: Sequence[int] = DEFAULT_PROMPT,
                   m_init: int = 4, drafter: str = "drafter-1", **contract: Any) -> TrackedSession:
     """Open a session with ``contract`` overrides and assign ``drafter`` (§6.1), both checked."""
     session = await ctx.open_ok(model, ctx.contract(model, **contract), prompt)
@@ -35,7 +35,7 @@ async def started(ctx: CaseContext, model: str = "bigram", *, prompt: Sequence[i
     return session
 
 
-async def still_works(ctx: CaseContext, session: TrackedSession, what: str, count: int = 1, *,
+async def still_works(ctx: VerifierContext, session: TrackedSession, what: str, count: int = 1, *,
                       earlier: str = "the requests before it", limit_row: str | None = None) -> Verdict:
     """The session still goes on: the next valid round at the tracked state is verified (§6.3).
 
@@ -70,11 +70,11 @@ def outcome(answer: Answer) -> str:
     return f"was accepted ({answer.status})" if answer.ok else answer.refused()
 
 
-def state_of(ctx: CaseContext, answer: Answer, what: str) -> SessionState:
+def state_of(ctx: VerifierContext, answer: Answer, what: str) -> SessionState:
     return ctx.expect_ok(answer, SessionState, what=what)
 
 
-async def current_state(ctx: CaseContext, session: TrackedSession) -> SessionState:
+async def current_state(ctx: VerifierContext, session: TrackedSession) -> SessionState:
     """The IUT's session-state, through an idempotent repeat of session-open (P1-MSG-5)."""
     return state_of(ctx, await ctx.open(session), "POST sessions (idempotent repeat)")
 
@@ -99,7 +99,7 @@ def distinct_greedy_prompt(length: int) -> tuple[tuple[int, ...], list[int]]:
 # ---------------------------------------------------------------------- refusals with a state
 
 
-def check_stale_state(ctx: CaseContext, answer: Answer, session: TrackedSession, what: str, *,
+def check_stale_state(ctx: VerifierContext, answer: Answer, session: TrackedSession, what: str, *,
                       row: str = "R-6.3-STALE-BASE", state_row: str = "R-6.3-STALE-STATE",
                       encoding_row: str = "P1-ERR-2/ENCODING") -> None:
     """409 sdcp-stale-base carrying the current session-state (§6.3 base check, P1-ERR-2 encoding).
@@ -170,12 +170,12 @@ def cache_path(uri: str) -> str:
     return urlsplit(uri).path
 
 
-def commit_records(ctx: CaseContext, session: TrackedSession) -> list[dict[str, Any]]:
+def commit_records(ctx: VerifierContext, session: TrackedSession) -> list[dict[str, Any]]:
     """The commit records (not fences) of the session's log, as the harness's cache holds it (P1-LOG-1)."""
     return [record for record in ctx.read_log(session) if isinstance(record, dict) and "round" in record]
 
 
-def require_nothing_committed(ctx: CaseContext, session: TrackedSession, what: str, *,
+def require_nothing_committed(ctx: VerifierContext, session: TrackedSession, what: str, *,
                               row: str = "R-6.3-STEPS") -> None:
     """"commits nothing": the log holds no record past the rounds the harness saw."""
     later = [record for record in commit_records(ctx, session) if record.get("round", 0) > session.round]
@@ -183,7 +183,7 @@ def require_nothing_committed(ctx: CaseContext, session: TrackedSession, what: s
               expected=f"no record after round {session.round}", actual=str(later))
 
 
-def append_fence(ctx: CaseContext, session: TrackedSession, epoch: int) -> None:
+def append_fence(ctx: VerifierContext, session: TrackedSession, epoch: int) -> None:
     """Play the router of §6.9: append a fence record ``{epoch}`` to the session's commit log directly."""
     name = session.commit_log.removeprefix(ctx.cache_uri(""))
     stored = ctx.cache.store.get(cache_path(session.commit_log), now=0.0)
@@ -195,12 +195,12 @@ def append_fence(ctx: CaseContext, session: TrackedSession, epoch: int) -> None:
 # ---------------------------------------------------------------------- events at the harness's router
 
 
-def events_of(ctx: CaseContext, session: TrackedSession, kind: int | None = None) -> list[tuple[str | None, Event]]:
+def events_of(ctx: VerifierContext, session: TrackedSession, kind: int | None = None) -> list[tuple[str | None, Event]]:
     return [(peer, event) for peer, event in ctx.router.events
             if event.session == session.id and (kind is None or int(event.kind) == kind)]
 
 
-async def wait_event(ctx: CaseContext, session: TrackedSession, kind: int, *, timeout_s: float = 10.0,
+async def wait_event(ctx: VerifierContext, session: TrackedSession, kind: int, *, timeout_s: float = 10.0,
                      count: int = 1) -> list[tuple[str | None, Event]]:
     """Wait (bounded) until the router listener holds ``count`` events of ``kind`` for the session."""
     await ctx.router.wait_for(lambda: len(events_of(ctx, session, kind)) >= count, timeout_s)
@@ -215,7 +215,7 @@ SELF_DECODING_CAP_S = 120.0
 """The longest the harness waits for a self-decoding period's end, however steadily it commits."""
 
 
-async def wait_event_while_committing(ctx: CaseContext, session: TrackedSession, kinds: Sequence[int], *,
+async def wait_event_while_committing(ctx: VerifierContext, session: TrackedSession, kinds: Sequence[int], *,
                                       count: int = 1) -> list[tuple[str | None, Event]]:
     """Wait until the router listener holds ``count`` events of one of ``kinds`` for the session, for as long as
     the verifier keeps appending commit records (self-decoding: one per token, §6.5.2), each record giving it
@@ -241,7 +241,7 @@ async def wait_event_while_committing(ctx: CaseContext, session: TrackedSession,
         records = now
 
 
-def check_event_origin(ctx: CaseContext, peer: str | None, what: str, *, row: str | None = None) -> None:
+def check_event_origin(ctx: VerifierContext, peer: str | None, what: str, *, row: str | None = None) -> None:
     """P1-ID-1: the event comes from the IUT's own certificate identity."""
     ctx.check(peer == ctx.target.base_uri, f"{what} was posted by {peer!r}, not by the verifier", row=row,
               expected=ctx.target.base_uri, actual=str(peer))
@@ -259,14 +259,15 @@ class Ended:
     body: dict[str, Any]
 
 
-async def _one_round(ctx: CaseContext, session: TrackedSession, tokens: list[int]) -> tuple[Verdict, dict[str, Any]]:
+async def _one_round(ctx: VerifierContext, session: TrackedSession,
+                     tokens: list[int]) -> tuple[Verdict, dict[str, Any]]:
     body = ctx.proposal(session, tokens)
     verdict = ctx.expect_ok(await ctx.send_proposal(body), Verdict, what="POST proposals")
     ctx.apply_verdict(session, verdict)
     return verdict, body
 
 
-async def finished_session(ctx: CaseContext) -> Ended:
+async def finished_session(ctx: VerifierContext) -> Ended:
     """A session that finished at max_new (3 tokens) in its first round (§6.3 truncation, §6.5.2 finish)."""
     session = await started(ctx, max_new=3)
     verdict, body = await _one_round(ctx, session, ctx.greedy(session, 2))
@@ -277,7 +278,7 @@ async def finished_session(ctx: CaseContext) -> Ended:
     return Ended(session, verdict, body)
 
 
-async def failed_session(ctx: CaseContext) -> Ended:
+async def failed_session(ctx: VerifierContext) -> Ended:
     """A session that failed: fallback [fail], R = 1, and a round with a = 0 (§6.5.2)."""
     session = await started(ctx, low_rounds=1, fallback=[5])
     verdict, body = await _one_round(ctx, session, [rejecting_token(session)])
@@ -289,7 +290,7 @@ async def failed_session(ctx: CaseContext) -> Ended:
 # ---------------------------------------------------------------------- output
 
 
-def check_output(ctx: CaseContext, session: TrackedSession, output: Output, start: int, what: str, *,
+def check_output(ctx: VerifierContext, session: TrackedSession, output: Output, start: int, what: str, *,
                  row: str | None = None) -> None:
     """§6.7: the committed tokens from index ``start``, the session epoch on the message."""
     ctx.check(output.session == session.id, f"{what}: the output names another session", row="R-5.1-RESOURCES")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from sdcp_conformance.harness.case import CaseIncomplete, Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation
@@ -53,16 +53,16 @@ ESCALATE_QUOTE = ("When c reaches R, the verifier applies entry j of the fallbac
 REDUCE_QUOTE = "reduce (1):: The verifier sets m_cap to max(1, floor(m_cap / 2)) and the drafter proceeds."
 
 
-async def _low(ctx: CaseContext, session: TrackedSession) -> Verdict:
+async def _low(ctx: VerifierContext, session: TrackedSession) -> Verdict:
     """A round with a = 0 (the first token is not the target's argmax)."""
     return await ctx.propose_ok(session, [rejecting_token(session)])
 
 
-async def _good(ctx: CaseContext, session: TrackedSession, m: int = 2) -> Verdict:
+async def _good(ctx: VerifierContext, session: TrackedSession, m: int = 2) -> Verdict:
     return await ctx.propose_ok(session, ctx.greedy(session, m))
 
 
-def _expect(ctx: CaseContext, verdict: Verdict, *, action: int | None = None, low: int | None = None,
+def _expect(ctx: VerifierContext, verdict: Verdict, *, action: int | None = None, low: int | None = None,
             m_cap: int | None = None, row: str | None = None) -> bool:
     wanted = {"action": action, "low": low, "m_cap": m_cap}
     actual = {"action": int(verdict.action), "low": verdict.low, "m_cap": verdict.m_cap}
@@ -72,21 +72,18 @@ def _expect(ctx: CaseContext, verdict: Verdict, *, action: int | None = None, lo
                      expected=str({k: v for k, v in wanted.items() if v is not None}), actual=str(actual))
 
 
-async def _pin(ctx: CaseContext, load: int) -> bool:
+async def _pin(ctx: VerifierContext, load: int) -> bool:
     """Pin the IUT's load when the target offers it (``load:control``); a hook or command that fails makes the
     case INCOMPLETE (the control step failed, P1-JUDGE-4). The environment gives the load back after the case."""
     from sdcp_conformance.harness.load_control import LoadControlError
 
-    if "load:control" not in ctx.env.capabilities():
-        return False
     try:
-        await ctx.env.set_load(load)
+        return await ctx.set_load(load)
     except LoadControlError as exc:
         raise CaseIncomplete(f"the harness could not set the verifier's load to {load}: {exc}") from exc
-    return True
 
 
-async def _load_now(ctx: CaseContext) -> int:
+async def _load_now(ctx: VerifierContext) -> int:
     """The IUT's load as it declares it (pinned) or reports it (the verdict of a throw-away round)."""
     if ctx.target.pinned_load is not None:
         return ctx.target.pinned_load
@@ -96,7 +93,7 @@ async def _load_now(ctx: CaseContext) -> int:
 
 @CATALOGUE.case("VER-6.5-ESC-001", area="escalation", section="6.5.2", level=Level.MUST,
                 profile=("P1-CTL-5",), rows=("R-6.5.2-LOW", "P1-CTL-5/LOW"))
-async def low_without_ratio(ctx: CaseContext) -> None:
+async def low_without_ratio(ctx: VerifierContext) -> None:
     """low_ratio absent: only a = 0 is low; `low` counts consecutive low rounds and resets on a good one."""
     session = await started(ctx)
     _expect(ctx, await _low(ctx, session), action=0, low=1)
@@ -108,7 +105,7 @@ async def low_without_ratio(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.5-ESC-002", area="escalation", section="6.5.2", level=Level.MUST,
                 profile=("P1-CTL-5",), rows=("R-6.5.2-LOW", "R-6.4-RULE1", "P1-CTL-5/LOW"))
-async def low_with_ratio(ctx: CaseContext) -> None:
+async def low_with_ratio(ctx: VerifierContext) -> None:
     """low_ratio 50: a = 1 of M = 4 is low (100 < 200), a = 2 of 4 is not (200 < 200 is false)."""
     session = await started(ctx, low_ratio=50)
     for accepted, low in ((1, 1), (1, 2), (2, 0), (0, 1)):
@@ -127,7 +124,7 @@ async def low_with_ratio(ctx: CaseContext) -> None:
                 black_box_note="m_cap must be exactly halved when the verdict reports load 0 (the embedded IUT's "
                                "is pinned to 0); at another load a lower m_cap is accepted (§6.5.1: the verifier "
                                "lowers m_cap when its own load makes long proposals costly).")
-async def reduce_halves(ctx: CaseContext) -> None:
+async def reduce_halves(ctx: VerifierContext) -> None:
     """R = 2, fallback [reduce x3]: every second low round halves m_cap, rounding down (7 -> 3 -> 1 -> 1).
 
     The odd m_caps are what tell floor from other roundings: halving 4 and 2 gives the same with ceil or round.
@@ -157,7 +154,7 @@ async def reduce_halves(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.5-ESC-004", area="escalation", section="6.5.1",
                 level=Level.MUST, profile=("P1-CTL-1",), rows=("R-6.5.1-M-CAP",))
-async def m_cap_bounds(ctx: CaseContext) -> None:
+async def m_cap_bounds(ctx: VerifierContext) -> None:
     """m_max 3 with m_init 8, good and reducing rounds: every verdict has 1 <= m_cap <= 3."""
     session = await started(ctx, m_init=8, m_max=3, low_rounds=1, fallback=[1, 1, 1, 1, 5])
     for step in range(8):
@@ -171,7 +168,7 @@ async def m_cap_bounds(ctx: CaseContext) -> None:
     black_box_note="The load is pinned to 0 where the target allows it; elsewhere a verdict reporting load may "
                    "keep m_cap lower. Deviation is NON-STRICT.",
 )
-async def gradual_restore(ctx: CaseContext) -> None:
+async def gradual_restore(ctx: VerifierContext) -> None:
     """After a reduce (4 -> 2), good rounds restore m_cap by one per round, up to min(m_max = 8, m_init = 4)."""
     await _pin(ctx, 0)
     session = await started(ctx, low_rounds=1, fallback=[1, 5])
@@ -199,7 +196,7 @@ async def gradual_restore(ctx: CaseContext) -> None:
     quote="switch (2):: The verifier sends an event to the router, which assigns the session to another drafter "
           "with a permitted model; the current drafter MUST stop proposing for the session.",
 )
-async def switch_event(ctx: CaseContext) -> None:
+async def switch_event(ctx: VerifierContext) -> None:
     """switch: an event of kind 2 with the current n and d[n] reaches the router from the verifier's identity."""
     session = await started(ctx, low_rounds=1, fallback=[2, 5])
     _expect(ctx, await _low(ctx, session), action=2, row="R-6.5.2-ESCALATE")
@@ -220,7 +217,7 @@ async def switch_event(ctx: CaseContext) -> None:
     black_box_note="Between the switch and the new assignment only the profile decides (NON-STRICT); after the "
                    "new assignment the old drafter must be refused (strict).",
 )
-async def switch_authorization(ctx: CaseContext) -> None:
+async def switch_authorization(ctx: VerifierContext) -> None:
     """After switch the old drafter is refused; after assigning drafter-2 only drafter-2 is served."""
     session = await started(ctx, low_rounds=1, fallback=[2, 5])
     _expect(ctx, await _low(ctx, session), action=2, row="R-6.5.2-ESCALATE")
@@ -232,7 +229,7 @@ async def switch_authorization(ctx: CaseContext) -> None:
     await ctx.propose_ok(session, ctx.greedy(session, 2), drafter="drafter-2")
 
 
-async def _self_decoding_session(ctx: CaseContext, **contract: Any) -> tuple[TrackedSession, Verdict]:
+async def _self_decoding_session(ctx: VerifierContext, **contract: Any) -> tuple[TrackedSession, Verdict]:
     """Open a session whose first round is low and whose fallback starts with self_decode (R = 1).
 
     self_load 100: no load can exceed it, so self_decode is permitted whatever the IUT's load.
@@ -248,7 +245,7 @@ async def _self_decoding_session(ctx: CaseContext, **contract: Any) -> tuple[Tra
     return session, verdict
 
 
-async def _absorb_self_decoded(ctx: CaseContext, session: TrackedSession) -> list[int]:
+async def _absorb_self_decoded(ctx: VerifierContext, session: TrackedSession) -> list[int]:
     """Read the self-decoded tokens (output) and check them and their records; returns them."""
     start = len(session.output)
     output = ctx.expect_ok(await ctx.output(session, start, party="drafter-2"), Output, what="GET output")
@@ -277,7 +274,7 @@ async def _absorb_self_decoded(ctx: CaseContext, session: TrackedSession) -> lis
     return tokens
 
 
-def _judge_sampled(ctx: CaseContext, session: TrackedSession, tokens: list[int]) -> None:
+def _judge_sampled(ctx: VerifierContext, session: TrackedSession, tokens: list[int]) -> None:
     """Rule 2's self-decoding samples the target model (§6.5.2): every token in the support of p under the
     session's profile (strict), and with a seed the token P1-SAMP-3 draws (round number, i = 1, purpose 1)."""
     sampling = dict(session.contract.get("sampling") or {})
@@ -324,7 +321,7 @@ PERIOD_END_KINDS = (0, 1, 2)
 again"; that it is kind 0 (continue) is P1-EVT-1's. Kind 3 would start a period, 4 and 5 end the session."""
 
 
-async def _period_end(ctx: CaseContext, session: TrackedSession, count: int = 1,
+async def _period_end(ctx: VerifierContext, session: TrackedSession, count: int = 1,
                       also: tuple[int, ...] = ()) -> list[tuple[str | None, Event]]:
     """Wait for the event that ends self-decoding period ``count`` (or one of the kinds ``also``); the events.
 
@@ -343,7 +340,7 @@ STATE_WHILE_HELD_S = 2.0
 does not say that a verifier answers it meanwhile; one that waits for its append is read afterwards)."""
 
 
-async def _state_while_self_decoding(ctx: CaseContext, session: TrackedSession) -> None:
+async def _state_while_self_decoding(ctx: VerifierContext, session: TrackedSession) -> None:
     """P1-STATE-1: session-state.state is 3 while the period goes on, read while the cache holds one of its
     appends (so that the period cannot end under the read, whatever the IUT's load and speed)."""
     gate = ctx.cache.faults.hold(cache_path(session.commit_log), methods=frozenset({"PUT"}))
@@ -381,7 +378,7 @@ async def _state_while_self_decoding(ctx: CaseContext, session: TrackedSession) 
     profile=("P1-EVT-1", "P1-SAMP-3"), rows=SELF_ROWS,
     black_box_note="self_load is 100, which no load exceeds, so exactly self_max tokens are decoded.",
 )
-async def self_decode_period(ctx: CaseContext) -> None:
+async def self_decode_period(ctx: VerifierContext) -> None:
     """self_decode: event 3, then self_max (3) greedy tokens in consecutive rounds, then event 0; drafting resumes."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 5], self_max=3)
     ctx.check(bool(await wait_event(ctx, session, 3, timeout_s=5.0)),
@@ -407,7 +404,7 @@ async def self_decode_period(ctx: CaseContext) -> None:
     black_box_note="self_max is per period (\"max tokens per self-decode period\"): the second period decodes "
                    "self_max tokens again. self_load is 100, which no load exceeds.",
 )
-async def second_self_decode_period(ctx: CaseContext) -> None:
+async def second_self_decode_period(ctx: VerifierContext) -> None:
     """fallback [self_decode, self_decode, fail], self_max 2: two periods, each of two tokens, each ended by event 0."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 3, 5], self_max=2)
     for period in (1, 2):
@@ -433,7 +430,7 @@ async def second_self_decode_period(ctx: CaseContext) -> None:
                    "is SKIPPED there. ESC-017 judges the other branch (it goes on while the load permits) against "
                    "every target.",
 )
-async def self_decode_stops_on_load(ctx: CaseContext) -> None:
+async def self_decode_stops_on_load(ctx: VerifierContext) -> None:
     """Without self_max, self-decoding runs (state 3) until the load exceeds self_load, then stops (event 0)."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 5], max_new=2000, self_load=50)
     state = await current_state(ctx, session)
@@ -454,7 +451,7 @@ async def self_decode_stops_on_load(ctx: CaseContext) -> None:
                    "the case tries again (three times), SKIPPED if the IUT never reports a load above it (a load "
                    "of 0 exceeds no self_load).",
 )
-async def self_decode_skipped_on_load(ctx: CaseContext) -> None:
+async def self_decode_skipped_on_load(ctx: VerifierContext) -> None:
     """Load above self_load: self_decode is skipped and the next entry (switch) applies; no event 3."""
     load = 90 if await _pin(ctx, 90) else await _load_now(ctx)
     for _ in range(3):
@@ -481,7 +478,7 @@ async def self_decode_skipped_on_load(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.5-ESC-011", area="escalation", section="6.5.2", level=Level.MUST,
                 rows=("R-6.5.2-SELF-PERMITTED", "R-6.5.2-REDUCE"))
-async def self_decode_without_self_load(ctx: CaseContext) -> None:
+async def self_decode_without_self_load(ctx: VerifierContext) -> None:
     """A contract without self_load never permits self_decode: the next entry (reduce) applies."""
     await _pin(ctx, 0)
     session = await started(ctx, low_rounds=1, fallback=[3, 1, 5])
@@ -494,7 +491,7 @@ async def self_decode_without_self_load(ctx: CaseContext) -> None:
     "VER-6.5-ESC-012", area="escalation", section="6.5.2", level=Level.MUST,
     profile=("P1-EVT-1",), rows=("R-6.5.2-ESCALATE", "R-6.7-FINAL", "P1-EVT-1/EVENTS"),
 )
-async def fail_when_exhausted(ctx: CaseContext) -> None:
+async def fail_when_exhausted(ctx: VerifierContext) -> None:
     """fallback [reduce], R = 1: the first low round reduces, the second fails (action 5, final output, event 5)."""
     session = await started(ctx, low_rounds=1, fallback=[1])
     _expect(ctx, await _low(ctx, session), action=1)
@@ -509,7 +506,7 @@ async def fail_when_exhausted(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.5-ESC-013", area="escalation", section="6.5.2", level=Level.MUST, rows=("R-6.5.2-J-RESET",),
 )
-async def j_reset_after_good_rounds(ctx: CaseContext) -> None:
+async def j_reset_after_good_rounds(ctx: VerifierContext) -> None:
     """R = 2, fallback [reduce, fail]: low, low (reduce), good, good (j = 0), low, low: reduce again, not fail.
 
     Then good, low, good, low, low: the two good rounds are not consecutive (the low one between them resets g),
@@ -533,7 +530,7 @@ async def j_reset_after_good_rounds(ctx: CaseContext) -> None:
 @CATALOGUE.case(
     "VER-6.5-ESC-014", area="escalation", section="6.5.2", level=Level.MUST, rows=("R-6.5.2-J-PERSISTS",),
 )
-async def j_persists_across_drafter(ctx: CaseContext) -> None:
+async def j_persists_across_drafter(ctx: VerifierContext) -> None:
     """fallback [switch, reduce, fail], R = 1: after switch and a new drafter, the next escalation is reduce."""
     session = await started(ctx, low_rounds=1, fallback=[2, 1, 5])
     _expect(ctx, await _low(ctx, session), action=2)
@@ -547,7 +544,7 @@ async def j_persists_across_drafter(ctx: CaseContext) -> None:
     rows=("R-6.5.2-J-PERSISTS", *SELF_ROWS),
     black_box_note="self_load is 100, which no load exceeds, so self-decoding is always permitted.",
 )
-async def j_persists_across_self_decoding(ctx: CaseContext) -> None:
+async def j_persists_across_self_decoding(ctx: VerifierContext) -> None:
     """fallback [self_decode, reduce], R = 1: after a self-decoding period, the next escalation is reduce."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 1, 5], self_max=2)
     ctx.require(bool(await _period_end(ctx, session)), f"self-decoding did not end with an event ({STALLED})",
@@ -562,7 +559,7 @@ async def j_persists_across_self_decoding(ctx: CaseContext) -> None:
     "VER-6.5-ESC-016", area="escalation", section="6.5.2", level=Level.PROFILE, profile=("P1-CTL-5", "P1-CTL-2"),
     rows=("P1-CTL-5/FINISH", "R-6.3-TRUNCATE"),
 )
-async def finish_beats_escalation(ctx: CaseContext) -> None:
+async def finish_beats_escalation(ctx: VerifierContext) -> None:
     """max_new 1, fallback [fail], R = 1, a = 0: the round both finishes and would fail; it reports finish."""
     session = await started(ctx, low_rounds=1, fallback=[5], max_new=1)
     verdict = await _low(ctx, session)
@@ -581,7 +578,7 @@ async def finish_beats_escalation(ctx: CaseContext) -> None:
                    "self_load is ESC-009's. While the cache holds one of the period's appends, session-state "
                    "must say 3 (P1-STATE-1): the state ESC-009 reads only where the harness controls the load.",
 )
-async def self_decode_goes_on(ctx: CaseContext) -> None:
+async def self_decode_goes_on(ctx: VerifierContext) -> None:
     """Without self_max and with self_load 100, self-decoding goes on (state 3) until max_new finishes it."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 5], max_new=8)
     await _state_while_self_decoding(ctx, session)
@@ -626,7 +623,7 @@ SAMPLED_SELF_PROFILE = {"temperature_milli": 3000, "top_k": 4}
                    "is 24 at temperature 3: two different uniforms often draw the same token, so few tokens could "
                    "hide a draw made with other uniforms.",
 )
-async def self_decode_samples_under_rule2(ctx: CaseContext) -> None:
+async def self_decode_samples_under_rule2(ctx: VerifierContext) -> None:
     """Rule 2, seeded, top-k 4: a rejected proposal starts self-decoding; its self_max tokens are p's draws."""
     await _pin(ctx, 0)
     sampling = {"seed": ctx.rng.randrange(1, 2**63), **SAMPLED_SELF_PROFILE}
@@ -679,7 +676,7 @@ def _last_round(log: bytes) -> int:
                    "verifier appends nothing of its own, and the newly assigned drafter's proposal at the committed "
                    "prefix is verified. Only P1-EVT-1's \"until a new assignment arrives\" speaks of it: NON-STRICT.",
 )
-async def assignment_ends_self_decoding(ctx: CaseContext) -> None:
+async def assignment_ends_self_decoding(ctx: VerifierContext) -> None:
     """While a self-decoded token's append is held, PUT …/drafter names drafter-2; the verifier then appends no
     token of its own, and drafter-2's proposal at the committed prefix gets a verdict."""
     session, _ = await _self_decoding_session(ctx, fallback=[3, 5], max_new=60)

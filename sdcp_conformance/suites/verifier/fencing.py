@@ -14,7 +14,7 @@ any is accepted and noted.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.protocol.messages import Output
 from sdcp_conformance.protocol.problems import ProblemType
@@ -38,7 +38,7 @@ READ_BACK_ROWS = ("R-6.8-READ-BACK", "R-6.3-FENCED-APPEND", "R-6.8-RECORD")
 
 @CATALOGUE.case("VER-6.3-FENCING-001", area="fencing", section="6.3", quote=FENCING, level=Level.MUST,
                 rows=(FENCING_ROW,))
-async def higher_epoch_proposal(ctx: CaseContext) -> None:
+async def higher_epoch_proposal(ctx: VerifierContext) -> None:
     """A proposal carrying epoch E+1 is 409 sdcp-stale-epoch and commits nothing."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
@@ -49,7 +49,7 @@ async def higher_epoch_proposal(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-FENCING-002", area="fencing", section="6.3, 6.9",
                 level=Level.MUST, rows=(FENCING_ROW,))
-async def lower_epoch_proposal(ctx: CaseContext) -> None:
+async def lower_epoch_proposal(ctx: VerifierContext) -> None:
     """A proposal carrying epoch 0 (below the session's 1) is 409 sdcp-stale-epoch and commits nothing."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
@@ -61,7 +61,7 @@ async def lower_epoch_proposal(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-FENCING-003", area="fencing", section="6.3", quote=f"{FENCING} ... Idempotency:",
                 level=Level.MUST, rows=(FENCING_ROW,))
-async def epoch_checked_before_idempotency(ctx: CaseContext) -> None:
+async def epoch_checked_before_idempotency(ctx: VerifierContext) -> None:
     """Round 1 re-sent with epoch E+1 after its verdict is 409 sdcp-stale-epoch, not the stored verdict."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
@@ -72,7 +72,7 @@ async def epoch_checked_before_idempotency(ctx: CaseContext) -> None:
     ctx.expect_refusal(answer, FENCING_ROW, what="round 1 re-sent with a higher epoch after its verdict")
 
 
-def _no_verdict(ctx: CaseContext, answer: Answer, what: str) -> None:
+def _no_verdict(ctx: VerifierContext, answer: Answer, what: str) -> None:
     if answer.ok:
         ctx.deviate("R-6.3-FENCED-APPEND", f"{what}: the IUT sent a verdict ({answer.describe()}) for a round whose "
                     "commit-log append was fenced", expected=["no verdict (any non-2xx)"], actual=answer.describe())
@@ -83,7 +83,7 @@ def _no_verdict(ctx: CaseContext, answer: Answer, what: str) -> None:
              "sdcp-stale-epoch, D-VER-7)")
 
 
-async def _stopped_serving(ctx: CaseContext, session: TrackedSession) -> None:
+async def _stopped_serving(ctx: VerifierContext, session: TrackedSession) -> None:
     """§6.3: after the fenced append the IUT "MUST ... stop serving the session": a read of its output is refused
     (any non-2xx; the reference answers 409 sdcp-stale-epoch, D-VER-7). An answer is a deviation, and one holding
     tokens beyond those committed before the fence also released the fenced round."""
@@ -102,7 +102,7 @@ async def _stopped_serving(ctx: CaseContext, session: TrackedSession) -> None:
                 actual=answer.describe())
 
 
-def _fence_kept(ctx: CaseContext, session: TrackedSession, committed_before: int, *, enforcing: bool) -> None:
+def _fence_kept(ctx: VerifierContext, session: TrackedSession, committed_before: int, *, enforcing: bool) -> None:
     records = ctx.read_log(session)
     fences = [index for index, record in enumerate(records) if isinstance(record, dict) and set(record) == {"epoch"}
               and record["epoch"] > session.epoch]
@@ -120,7 +120,7 @@ def _fence_kept(ctx: CaseContext, session: TrackedSession, committed_before: int
               f"{committed_before}", row="R-6.8-RECORD", expected=str(committed_before), actual=str(len(before)))
 
 
-async def _fenced_round(ctx: CaseContext, *, enforcing: bool, rounds_before: int) -> None:
+async def _fenced_round(ctx: VerifierContext, *, enforcing: bool, rounds_before: int) -> None:
     ctx.cache.enforce_fences = enforcing
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
@@ -137,14 +137,14 @@ async def _fenced_round(ctx: CaseContext, *, enforcing: bool, rounds_before: int
 @CATALOGUE.case("VER-6.3-FENCING-004", area="fencing", section="6.3, 6.8, 6.9",
                 quote=f"{FENCED_APPEND} ... {FENCE_RULE}", level=Level.MUST, profile=("P1-LOG-1", "P1-LOG-2"),
                 rows=FENCED_ROWS, exclusive=True)
-async def fenced_by_enforcing_cache(ctx: CaseContext) -> None:
+async def fenced_by_enforcing_cache(ctx: VerifierContext) -> None:
     """After a fence {epoch: 2} in the log (enforcing cache), the next round gets no verdict and releases no output."""
     await _fenced_round(ctx, enforcing=True, rounds_before=1)
 
 
 @CATALOGUE.case("VER-6.8-FENCING-005", area="fencing", section="6.3, 6.8", quote=f"{READ_BACK} ... {FENCED_APPEND}",
                 level=Level.MUST, profile=("P1-LOG-2",), rows=READ_BACK_ROWS, exclusive=True)
-async def fenced_by_read_back(ctx: CaseContext) -> None:
+async def fenced_by_read_back(ctx: VerifierContext) -> None:
     """With a cache that does not enforce fences, the IUT reads back, sees the fence, and releases nothing."""
     await _fenced_round(ctx, enforcing=False, rounds_before=1)
 
@@ -152,7 +152,7 @@ async def fenced_by_read_back(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.3-FENCING-006", area="fencing", section="6.3, 6.8",
                 quote=f"{FENCED_APPEND} ... {FENCE_RULE}", level=Level.MUST, profile=("P1-LOG-1", "P1-LOG-3"),
                 rows=FENCED_ROWS, exclusive=True)
-async def fence_before_first_commit(ctx: CaseContext) -> None:
+async def fence_before_first_commit(ctx: VerifierContext) -> None:
     """A fence that is the log's first record (enforcing cache) stops round 1: no verdict, no output."""
     await _fenced_round(ctx, enforcing=True, rounds_before=0)
 
@@ -160,7 +160,7 @@ async def fence_before_first_commit(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.8-FENCING-007", area="fencing", section="6.8", quote=f"{READ_BACK} ... {FENCED_APPEND}",
                 level=Level.MUST, profile=("P1-LOG-2", "P1-LOG-3"),
                 rows=READ_BACK_ROWS, exclusive=True)
-async def fence_before_first_commit_read_back(ctx: CaseContext) -> None:
+async def fence_before_first_commit_read_back(ctx: VerifierContext) -> None:
     """A fence that is the log's first record (non-enforcing cache) stops round 1: no verdict, no output."""
     await _fenced_round(ctx, enforcing=False, rounds_before=0)
 
@@ -169,7 +169,7 @@ async def fence_before_first_commit_read_back(ctx: CaseContext) -> None:
                 quote=f"{LOG_EPOCH} ... Commit: it appends the emitted tokens to the committed prefix, updates n and "
                       "d[n], and appends a commit record (epoch, round, emitted tokens, n, and d[n])",
                 level=Level.MUST, profile=("P1-LOG-1",), rows=("R-6.8-RECORD",))
-async def records_carry_the_epoch(ctx: CaseContext) -> None:
+async def records_carry_the_epoch(ctx: VerifierContext) -> None:
     """After three rounds the log holds three records: epoch 1, rounds 1–3, each verdict's emitted, n and d[n]."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext
+from sdcp_conformance.harness.contexts.verifier import VerifierContext
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import still_works
@@ -29,7 +29,7 @@ from sdcp_conformance.suites.verifier.fencing import (
 RE_READ = "On 412 the writer re-reads: if a fence with a higher epoch is now present it stops serving the session"
 
 
-async def _race(ctx: CaseContext, *, splice: bool, enforcing: bool | None = None, rounds_before: int = 1) -> None:
+async def _race(ctx: VerifierContext, *, splice: bool, enforcing: bool | None = None, rounds_before: int = 1) -> None:
     """``splice``: the fence goes into the IUT's own write; else it lands just before it. ``enforcing``: whether
     the cache refuses a record below a fence (default: not when splicing). With no round before, the log does not
     exist until the fence creates it (P1-LOG-3)."""
@@ -66,7 +66,7 @@ async def _race(ctx: CaseContext, *, splice: bool, enforcing: bool | None = None
 @CATALOGUE.case("VER-6.8-FENCING-101", area="fencing", section="6.8", level=Level.MUST,
                 quote=f"{FENCED_APPEND} ... {RE_READ}", profile=("P1-LOG-1",),
                 rows=(*FENCED_ROWS, "R-6.3-RECORD-FIRST", "P1-LOG-1/RE-READ"), exclusive=True)
-async def fence_wins_the_append_race(ctx: CaseContext) -> None:
+async def fence_wins_the_append_race(ctx: VerifierContext) -> None:
     """A fence lands between the IUT's read and write of the log: its If-Match PUT fails, it re-reads and stops."""
     await _race(ctx, splice=False)
 
@@ -74,7 +74,7 @@ async def fence_wins_the_append_race(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.8-FENCING-102", area="fencing", section="6.8", level=Level.MUST,
                 quote=f"{READ_BACK} ... {FENCED_APPEND}", profile=("P1-LOG-2",),
                 rows=(*READ_BACK_ROWS, "R-6.3-RECORD-FIRST"), exclusive=True)
-async def fence_spliced_into_the_append(ctx: CaseContext) -> None:
+async def fence_spliced_into_the_append(ctx: VerifierContext) -> None:
     """A cache that neither fences nor appends atomically stores a fence before the IUT's record and says
     success: only the read-back of §6.8 reveals it, and the IUT must then release nothing."""
     await _race(ctx, splice=True)
@@ -88,7 +88,7 @@ CONDITIONAL = ("The commit_log is an MLC object to which records are appended wi
 @CATALOGUE.case("VER-6.8-FENCING-103", area="fencing", section="6.8", level=Level.MUST,
                 quote=f"{CONDITIONAL} ... {RE_READ}", profile=("P1-LOG-1",),
                 rows=("R-6.8-CONDITIONAL", *FENCED_ROWS, "R-6.3-RECORD-FIRST", "P1-LOG-1/RE-READ"), exclusive=True)
-async def fence_lands_before_an_unguarded_write(ctx: CaseContext) -> None:
+async def fence_lands_before_an_unguarded_write(ctx: VerifierContext) -> None:
     """A cache that does not enforce fences, and a fence landing between the IUT's read and write of the log: an
     If-Match PUT gets 412 and the re-read finds the fence; a PUT without it would erase the fence."""
     await _race(ctx, splice=False, enforcing=False)
@@ -98,7 +98,7 @@ async def fence_lands_before_an_unguarded_write(ctx: CaseContext) -> None:
                 quote=f"{CONDITIONAL} ... The first append creates it with `If-None-Match: *`. ... {RE_READ}",
                 profile=("P1-LOG-1", "P1-LOG-3"),
                 rows=("R-6.8-CONDITIONAL", *FENCED_ROWS, "R-6.3-RECORD-FIRST", "P1-LOG-1/RE-READ"), exclusive=True)
-async def fence_creates_the_log_before_the_first_append(ctx: CaseContext) -> None:
+async def fence_creates_the_log_before_the_first_append(ctx: VerifierContext) -> None:
     """The log does not exist yet (P1-LOG-3) and a fence creates it just before the IUT's first append, on a cache
     that does not enforce fences: a PUT with If-None-Match: * gets 412 and the re-read finds the fence; a PUT
     without a precondition would erase it."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.protocol.messages import Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
@@ -35,7 +35,7 @@ HELD_S = 5.0
 """How long a case waits for an answer it expects while the first request's append is held."""
 
 
-def _same_verdict(ctx: CaseContext, answer: Answer, stored: Verdict, what: str, *, row: str = IDEM_ROW) -> None:
+def _same_verdict(ctx: VerifierContext, answer: Answer, stored: Verdict, what: str, *, row: str = IDEM_ROW) -> None:
     """``answer`` must carry exactly the stored verdict (members; differing bytes are only noted)."""
     if not ctx.check(answer.ok, f"{what}: expected the stored verdict of round {stored.round}, got "
                      f"{answer.describe()}", row=row, expected="the stored verdict", actual=answer.describe()):
@@ -47,13 +47,13 @@ def _same_verdict(ctx: CaseContext, answer: Answer, stored: Verdict, what: str, 
         ctx.note(f"{what}: same members, different encoding of the verdict")
 
 
-def _one_record(ctx: CaseContext, session: TrackedSession, round_number: int, *, row: str = IDEM_ROW) -> None:
+def _one_record(ctx: VerifierContext, session: TrackedSession, round_number: int, *, row: str = IDEM_ROW) -> None:
     records = [record for record in commit_records(ctx, session) if record.get("round") == round_number]
     ctx.check(len(records) == 1, f"the commit log holds {len(records)} records for round {round_number}",
               row=row, expected="exactly 1", actual=str(records))
 
 
-async def _round_one(ctx: CaseContext, session: TrackedSession, count: int = 2) -> tuple[dict[str, Any], Verdict]:
+async def _round_one(ctx: VerifierContext, session: TrackedSession, count: int = 2) -> tuple[dict[str, Any], Verdict]:
     """Round 1 with the greedy tokens: its proposal body and its (checked) verdict."""
     body = ctx.proposal(session, ctx.greedy(session, count))
     answer = await ctx.send_proposal(body)
@@ -62,7 +62,7 @@ async def _round_one(ctx: CaseContext, session: TrackedSession, count: int = 2) 
     return body, verdict
 
 
-async def _opened(ctx: CaseContext) -> TrackedSession:
+async def _opened(ctx: VerifierContext) -> TrackedSession:
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
     return session
@@ -70,7 +70,7 @@ async def _opened(ctx: CaseContext) -> TrackedSession:
 
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-001", area="idempotency", section="6.3, 6.9", quote=f"{IDEMPOTENCY} ... {LOST}",
                 level=Level.MUST, rows=(IDEM_ROW, "R-6.9-LOST"))
-async def exact_retry(ctx: CaseContext) -> None:
+async def exact_retry(ctx: VerifierContext) -> None:
     """The identical proposal re-sent after its verdict gets that verdict again; the log has one record."""
     session = await _opened(ctx)
     body, stored = await _round_one(ctx, session)
@@ -81,7 +81,7 @@ async def exact_retry(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-002", area="idempotency", section="6.3", level=Level.MUST,
                 profile=("P1-IDEM-1",), rows=(IDEM_ROW,))
-async def retry_with_other_status(ctx: CaseContext) -> None:
+async def retry_with_other_status(ctx: VerifierContext) -> None:
     """A retry that differs only in its status member gets the stored verdict."""
     session = await _opened(ctx)
     body, stored = await _round_one(ctx, session)
@@ -96,7 +96,7 @@ async def retry_with_other_status(ctx: CaseContext) -> None:
                                "sent, so they certainly arrive while the round is being verified. Only P1-IDEM-1 "
                                "says that a copy with another status member is identical: a verifier that does not "
                                "wait for the verdict with it deviates from the profile alone (NON-STRICT).")
-async def concurrent_identical(ctx: CaseContext) -> None:
+async def concurrent_identical(ctx: VerifierContext) -> None:
     """Copies of round 1 sent while its append is held (two byte for byte, one with another status) all get the
     one verdict; the log has one record."""
     session = await _opened(ctx)
@@ -126,7 +126,7 @@ async def concurrent_identical(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-004", area="idempotency", section="6.3, 6.9", quote=f"{IDEMPOTENCY} ... {LOST}",
                 level=Level.MUST, rows=(IDEM_ROW, "R-6.9-LOST"))
-async def retry_after_moving_on(ctx: CaseContext) -> None:
+async def retry_after_moving_on(ctx: VerifierContext) -> None:
     """Round 1 re-sent after round 2 committed gets round 1's stored verdict, and round 3 still follows round 2.
 
     Round 2 is a rejected (low) round, so the session's counters changed since
@@ -145,7 +145,7 @@ async def retry_after_moving_on(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.3-IDEMPOTENCY-005", area="idempotency", section="6.3", level=Level.MUST,
                 profile=("P1-IDEM-1",), rows=(IDEM_ROW,))
-async def different_proposal_after_verdict(ctx: CaseContext) -> None:
+async def different_proposal_after_verdict(ctx: VerifierContext) -> None:
     """A different proposal (other tokens) for round 1 after its verdict gets the stored verdict unchanged."""
     session = await _opened(ctx)
     body, stored = await _round_one(ctx, session)
@@ -165,7 +165,7 @@ async def different_proposal_after_verdict(ctx: CaseContext) -> None:
                    "one certainly arrives while round 1 is in flight (P1-IDEM-1: 409 sdcp-stale-base); after the "
                    "append is released, the different proposal gets the stored verdict (§6.3).",
 )
-async def concurrent_different(ctx: CaseContext) -> None:
+async def concurrent_different(ctx: VerifierContext) -> None:
     """A different proposal while round 1 is in flight: 409 stale-base; after the verdict, the stored verdict."""
     session = await _opened(ctx)
     greedy = ctx.greedy(session, 2)

@@ -25,7 +25,7 @@ readings differ, the case says so (INFORMATIONAL) and stops.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.protocol.messages import Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import outcome, rejecting_token, started, still_works
@@ -46,14 +46,14 @@ STATE_NOTE = ("The limit judged is the m_cap the IUT reported in its last verdic
               "the case is INFORMATIONAL.")
 
 
-def reported_cap(ctx: CaseContext, verdict: Verdict) -> int:
+def reported_cap(ctx: VerifierContext, verdict: Verdict) -> int:
     """§6.5.1: the verdict's m_cap, which must lie in 1..m_max (the case stops otherwise)."""
     ctx.require(1 <= verdict.m_cap <= M_MAX, f"round {verdict.round}: the verdict's m_cap {verdict.m_cap} is outside "
                 f"1..m_max = {M_MAX}", row=M_CAP_ROW, expected=f"1 <= m_cap <= {M_MAX}", actual=str(verdict.m_cap))
     return verdict.m_cap
 
 
-async def reduced(ctx: CaseContext) -> tuple[TrackedSession, Verdict]:
+async def reduced(ctx: VerifierContext) -> tuple[TrackedSession, Verdict]:
     """A session whose first round (a = 0) reduced m_cap: with R = 1 and fallback [reduce x3] every round with
     a = 0 reduces (§6.5.2), whatever the verifier's load."""
     session = await started(ctx, m_init=M_INIT, m_max=M_MAX, low_rounds=1, fallback=[1, 1, 1])
@@ -61,7 +61,7 @@ async def reduced(ctx: CaseContext) -> tuple[TrackedSession, Verdict]:
     return session, verdict
 
 
-def below_m_init(ctx: CaseContext, cap: int, state: str) -> bool:
+def below_m_init(ctx: VerifierContext, cap: int, state: str) -> bool:
     """Whether the IUT's m_cap is below min(m_max, m_init), where the two readings of the limit part; if not, say so."""
     if cap < M_INIT:
         return True
@@ -70,7 +70,7 @@ def below_m_init(ctx: CaseContext, cap: int, state: str) -> bool:
     return False
 
 
-async def over_then_at(ctx: CaseContext, session: TrackedSession, limit: int, what: str, *, over_row: str,
+async def over_then_at(ctx: VerifierContext, session: TrackedSession, limit: int, what: str, *, over_row: str,
                        at_row: str) -> None:
     """M = limit + 1 is refused (judged on ``over_row``) and changes nothing; then M = limit is verified for the same
     round (a 422 sdcp-limit for it is a finding on ``at_row``). After an over-limit proposal that was accepted
@@ -89,7 +89,7 @@ async def over_then_at(ctx: CaseContext, session: TrackedSession, limit: int, wh
 @CATALOGUE.case("VER-6.5.1-LIMITS-008", area="limits", section="6.2, 6.5.1, 6.5.2",
                 quote=f"{DRAFT_M} ... {M_CAP} ... {REDUCE} ... {TABLE2}", level=Level.MUST, profile=("P1-CTL-1",),
                 rows=(LIMIT_ROW, M_CAP_ROW), black_box_note=STATE_NOTE)
-async def limit_after_reduce(ctx: CaseContext) -> None:
+async def limit_after_reduce(ctx: VerifierContext) -> None:
     """After a reduce (m_init 6 -> m_cap 3), M = m_cap + 1, within m_init, is 422 sdcp-limit; M = m_cap is verified."""
     session, verdict = await reduced(ctx)
     cap = reported_cap(ctx, verdict)
@@ -102,7 +102,7 @@ async def limit_after_reduce(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.5.1-LIMITS-009", area="limits", section="6.2, 6.5.1",
                 quote=f"{DRAFT_M} ... {M_CAP} ... {TABLE2} ... {RESTORE}", level=Level.MUST,
                 profile=("P1-CTL-1", "P1-CTL-4"), rows=(LIMIT_ROW, M_CAP_ROW), black_box_note=STATE_NOTE)
-async def limit_after_restore(ctx: CaseContext) -> None:
+async def limit_after_restore(ctx: VerifierContext) -> None:
     """After a reduce (6 -> 3) and a good round (P1-CTL-4: 3 -> 4), the last verdict's m_cap is the limit: M = m_cap + 1
     is 422 sdcp-limit, M = m_cap is verified."""
     session, first = await reduced(ctx)
@@ -120,7 +120,7 @@ async def limit_after_restore(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.2-LIMITS-010", area="limits", section="6.2", quote=f"{CTL1} ... {DRAFT_M} ... {TABLE2}",
                 level=Level.PROFILE, profile=("P1-CTL-1",), rows=(ASSIGNMENT_ROW, LIMIT_ROW, M_CAP_ROW),
                 black_box_note=STATE_NOTE)
-async def limit_after_new_assignment(ctx: CaseContext) -> None:
+async def limit_after_new_assignment(ctx: VerifierContext) -> None:
     """After a reduce (6 -> 3), a new assignment with m_init 5 sets the limit: M = 6 is 422 sdcp-limit, M = 5 is
     verified (P1-CTL-1), where the last verdict's m_cap (3) and the earlier m_init (6) say otherwise."""
     session, verdict = await reduced(ctx)

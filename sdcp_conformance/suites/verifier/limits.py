@@ -15,7 +15,7 @@ assignment) are driven in ``limit_readings.py``.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import outcome, still_works
 
@@ -31,7 +31,7 @@ M_CAP = "Each verdict carries m_cap, the largest M the drafter may use in the ne
 LIMIT_ROW = "R-6.2-LIMIT"
 
 
-async def _over_then_at(ctx: CaseContext, session: TrackedSession, limit: int, what: str) -> None:
+async def _over_then_at(ctx: VerifierContext, session: TrackedSession, limit: int, what: str) -> None:
     """M = limit + 1 is refused with 422 sdcp-limit; then M = limit for the same round is verified."""
     answer = await ctx.propose(session, ctx.greedy(session, limit + 1))
     ctx.expect_refusal(answer, ctx.case.primary_row, what=f"{what}: M = {limit + 1} over the limit {limit}")
@@ -41,7 +41,7 @@ async def _over_then_at(ctx: CaseContext, session: TrackedSession, limit: int, w
 
 @CATALOGUE.case("VER-6.2-LIMITS-001", area="limits", section="6.2", quote=f"{DRAFT_M} ... {TABLE2} ... {CTL1}",
                 level=Level.MUST, profile=("P1-CTL-1",), rows=(LIMIT_ROW,))
-async def over_m_init(ctx: CaseContext) -> None:
+async def over_m_init(ctx: VerifierContext) -> None:
     """Before the first verdict, M = m_init + 1 (m_init 3, m_max 8) is 422 sdcp-limit; M = m_init is verified."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, m_init=3)
@@ -51,7 +51,7 @@ async def over_m_init(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.5.1-LIMITS-002", area="limits", section="6.2, 6.5.1",
                 quote=f"{M_CAP} ... {DRAFT_M} ... {TABLE2} ... {CTL1}", level=Level.MUST, profile=("P1-CTL-1",),
                 rows=(LIMIT_ROW, "R-6.5.1-M-CAP"))
-async def over_m_cap(ctx: CaseContext) -> None:
+async def over_m_cap(ctx: VerifierContext) -> None:
     """After a verdict, M = m_cap + 1 (the IUT's own m_cap, when below m_max) is 422; M = m_cap is verified."""
     m_max = 8
     session = await ctx.open_ok(contract=ctx.contract(m_max=m_max))
@@ -68,7 +68,7 @@ async def over_m_cap(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.2-LIMITS-003", area="limits", section="6.2", quote=f"m_max: uint .le 64, ; upper bound on M ... "
                 f"{DRAFT_M} ... {TABLE2}", level=Level.MUST, profile=("P1-CTL-1",), rows=(LIMIT_ROW,))
-async def over_m_max(ctx: CaseContext) -> None:
+async def over_m_max(ctx: VerifierContext) -> None:
     """With m_max 3 and an assignment's m_init 8, M = 4 is 422 sdcp-limit; M = 3 is verified."""
     session = await ctx.open_ok(contract=ctx.contract(m_max=3))
     await ctx.assign_ok(session, m_init=8)
@@ -78,7 +78,7 @@ async def over_m_max(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.2-LIMITS-004", area="limits", section="6.2", quote=f"m_max: uint .le 64, ; upper bound on M ... "
                 f"{DRAFT_M} ... {TABLE2}", level=Level.MUST, profile=("P1-CTL-1",),
                 rows=(LIMIT_ROW, "R-6.5.1-M-CAP"))
-async def over_m_max_after_verdicts(ctx: CaseContext) -> None:
+async def over_m_max_after_verdicts(ctx: VerifierContext) -> None:
     """With m_max 2, after a verdict M = m_cap + 1 (at most 3) is 422 sdcp-limit; M = m_cap is verified."""
     session = await ctx.open_ok(contract=ctx.contract(m_max=2))
     await ctx.assign_ok(session, m_init=2)
@@ -90,7 +90,7 @@ async def over_m_max_after_verdicts(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.2-LIMITS-005", area="limits", section="6.2", level=Level.PROFILE,
                 profile=("P1-CTL-1",), rows=("P1-CTL-1/LATEST-ASSIGNMENT",))
-async def new_assignment_resets_limit(ctx: CaseContext) -> None:
+async def new_assignment_resets_limit(ctx: VerifierContext) -> None:
     """After a verdict, a new assignment with m_init 1 makes M = 2 over the limit (profile) and M = 1 valid."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session, m_init=4)
@@ -109,7 +109,7 @@ async def new_assignment_resets_limit(ctx: CaseContext) -> None:
                       "receiving one in `PUT sessions/{id}/drafter`.",
                 level=Level.PROFILE, profile=("P1-DRF-2", "P1-CTL-1", "P1-JUDGE-4"),
                 rows=("P1-DRF-2/M-INIT-ZERO", LIMIT_ROW))
-async def m_init_zero(ctx: CaseContext) -> None:
+async def m_init_zero(ctx: VerifierContext) -> None:
     """A PUT drafter with m_init 0 is 400 sdcp-bad-message, and the earlier assignment stays in force.
 
     D-JUDGE-M-INIT-ZERO (P1-JUDGE-4, one cause, one finding): a verifier that accepts the assignment deviates
@@ -130,7 +130,7 @@ async def m_init_zero(ctx: CaseContext) -> None:
     await _after_accepted_m_init_zero(ctx, session)
 
 
-async def _after_accepted_m_init_zero(ctx: CaseContext, session: TrackedSession) -> None:
+async def _after_accepted_m_init_zero(ctx: VerifierContext, session: TrackedSession) -> None:
     """The IUT accepted m_init 0: M = 1 is over the limit it accepted, or verified by a clamp to 1; then a valid
     assignment (m_init 4) replaces it and the session goes on."""
     accepted = "the accepted PUT …/drafter with m_init 0"
@@ -148,7 +148,7 @@ async def _after_accepted_m_init_zero(ctx: CaseContext, session: TrackedSession)
 
 @CATALOGUE.case("VER-6.2-LIMITS-007", area="limits", section="6.2, 5.2",
                 level=Level.MUST, profile=("P1-MSG-2",), rows=("R-6.2-EMPTY",))
-async def empty_proposal(ctx: CaseContext) -> None:
+async def empty_proposal(ctx: VerifierContext) -> None:
     """A proposal of M = 0 tokens is refused (400 sdcp-bad-message or 422 sdcp-limit) and commits nothing."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.protocol.messages import Output
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import (
@@ -26,7 +26,7 @@ DELIVERY_QUOTE = ("Committed tokens are delivered with GET output?from=n, which 
 STABLE_QUOTE = "Indices are stable and every output message carries the session epoch"
 
 
-async def _read(ctx: CaseContext, session: TrackedSession, start: int) -> Output:
+async def _read(ctx: VerifierContext, session: TrackedSession, start: int) -> Output:
     return ctx.expect_ok(await ctx.output(session, start, party="drafter-2"), Output, what=f"GET output?from={start}",
                          row="R-6.7-DELIVERY")
 
@@ -34,7 +34,7 @@ async def _read(ctx: CaseContext, session: TrackedSession, start: int) -> Output
 OUTPUT_ROWS = ("R-6.7-DELIVERY", "R-6.7-STABLE")
 
 
-async def _rounds(ctx: CaseContext, session: TrackedSession, count: int) -> None:
+async def _rounds(ctx: VerifierContext, session: TrackedSession, count: int) -> None:
     for step in range(count):
         tokens = [rejecting_token(session)] if step % 3 == 2 else ctx.greedy(session, 3)
         await ctx.propose_ok(session, tokens)
@@ -42,7 +42,7 @@ async def _rounds(ctx: CaseContext, session: TrackedSession, count: int) -> None
 
 @CATALOGUE.case("VER-6.7-OUTPUT-001", area="output", section="6.7", quote=DELIVERY_QUOTE + " ... " + STABLE_QUOTE,
                 level=Level.MUST, profile=("P1-OUT-1",), rows=OUTPUT_ROWS)
-async def from_zero(ctx: CaseContext) -> None:
+async def from_zero(ctx: VerifierContext) -> None:
     """After three rounds, output?from=0 returns every committed token, the epoch, and final false."""
     session = await started(ctx)
     await _rounds(ctx, session, 3)
@@ -53,7 +53,7 @@ async def from_zero(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.7-OUTPUT-002", area="output", section="6.7", quote=DELIVERY_QUOTE + " ... " + STABLE_QUOTE,
                 level=Level.MUST, profile=("P1-OUT-1",), rows=("R-6.7-STABLE", "R-6.7-DELIVERY"))
-async def stable_indices(ctx: CaseContext) -> None:
+async def stable_indices(ctx: VerifierContext) -> None:
     """Reads from several indices, before and after more rounds, agree token by token."""
     session = await started(ctx)
     await _rounds(ctx, session, 2)
@@ -74,7 +74,7 @@ async def stable_indices(ctx: CaseContext) -> None:
     black_box_note="The read is sent before the proposal; if the server's wait ends first (an empty answer), "
                    "the case reads again, so a short server-chosen wait is accepted.",
 )
-async def long_poll(ctx: CaseContext) -> None:
+async def long_poll(ctx: VerifierContext) -> None:
     """A read waiting at index n = committed returns the next round's tokens once it commits."""
     session = await started(ctx)
     await _rounds(ctx, session, 1)
@@ -97,7 +97,7 @@ async def long_poll(ctx: CaseContext) -> None:
     rows=("P1-OUT-1/WAIT", "R-6.7-DELIVERY", "R-6.7-STABLE"),
     timeout_s=45.0,
 )
-async def beyond_committed(ctx: CaseContext) -> None:
+async def beyond_committed(ctx: VerifierContext) -> None:
     """from > committed: the read waits and returns no tokens (not an error, not tokens from elsewhere)."""
     session = await started(ctx)
     await _rounds(ctx, session, 1)
@@ -113,7 +113,7 @@ async def beyond_committed(ctx: CaseContext) -> None:
     ctx.check(output.epoch == session.epoch, "the output does not carry the session epoch", row="R-6.7-STABLE")
 
 
-def _check_empty_from(ctx: CaseContext, output: Output, start: int) -> None:
+def _check_empty_from(ctx: VerifierContext, output: Output, start: int) -> None:
     """An answer with no tokens still says where they would start: at the index asked (§6.7 "the tokens committed at
     output indices n and later"); another ``from`` claims that nothing is committed there."""
     ctx.check(output.from_ == start, f"output?from={start} answered with no tokens from index {output.from_}",
@@ -122,7 +122,7 @@ def _check_empty_from(ctx: CaseContext, output: Output, start: int) -> None:
 
 @CATALOGUE.case("VER-6.7-OUTPUT-005", area="output", section="6.7", level=Level.MUST,
                 profile=("P1-OUT-1",), rows=("R-6.7-FINAL", "R-6.7-DELIVERY"))
-async def final_after_finish(ctx: CaseContext) -> None:
+async def final_after_finish(ctx: VerifierContext) -> None:
     """After finish, a read of the last index returns final true with finish 4 (and the last token)."""
     session = (await finished_session(ctx)).session
     start = len(session.output) - 1
@@ -135,7 +135,7 @@ async def final_after_finish(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.7-OUTPUT-006", area="output", section="6.7", level=Level.MUST,
                 profile=("P1-OUT-1",), rows=("R-6.7-FINAL", "R-6.7-DELIVERY"))
-async def final_after_fail(ctx: CaseContext) -> None:
+async def final_after_fail(ctx: VerifierContext) -> None:
     """After fail, output from 0 returns the committed tokens with final true and finish 5."""
     session = (await failed_session(ctx)).session
     output = await _read(ctx, session, 0)
@@ -150,7 +150,7 @@ async def final_after_fail(ctx: CaseContext) -> None:
     rows=("P1-OUT-1/AFTER-FINAL", "R-6.7-DELIVERY"),
     timeout_s=45.0,
 )
-async def after_final(ctx: CaseContext) -> None:
+async def after_final(ctx: VerifierContext) -> None:
     """After the final message, a read from the committed length returns final true and no tokens at once."""
     session = (await finished_session(ctx)).session
     answer = await ctx.output(session, len(session.output), party="drafter-2")

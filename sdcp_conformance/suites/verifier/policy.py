@@ -8,7 +8,7 @@ and new profiles usually give different outcomes.
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.protocol.messages import Output, SessionState
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import check_output, check_stale_state, started
@@ -29,20 +29,20 @@ from sdcp_conformance.suites.verifier.session import UNKNOWN_KEYS
 APPLY_QUOTE = "The verifier applies the new profile to rounds numbered from_round and later"
 
 
-async def _seeded(ctx: CaseContext) -> tuple[TrackedSession, dict[str, int], int]:
+async def _seeded(ctx: VerifierContext) -> tuple[TrackedSession, dict[str, int], int]:
     seed = ctx.rng.randrange(1, 2**63)
     sampling = {"temperature_milli": 1000, "seed": seed}
     session = await started(ctx, rule=2, sampling=dict(sampling), max_new=200)
     return session, sampling, seed
 
 
-async def _policy_ok(ctx: CaseContext, session: TrackedSession, from_round: int, sampling: dict[str, int]) -> None:
+async def _policy_ok(ctx: VerifierContext, session: TrackedSession, from_round: int, sampling: dict[str, int]) -> None:
     state = ctx.expect_ok(await ctx.policy(session, from_round, sampling), SessionState, what="POST policy",
                           row="R-6.6-APPLY")
     ctx.check_state(session, state, "POST policy")
 
 
-async def _distinguishing_round(ctx: CaseContext, session: TrackedSession, judge: Rule2Judge,
+async def _distinguishing_round(ctx: VerifierContext, session: TrackedSession, judge: Rule2Judge,
                                 right: dict[str, int], wrong: dict[str, int]) -> None:
     """One round judged under ``right``, with a proposal whose accepted count under ``wrong`` differs."""
     for _ in range(200):
@@ -57,7 +57,7 @@ async def _distinguishing_round(ctx: CaseContext, session: TrackedSession, judge
 
 @CATALOGUE.case("VER-6.6-POLICY-001", area="policy", section="6.6", level=Level.MUST,
                 profile=("P1-POL-1", "P1-SAMP-4"), rows=("R-6.6-APPLY", *RULE2_ROWS))
-async def applies_from_round(ctx: CaseContext) -> None:
+async def applies_from_round(ctx: VerifierContext) -> None:
     """A policy for round n+2 (temperature 0) leaves round n+1 on the old profile and governs n+2 and later."""
     session, old, seed = await _seeded(ctx)
     judge = Rule2Judge(ctx, accept_row="R-6.6-APPLY")
@@ -74,7 +74,7 @@ async def applies_from_round(ctx: CaseContext) -> None:
     "VER-6.6-POLICY-002", area="policy", section="6.6", level=Level.PROFILE, profile=("P1-POL-1", "P1-ERR-2"),
     rows=("P1-POL-1/STALE", "P1-ERR-2/ENCODING"),
 )
-async def stale_from_round(ctx: CaseContext) -> None:
+async def stale_from_round(ctx: VerifierContext) -> None:
     """from_round equal to the current round: 409 sdcp-stale-base carrying the current session-state."""
     session = await started(ctx)
     await ctx.propose_ok(session, ctx.greedy(session, 2))
@@ -86,7 +86,7 @@ async def stale_from_round(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.6-POLICY-003", area="policy", section="6.6",
                 level=Level.MUST, rows=("R-6.6-OUTPUT", "R-6.6-APPLY", *RULE2_ROWS))
-async def output_unchanged(ctx: CaseContext) -> None:
+async def output_unchanged(ctx: VerifierContext) -> None:
     """Output read before and after a policy (and a round under it) keeps every committed token."""
     session, _, seed = await _seeded(ctx)
     judge = Rule2Judge(ctx, accept_row="R-6.6-APPLY")
@@ -114,7 +114,7 @@ async def output_unchanged(ctx: CaseContext) -> None:
                    "follows the earlier policy there is NON-STRICT, an outcome that follows neither is FAILED "
                    "(§6.4 decides it under either profile).",
 )
-async def latest_policy_wins(ctx: CaseContext) -> None:
+async def latest_policy_wins(ctx: VerifierContext) -> None:
     """Policies for n+1 (temperature 0) and n+2 (temperature 0.8, top-k 4): each round uses the latest applicable."""
     session, _, seed = await _seeded(ctx)
     first = {"temperature_milli": 0, "seed": seed}
@@ -128,7 +128,7 @@ async def latest_policy_wins(ctx: CaseContext) -> None:
     judge.finish()
 
 
-async def _round_under_either(ctx: CaseContext, session: TrackedSession, judge: Rule2Judge, source: QSource, *,
+async def _round_under_either(ctx: VerifierContext, session: TrackedSession, judge: Rule2Judge, source: QSource, *,
                               latest: dict[str, int], earlier: dict[str, int]) -> None:
     """A round two policies apply to: the latest one's outcome passes, the earlier one's is P1-POL-1's deviation."""
     proposal = sample_proposal(ctx, session, source, 3)
@@ -150,7 +150,7 @@ async def _round_under_either(ctx: CaseContext, session: TrackedSession, judge: 
           "accepted only from identities in the verifier's configured router list; others get 403 with "
           "`sdcp-not-assigned`.",
 )
-async def policy_from_drafter(ctx: CaseContext) -> None:
+async def policy_from_drafter(ctx: VerifierContext) -> None:
     """A policy sent by the assigned drafter (not a router): 403 sdcp-not-assigned, and it has no effect."""
     session, old, seed = await _seeded(ctx)
     answer = await ctx.policy(session, session.round + 1, {"temperature_milli": 0, "seed": seed}, party="drafter-1")
@@ -163,7 +163,7 @@ async def policy_from_drafter(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.6-POLICY-006", area="policy", section="6.6",
                 level=Level.MUST, profile=("P1-POL-1",),
                 rows=("R-6.6-RULE", "R-5.2-UNKNOWN-KEYS", *RULE2_ROWS))
-async def rule_unchanged(ctx: CaseContext) -> None:
+async def rule_unchanged(ctx: VerifierContext) -> None:
     """A policy carrying an extra `rule: 1` member (unknown there, ignored) leaves rule 2 in force."""
     session, old, _ = await _seeded(ctx)
     body = {"session": session.id, "from_round": session.round + 1, "sampling": dict(old), "rule": 1}
@@ -178,7 +178,7 @@ async def rule_unchanged(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.6-POLICY-007", area="policy", section="5.2, 6.6",
                 quote=f"{UNKNOWN_KEYS} ... {APPLY_QUOTE}",
                 level=Level.MUST, profile=("P1-POL-1",), rows=("R-5.2-UNKNOWN-KEYS", "R-6.6-APPLY", *RULE2_ROWS))
-async def unknown_key_in_policy_sampling(ctx: CaseContext) -> None:
+async def unknown_key_in_policy_sampling(ctx: VerifierContext) -> None:
     """A policy whose sampling map carries an unknown key (a policy is not the contract: the key is ignored) is
     accepted and governs the rounds from its from_round."""
     session, old, seed = await _seeded(ctx)

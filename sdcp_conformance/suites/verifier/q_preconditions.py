@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 import numpy as np
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import cache_path, require_nothing_committed, started
@@ -37,7 +37,7 @@ RETRY_NOTE = ("Whether a random value was drawn cannot be seen; the case checks 
               "that a valid proposal for the same round then gets exactly the seeded outcome.")
 
 
-async def seeded_session(ctx: CaseContext) -> tuple[TrackedSession, dict[str, int]]:
+async def seeded_session(ctx: VerifierContext) -> tuple[TrackedSession, dict[str, int]]:
     sampling = {**SAMPLING, "seed": ctx.rng.randrange(1, 2**63)}
     return await started(ctx, rule=2, sampling=dict(sampling), max_new=200), sampling
 
@@ -46,7 +46,7 @@ UNAVAILABLE_ROW = "R-6.3-Q-UNAVAILABLE"
 ZERO_ROW = "R-6.4-ZERO-Q"
 
 
-async def then_valid_round(ctx: CaseContext, session: TrackedSession, sampling: dict[str, int]) -> None:
+async def then_valid_round(ctx: VerifierContext, session: TrackedSession, sampling: dict[str, int]) -> None:
     """The refused round had no verdict: a valid proposal for it now gets exactly the seeded outcome."""
     require_nothing_committed(ctx, session, "after the refused proposal")
     judge = Rule2Judge(ctx)
@@ -54,11 +54,11 @@ async def then_valid_round(ctx: CaseContext, session: TrackedSession, sampling: 
     judge.finish()
 
 
-def _drafted(ctx: CaseContext, session: TrackedSession, m: int = 3) -> DraftedProposal:
+def _drafted(ctx: VerifierContext, session: TrackedSession, m: int = 3) -> DraftedProposal:
     return sample_proposal(ctx, session, draft_q("bigram-draft-near", SAMPLING), m)
 
 
-async def _unavailable(ctx: CaseContext,
+async def _unavailable(ctx: VerifierContext,
                        send: Callable[[TrackedSession, DraftedProposal], Awaitable[Answer]]) -> None:
     session, sampling = await seeded_session(ctx)
     answer = await send(session, _drafted(ctx, session))
@@ -72,7 +72,7 @@ async def _unavailable(ctx: CaseContext,
     black_box_note="Without a q_rows member the verifier cannot obtain the rows, so §6.3 names the refusal: "
                    "409 sdcp-q-unavailable (P1-Q-1 says the same); another answer is FAILED.",
 )
-async def no_q_rows(ctx: CaseContext) -> None:
+async def no_q_rows(ctx: VerifierContext) -> None:
     """Rule 2 proposal without q_rows: 409 sdcp-q-unavailable, nothing committed, the round still open."""
     async def send(session: TrackedSession, proposal: DraftedProposal) -> Answer:
         return await ctx.propose(session, proposal.tokens)
@@ -84,14 +84,14 @@ async def no_q_rows(ctx: CaseContext) -> None:
     profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
     black_box_note=RETRY_NOTE,
 )
-async def q_object_missing(ctx: CaseContext) -> None:
+async def q_object_missing(ctx: VerifierContext) -> None:
     """q_rows names an object the cache does not hold (404): q-unavailable, then the round succeeds."""
     async def send(session: TrackedSession, proposal: DraftedProposal) -> Answer:
         return await ctx.propose(session, proposal.tokens, q_rows=ctx.cache_uri(f"absent-{session.id.hex()}"))
     await _unavailable(ctx, send)
 
 
-async def _faulted(ctx: CaseContext, arm: Callable[[str], int]) -> None:
+async def _faulted(ctx: VerifierContext, arm: Callable[[str], int]) -> None:
     async def send(session: TrackedSession, proposal: DraftedProposal) -> Answer:
         uri = publish(ctx, session, proposal)
         fault = arm(cache_path(uri))
@@ -107,7 +107,7 @@ async def _faulted(ctx: CaseContext, arm: Callable[[str], int]) -> None:
     profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
     black_box_note=RETRY_NOTE + " The cache answers 503 to every GET of the rows meanwhile.",
 )
-async def q_object_unreadable(ctx: CaseContext) -> None:
+async def q_object_unreadable(ctx: VerifierContext) -> None:
     """Every GET of the q rows fails with 503: q-unavailable, nothing committed, then the round succeeds."""
     await _faulted(ctx, lambda path: ctx.cache.faults.fail_gets(path, 100, status=503))
 
@@ -117,7 +117,7 @@ async def q_object_unreadable(ctx: CaseContext) -> None:
     profile=("P1-Q-1",), rows=(UNAVAILABLE_ROW, *RULE2_ROWS),
     black_box_note=RETRY_NOTE + " Every GET of the rows is reset meanwhile.",
 )
-async def q_object_reset(ctx: CaseContext) -> None:
+async def q_object_reset(ctx: VerifierContext) -> None:
     """Every GET of the q rows is reset mid-stream: q-unavailable, nothing committed, then the round succeeds."""
     await _faulted(ctx, lambda path: ctx.cache.faults.transport_gets(path, 100))
 
@@ -126,7 +126,7 @@ async def q_object_reset(ctx: CaseContext) -> None:
     "VER-6.3-QPRE-005", area="q-preconditions", section="6.4", quote=ZERO_QUOTE, level=Level.MUST,
     rows=(ZERO_ROW, *RULE2_ROWS), black_box_note=RETRY_NOTE,
 )
-async def zero_q_first(ctx: CaseContext) -> None:
+async def zero_q_first(ctx: VerifierContext) -> None:
     """q[1](x[1]) = 0: 422 sdcp-bad-proposal, nothing committed, the round then gets the seeded outcome."""
     session, sampling = await seeded_session(ctx)
     proposal = _drafted(ctx, session)
@@ -143,7 +143,7 @@ async def zero_q_first(ctx: CaseContext) -> None:
     black_box_note="x[1] lies outside top-k (p = 0), so it is rejected whatever r is: a verifier that checks q "
                    "lazily while evaluating positions stops at x[1] and never sees the zero at x[3]. " + RETRY_NOTE,
 )
-async def zero_q_after_certain_rejection(ctx: CaseContext) -> None:
+async def zero_q_after_certain_rejection(ctx: VerifierContext) -> None:
     """q[3](x[3]) = 0 behind a certain rejection at x[1]: still 422, nothing committed."""
     session, sampling = await seeded_session(ctx)
     p1 = p_row(session.model, session.context, SAMPLING)
@@ -161,7 +161,7 @@ def _corrupt_case(case_id: str, title: str, mutate: Callable[[DraftedProposal], 
                   note: str, *, quote: str | None = None) -> None:
     """Declare one case: a malformed q_rows object is refused as ``row`` says, nothing committed."""
 
-    async def run(ctx: CaseContext) -> None:
+    async def run(ctx: VerifierContext) -> None:
         session, sampling = await seeded_session(ctx)
         proposal = _drafted(ctx, session)
         uri = ctx.put_object(f"q-bad-{session.id.hex()[:8]}", mutate(proposal))

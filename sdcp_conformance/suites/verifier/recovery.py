@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.chain import extend_digest
 from sdcp_conformance.protocol.codec import encode
@@ -53,7 +53,7 @@ def _old_epoch_log(session: TrackedSession, tokens: list[int]) -> bytes:
     return data
 
 
-def _resume(ctx: CaseContext, session: TrackedSession, **overrides: Any) -> dict[str, Any]:
+def _resume(ctx: VerifierContext, session: TrackedSession, **overrides: Any) -> dict[str, Any]:
     uri = ctx.put_object(f"committed-{session.id.hex()}-{session.epoch}", encode(list(session.output)))
     member = {"round": session.round, "committed": len(session.output), "digest": session.digest,
               "committed_tokens": uri}
@@ -61,7 +61,7 @@ def _resume(ctx: CaseContext, session: TrackedSession, **overrides: Any) -> dict
     return member
 
 
-async def _fresh_resumed(ctx: CaseContext, *, what: str = "POST sessions with resume", row: str = "R-6.9-RESUME",
+async def _fresh_resumed(ctx: VerifierContext, *, what: str = "POST sessions with resume", row: str = "R-6.9-RESUME",
                          contract: dict[str, Any] | None = None, **resume_members: Any) -> TrackedSession:
     """A session the IUT never saw, opened with epoch 2 and resume after two old-epoch rounds (``resume_members``
     added to the resume member; a refusal of the open is judged on ``row``)."""
@@ -75,7 +75,7 @@ async def _fresh_resumed(ctx: CaseContext, *, what: str = "POST sessions with re
     return session
 
 
-async def _first_round_resumed(ctx: CaseContext, session: TrackedSession, tokens: list[int]) -> Verdict:
+async def _first_round_resumed(ctx: VerifierContext, session: TrackedSession, tokens: list[int]) -> Verdict:
     """The first proposal at the epoch the session was resumed with: refusing it (a 409 sdcp-stale-epoch, say)
     means the verifier did not take up that epoch, which §6.9 opens it with (R-6.9-RESUME)."""
     answer = await ctx.propose(session, tokens)
@@ -83,7 +83,7 @@ async def _first_round_resumed(ctx: CaseContext, session: TrackedSession, tokens
                          row="R-6.9-RESUME")
 
 
-async def _greedy_round_resumed(ctx: CaseContext, session: TrackedSession, what: str) -> Verdict:
+async def _greedy_round_resumed(ctx: VerifierContext, session: TrackedSession, what: str) -> Verdict:
     """The first round after the resume, greedy (rule 1): its verdict must commit the target's tokens."""
     greedy = ctx.greedy(session, 3)
     verdict = await _first_round_resumed(ctx, session, greedy[:2])
@@ -92,7 +92,7 @@ async def _greedy_round_resumed(ctx: CaseContext, session: TrackedSession, what:
     return verdict
 
 
-def _check_resumed(ctx: CaseContext, session: TrackedSession, state: SessionState) -> None:
+def _check_resumed(ctx: VerifierContext, session: TrackedSession, state: SessionState) -> None:
     ctx.check_state(session, state, "session-state after resume")
     ctx.require(state.epoch == session.epoch and state.round == session.round, row="R-6.9-RESUME",
                 message=f"the resumed session-state has epoch {state.epoch} and round {state.round}",
@@ -100,7 +100,7 @@ def _check_resumed(ctx: CaseContext, session: TrackedSession, state: SessionStat
                 actual=f"epoch {state.epoch}, round {state.round}")
 
 
-async def _existing_failover(ctx: CaseContext) -> TrackedSession:
+async def _existing_failover(ctx: VerifierContext) -> TrackedSession:
     """A session served at epoch 1 for two rounds, then failed over to epoch 2 at the same verifier."""
     session = await started(ctx)
     for _ in range(2):
@@ -118,7 +118,7 @@ async def _existing_failover(ctx: CaseContext) -> TrackedSession:
 
 @CATALOGUE.case("VER-6.9-RESUME-001", area="recovery", section="6.9", level=Level.MUST,
                 profile=("P1-RTR-6", "P1-MLC-2"), rows=("R-6.9-RESUME",))
-async def fresh_resume_state(ctx: CaseContext) -> None:
+async def fresh_resume_state(ctx: VerifierContext) -> None:
     """A session-open with epoch 2 and resume answers session-state with that round, committed and digest."""
     await _fresh_resumed(ctx)
 
@@ -129,7 +129,7 @@ async def fresh_resume_state(ctx: CaseContext) -> None:
     quote="It then informs the verifier of the drafter and sends a new assignment. ... A commit record appended by "
           "a verifier MUST carry the session's current epoch and follow the last record it wrote.",
 )
-async def fresh_resume_continues(ctx: CaseContext) -> None:
+async def fresh_resume_continues(ctx: VerifierContext) -> None:
     """After resume and PUT drafter, rounds continue greedily from the resumed prefix; records carry epoch 2."""
     session = await _fresh_resumed(ctx)
     await ctx.assign_ok(session)
@@ -146,7 +146,7 @@ async def fresh_resume_continues(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.9-RESUME-003", area="recovery", section="6.3, 6.9",
                 level=Level.MUST, rows=("R-6.3-FENCING", "R-6.9-RESUME"))
-async def fresh_resume_old_epoch(ctx: CaseContext) -> None:
+async def fresh_resume_old_epoch(ctx: VerifierContext) -> None:
     """After resume at epoch 2, a proposal carrying epoch 1 gets 409 sdcp-stale-epoch and commits nothing."""
     session = await _fresh_resumed(ctx)
     await ctx.assign_ok(session)
@@ -162,7 +162,7 @@ async def fresh_resume_old_epoch(ctx: CaseContext) -> None:
                    "not reproduce; resuming from it would extend an unverifiable prefix, so any 4xx passes and "
                    "acceptance is NON-STRICT (D-JUDGE-2).",
 )
-async def resume_digest_mismatch(ctx: CaseContext) -> None:
+async def resume_digest_mismatch(ctx: VerifierContext) -> None:
     """A resume whose digest does not match committed_tokens over d[0] is refused (any 4xx)."""
     session = ctx.track(epoch=2)
     session.output = greedy_continuation(session.model, session.prompt, 4)
@@ -180,7 +180,7 @@ async def resume_digest_mismatch(ctx: CaseContext) -> None:
     quote="A `session-open` with `resume` and a higher epoch is a failover (§6.9), not a conflict. ... "
           + STALE_QUOTE,
 )
-async def existing_session_failover(ctx: CaseContext) -> None:
+async def existing_session_failover(ctx: VerifierContext) -> None:
     """An existing epoch-1 session reopened with epoch 2 and resume: epoch-2 rounds continue, epoch 1 is stale."""
     session = await _existing_failover(ctx)
     await ctx.assign_ok(session)
@@ -196,7 +196,7 @@ async def existing_session_failover(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.9-RESUME-006", area="recovery", section="6.7, 6.9", level=Level.MUST,
                 profile=("P1-OUT-1",), rows=("R-6.7-STABLE", "R-6.9-RESUME", "R-6.7-RESUMED-PREFIX"))
-async def resumed_output_epoch(ctx: CaseContext) -> None:
+async def resumed_output_epoch(ctx: VerifierContext) -> None:
     """After resume, output messages carry epoch 2 and the new tokens sit at their stable indices."""
     session = await _fresh_resumed(ctx)
     await ctx.assign_ok(session)
@@ -215,7 +215,7 @@ async def resumed_output_epoch(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.9-RESUME-007", area="recovery", section="5.2, 6.9", quote=f"{UNKNOWN_KEYS} ... {RESUME_QUOTE}",
                 level=Level.MUST, rows=("R-5.2-UNKNOWN-KEYS", "R-6.9-RESUME", "R-6.4-RULE1"))
-async def unknown_key_in_resume(ctx: CaseContext) -> None:
+async def unknown_key_in_resume(ctx: VerifierContext) -> None:
     """A resume member carrying an unknown key (a session-open's resume is not the contract: the key is ignored)
     opens the resumed session, whose rounds continue greedily from the resumed prefix."""
     session = await _fresh_resumed(ctx, what="POST sessions with a resume that has an unknown key",
@@ -233,7 +233,7 @@ async def unknown_key_in_resume(ctx: CaseContext) -> None:
                    "discards an event of an epoch older than the session's, so after a failover it would never "
                    "switch the drafter.",
 )
-async def switch_event_after_resume(ctx: CaseContext) -> None:
+async def switch_event_after_resume(ctx: VerifierContext) -> None:
     """A session resumed at epoch 2 escalates to switch: its event of kind 2 carries epoch 2 and the current n, d[n]."""
     session = await _fresh_resumed(ctx, contract=ctx.contract(low_rounds=1, fallback=[2, 5]))
     await ctx.assign_ok(session)

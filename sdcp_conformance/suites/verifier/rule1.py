@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.models.registry import load_manifest
 from sdcp_conformance.oracle.greedy import argmax_smallest, greedy_continuation, next_logits
 from sdcp_conformance.protocol.messages import Verdict
@@ -29,20 +29,20 @@ def _wrong(expected: int) -> int:
     return 3 if expected != 3 else 4
 
 
-def _require_round(ctx: CaseContext, verdict: Verdict, accepted: int, emitted: list[int]) -> None:
+def _require_round(ctx: VerifierContext, verdict: Verdict, accepted: int, emitted: list[int]) -> None:
     ctx.check(verdict.accepted == accepted and list(verdict.emitted) == emitted,
               f"round {verdict.round}: rule 1 gives a = {accepted} and emitted {emitted}",
               expected=f"a = {accepted}, emitted {emitted}",
               actual=f"a = {verdict.accepted}, emitted {list(verdict.emitted)}")
 
 
-def _require_greedy_output(ctx: CaseContext, session: TrackedSession) -> None:
+def _require_greedy_output(ctx: VerifierContext, session: TrackedSession) -> None:
     expected = greedy_continuation(session.model, session.prompt, len(session.output))
     ctx.check(session.output == expected, "the committed output is not the target's greedy decoding",
               expected=str(expected), actual=str(session.output))
 
 
-async def _round_with_wrong_at(ctx: CaseContext, position: int, m: int) -> None:
+async def _round_with_wrong_at(ctx: VerifierContext, position: int, m: int) -> None:
     """Propose m tokens, correct up to ``position`` (0-based) and wrong there: a = position."""
     session = await started(ctx)
     greedy = ctx.greedy(session, m + 1)
@@ -58,21 +58,21 @@ async def _round_with_wrong_at(ctx: CaseContext, position: int, m: int) -> None:
 
 @CATALOGUE.case("VER-6.4-RULE1-001", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
                 rows=("R-6.4-RULE1",))
-async def prefix_then_garbage(ctx: CaseContext) -> None:
+async def prefix_then_garbage(ctx: VerifierContext) -> None:
     """Two correct tokens then garbage: a = 2 and the additional token is argmax p[3]."""
     await _round_with_wrong_at(ctx, 2, 4)
 
 
 @CATALOGUE.case("VER-6.4-RULE1-002", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
                 rows=("R-6.4-RULE1",))
-async def all_correct(ctx: CaseContext) -> None:
+async def all_correct(ctx: VerifierContext) -> None:
     """All M tokens correct: a = M and the bonus is argmax p[M+1]."""
     await _round_with_wrong_at(ctx, 4, 4)
 
 
 @CATALOGUE.case("VER-6.4-RULE1-003", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
                 rows=("R-6.4-RULE1",))
-async def first_wrong(ctx: CaseContext) -> None:
+async def first_wrong(ctx: VerifierContext) -> None:
     """The first token wrong: a = 0 and the only emitted token is argmax p[1]."""
     await _round_with_wrong_at(ctx, 0, 3)
 
@@ -89,7 +89,7 @@ def _tie_context() -> int:
 
 @CATALOGUE.case("VER-6.4-RULE1-004", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
                 rows=("R-6.4-RULE1",))
-async def tie_larger_rejected(ctx: CaseContext) -> None:
+async def tie_larger_rejected(ctx: VerifierContext) -> None:
     """At an exact tie the larger id is not argmax: proposing it gives a = 0 and the smaller id."""
     last = _tie_context()
     session = await started(ctx, prompt=(5, 9, last))
@@ -100,7 +100,7 @@ async def tie_larger_rejected(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.4-RULE1-005", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
                 rows=("R-6.4-RULE1",))
-async def tie_smaller_accepted(ctx: CaseContext) -> None:
+async def tie_smaller_accepted(ctx: VerifierContext) -> None:
     """At an exact tie the smaller id is argmax: proposing it is accepted."""
     last = _tie_context()
     session = await started(ctx, prompt=(5, 9, last))
@@ -112,7 +112,7 @@ async def tie_smaller_accepted(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.4-RULE1-006", area="rule-1", section="6.4", quote=ACCEPT_QUOTE, level=Level.MUST,
                 rows=("R-6.4-RULE1",))
-async def tie_at_bonus(ctx: CaseContext) -> None:
+async def tie_at_bonus(ctx: VerifierContext) -> None:
     """A tie at p[M+1]: the bonus token is the smaller of the tied ids."""
     lead = next(t for t in range(3, 128) if len(_tie_after(argmax_smallest(next_logits("bigram", [t])))) >= 2)
     session = await started(ctx, prompt=(7, lead))
@@ -123,7 +123,7 @@ async def tie_at_bonus(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.4-RULE1-007", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST,
                 rows=("R-6.4-RULE1",))
-async def garbage_drafter(ctx: CaseContext) -> None:
+async def garbage_drafter(ctx: VerifierContext) -> None:
     """A drafter proposing random tokens for twelve rounds still yields exactly greedy output."""
     session = await started(ctx, max_new=200)
     limit = 4
@@ -136,7 +136,7 @@ async def garbage_drafter(ctx: CaseContext) -> None:
     _require_greedy_output(ctx, session)
 
 
-def _ctx_prompt(ctx: CaseContext) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _ctx_prompt(ctx: VerifierContext) -> tuple[tuple[int, ...], tuple[int, ...]]:
     prompts = load_manifest().greedy_prompts().prompts
     chosen = prompts[ctx.rng.randrange(len(prompts))]
     return chosen.tokens, chosen.greedy
@@ -151,7 +151,7 @@ def _ctx_prompt(ctx: CaseContext) -> tuple[tuple[int, ...], tuple[int, ...]]:
                    "that changes an argmax depends on the prompt, so all of them run (one session each, "
                    "concurrently) rather than one chosen by the seed.",
 )
-async def ctx_rollback(ctx: CaseContext) -> None:
+async def ctx_rollback(ctx: VerifierContext) -> None:
     """ctx model: a rejection in mid-proposal, then more rounds, still match greedy decoding (KV rolled back)."""
     prompts = load_manifest().greedy_prompts().prompts
     async with asyncio.TaskGroup() as group:
@@ -159,7 +159,7 @@ async def ctx_rollback(ctx: CaseContext) -> None:
             group.create_task(_rollback_rounds(ctx, chosen.tokens, chosen.greedy))
 
 
-async def _rollback_rounds(ctx: CaseContext, prompt: tuple[int, ...], greedy: tuple[int, ...]) -> None:
+async def _rollback_rounds(ctx: VerifierContext, prompt: tuple[int, ...], greedy: tuple[int, ...]) -> None:
     session = await started(ctx, "ctx", prompt=prompt, max_new=64)
     wrong = [_wrong(greedy[1]), _wrong(greedy[2]) + 7, 90]
     verdict = await ctx.propose_ok(session, [greedy[0], *wrong])
@@ -181,7 +181,7 @@ async def _rollback_rounds(ctx: CaseContext, prompt: tuple[int, ...], greedy: tu
     requires=("model:ctx",),
     black_box_note="Expected tokens are the manifest's greedy continuation (bf16-safe margins).",
 )
-async def ctx_garbage_drafter(ctx: CaseContext) -> None:
+async def ctx_garbage_drafter(ctx: VerifierContext) -> None:
     """ctx model: random proposals with random correct prefixes for many rounds give the greedy output."""
     prompt, greedy = _ctx_prompt(ctx)
     session = await started(ctx, "ctx", prompt=prompt, max_new=64)
@@ -199,7 +199,7 @@ async def ctx_garbage_drafter(ctx: CaseContext) -> None:
     "VER-6.4-RULE1-010", area="rule-1", section="6.4", quote=IDENTITY_QUOTE, level=Level.MUST, rows=("R-6.4-RULE1",),
     profile=("P1-SAMP-1",),
 )
-async def rule1_ignores_sampling(ctx: CaseContext) -> None:
+async def rule1_ignores_sampling(ctx: VerifierContext) -> None:
     """Rule 1 with temperature 1.5, top-k 3 and a seed: argmax is unchanged, so the output is still greedy."""
     session = await started(ctx, sampling={"temperature_milli": 1500, "top_k": 3, "seed": 7})
     for _ in range(4):

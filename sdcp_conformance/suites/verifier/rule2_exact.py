@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.protocol.messages import Verdict
 from sdcp_conformance.suites.verifier import CATALOGUE
@@ -46,20 +46,20 @@ SEEDED_NOTE = ("The drawn token is judged at profile level (P1-SAMP-2 fixes the 
                "drawn token alone is NON-STRICT; acceptance decisions and the support of the draw are strict.")
 
 
-def _sampling(ctx: CaseContext, **profile: int) -> dict[str, int]:
+def _sampling(ctx: VerifierContext, **profile: int) -> dict[str, int]:
     return {"seed": ctx.rng.randrange(1, 2**63), **profile}
 
 
-async def _seeded_session(ctx: CaseContext, sampling: Mapping[str, int], **contract: Any) -> TrackedSession:
+async def _seeded_session(ctx: VerifierContext, sampling: Mapping[str, int], **contract: Any) -> TrackedSession:
     return await started(ctx, rule=2, sampling=dict(sampling), max_new=contract.pop("max_new", 200), **contract)
 
 
-async def _seeded_rounds(ctx: CaseContext, sources: list[QSource], m: int, **profile: int) -> list[Verdict]:
+async def _seeded_rounds(ctx: VerifierContext, sources: list[QSource], m: int, **profile: int) -> list[Verdict]:
     """Open a seeded rule-2 session and run one judged round per q source."""
     return await _judged_rounds(ctx, sources, m, profile)
 
 
-async def _judged_rounds(ctx: CaseContext, sources: list[QSource], m: int, profile: Mapping[str, int], *,
+async def _judged_rounds(ctx: VerifierContext, sources: list[QSource], m: int, profile: Mapping[str, int], *,
                          orders: bool = False) -> list[Verdict]:
     """:func:`_seeded_rounds` (``orders``: see :func:`rule2_round`)."""
     sampling = _sampling(ctx, **profile)
@@ -82,7 +82,7 @@ def _limit(session: TrackedSession) -> int:
     "VER-6.4-RULE2-001", area="rule-2", section="6.4", quote=RULE2_QUOTE, level=Level.MUST,
     profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
 )
-async def near_drafter_round(ctx: CaseContext) -> None:
+async def near_drafter_round(ctx: VerifierContext) -> None:
     """A close drafter's proposal (temperature 1) gets exactly the seeded rule-2 outcome."""
     sampling = {"temperature_milli": 1000}
     await _seeded_rounds(ctx, [draft_q("bigram-draft-near", sampling)], 4, **sampling)
@@ -93,7 +93,7 @@ async def near_drafter_round(ctx: CaseContext) -> None:
     quote="If all M tokens are accepted, the additional token is drawn from p[M+1].", level=Level.MUST,
     profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
 )
-async def q_equals_p(ctx: CaseContext) -> None:
+async def q_equals_p(ctx: VerifierContext) -> None:
     """q = p: every token is accepted and the bonus is drawn from p[M+1] with i = M+1 (P1-SAMP-3)."""
     sampling = {"temperature_milli": 1000}
     verdicts = await _seeded_rounds(ctx, [target_q("bigram", sampling)] * 2, 4, **sampling)
@@ -106,7 +106,7 @@ async def q_equals_p(ctx: CaseContext) -> None:
           "distribution max(0, p[i] - q[i]).", level=Level.MUST, profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE,
     rows=RULE2_ROWS,
 )
-async def residual_draw(ctx: CaseContext) -> None:
+async def residual_draw(ctx: VerifierContext) -> None:
     """A drafter whose mass sits where p is small is rejected early; the residual draw uses i = a+1."""
     sampling = {"temperature_milli": 1000}
     await _seeded_rounds(ctx, [avoiding_q("bigram", sampling), flat_q], 4, **sampling)
@@ -117,7 +117,7 @@ async def residual_draw(ctx: CaseContext) -> None:
     quote="p is the target model's next-token distribution after applying temperature, top-k, and top-p in that "
           "order", level=Level.MUST, profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
 )
-async def temperature_top_k(ctx: CaseContext) -> None:
+async def temperature_top_k(ctx: VerifierContext) -> None:
     """Temperature 0.7 with top-k 5: p built per P1-SAMP-1, outcomes exact."""
     sampling = {"temperature_milli": 700, "top_k": 5}
     await _seeded_rounds(ctx, [draft_q("bigram-draft-near", sampling), flat_q], 4, **sampling)
@@ -129,7 +129,7 @@ async def temperature_top_k(ctx: CaseContext) -> None:
           "order", level=Level.MUST, profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE + " " + ORDERS_NOTE,
     rows=(*RULE2_ROWS, ORDER_ROW),
 )
-async def top_p(ctx: CaseContext) -> None:
+async def top_p(ctx: VerifierContext) -> None:
     """Top-p 0.8 at temperature 1.2: p built per P1-SAMP-1, outcomes exact."""
     sampling = {"temperature_milli": 1200, "top_p_milli": 800}
     await _judged_rounds(ctx, [draft_q("bigram-draft-near", sampling), draft_q("bigram-draft-far", sampling)], 4,
@@ -141,7 +141,7 @@ async def top_p(ctx: CaseContext) -> None:
     quote="a temperature of zero selects the most probable token (ties broken in favor of the smallest token "
           "identifier)", level=Level.MUST, profile=SAMP_PROFILE, rows=("R-4.1-SAMPLING",),
 )
-async def temperature_zero(ctx: CaseContext) -> None:
+async def temperature_zero(ctx: VerifierContext) -> None:
     """Temperature 0 under rule 2: p is one-hot, so only the argmax is accepted and the residual is the argmax."""
     sampling = _sampling(ctx, temperature_milli=0)
     session = await _seeded_session(ctx, sampling)
@@ -170,7 +170,7 @@ def _mixture(model: str, context: list[int]) -> Row:
     "VER-6.4-RULE2-007", area="rule-2", section="6.4", quote=RULE2_QUOTE, level=Level.MUST,
     profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
 )
-async def several_rounds(ctx: CaseContext) -> None:
+async def several_rounds(ctx: VerifierContext) -> None:
     """Six seeded rounds in a row, mixing close, far and equal drafters: every outcome exact."""
     sampling = {"temperature_milli": 1000}
     sources = [draft_q("bigram-draft-near", sampling), draft_q("bigram-draft-far", sampling),
@@ -191,7 +191,7 @@ ABSENT_ROUNDS = 4
                    "A round whose outcome follows temperature 0 (p one-hot) instead is that profile's deviation "
                    "(NON-STRICT); an outcome that follows neither reading is judged by §6.4 as any seeded round.",
 )
-async def absent_temperature_is_one(ctx: CaseContext) -> None:
+async def absent_temperature_is_one(ctx: VerifierContext) -> None:
     """A seeded rule-2 session whose profile names no temperature: every outcome is the one at temperature 1.0."""
     seed = ctx.rng.randrange(1, 2**63)
     session = await _seeded_session(ctx, {"seed": seed})
@@ -226,7 +226,7 @@ PURPOSE_ROUNDS = (4, 12)
     "VER-6.4-RULE2-011", area="rule-2", section="6.4", quote=PURPOSE_QUOTE, level=Level.MUST,
     profile=SAMP_PROFILE, black_box_note=SEEDED_NOTE, rows=RULE2_ROWS,
 )
-async def purpose_bytes(ctx: CaseContext) -> None:
+async def purpose_bytes(ctx: VerifierContext) -> None:
     """Seeded rounds on which exchanging the purposes 0 and 1 would change the acceptance count.
 
     A round's HMAC values do not depend on the proposal, and a round tells the purposes apart only when some
@@ -268,7 +268,7 @@ async def purpose_bytes(ctx: CaseContext) -> None:
     black_box_note="Unseeded: the outcome does not depend on the verifier's random values because "
                    "p(x) >= q(x) at every position, so every token must be accepted.",
 )
-async def certain_acceptance(ctx: CaseContext) -> None:
+async def certain_acceptance(ctx: VerifierContext) -> None:
     """Without a seed, tokens with p(x) >= q(x) are always accepted and the bonus lies in top-k of p[M+1]."""
     sampling = {"temperature_milli": 1000, "top_k": 3}
     session = await started(ctx, rule=2, sampling=sampling)
@@ -284,7 +284,7 @@ async def certain_acceptance(ctx: CaseContext) -> None:
         _require_all_accepted(ctx, session, verdict, tokens, sampling)
 
 
-def _require_all_accepted(ctx: CaseContext, session: TrackedSession, verdict: Verdict, tokens: list[int],
+def _require_all_accepted(ctx: VerifierContext, session: TrackedSession, verdict: Verdict, tokens: list[int],
                           sampling: Mapping[str, int]) -> None:
     if not ctx.check(verdict.accepted == len(tokens) and list(verdict.emitted[: len(tokens)]) == tokens,
                      f"round {verdict.round}: p(x) >= q(x) everywhere, yet accepted {verdict.accepted} of "
@@ -305,7 +305,7 @@ def _require_all_accepted(ctx: CaseContext, session: TrackedSession, verdict: Ve
     black_box_note="Unseeded: a token with p(x) = 0 is rejected whatever r is, and the residual's support is "
                    "known; which token is drawn is random and not judged.",
 )
-async def certain_rejection(ctx: CaseContext) -> None:
+async def certain_rejection(ctx: VerifierContext) -> None:
     """Without a seed, x[2] outside top-k (p = 0) is always rejected; the drawn token has p - q > 0."""
     sampling = {"temperature_milli": 1000, "top_k": 3}
     session = await started(ctx, rule=2, sampling=sampling)
@@ -335,7 +335,7 @@ async def certain_rejection(ctx: CaseContext) -> None:
                    "sessions do not all get the identical outcome (p = 0.5 acceptance, then a random draw; a "
                    "generator seeded from the request would repeat itself). Chance of a false failure < 2e-9.",
 )
-async def unseeded_values_vary(ctx: CaseContext) -> None:
+async def unseeded_values_vary(ctx: VerifierContext) -> None:
     """Unseeded rule 2: 30 sessions, one identical proposal each; the outcomes must not all coincide."""
     sampling = {"temperature_milli": 1000}
     outcomes = set()

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.harness.rule2_judging import Rule2Feed
 from sdcp_conformance.oracle.rule2_designs import DESIGNS, Design, DraftedRound, design, draft_round, drafter_uniforms
 from sdcp_conformance.oracle.rule2_judge import JudgedRound
@@ -75,7 +75,7 @@ class _Slot:
     policy_from: int | None = None
 
 
-async def _open(ctx: CaseContext, plan: Design, index: int) -> _Slot:
+async def _open(ctx: VerifierContext, plan: Design, index: int) -> _Slot:
     contract = ctx.contract("bigram", rule=2, sampling=dict(plan.sampling), m_max=CONTRACT_M_MAX, max_new=MAX_NEW,
                             stop=list(plan.stop))
     session = await ctx.open_ok("bigram", contract, plan.prompt(index))
@@ -83,7 +83,7 @@ async def _open(ctx: CaseContext, plan: Design, index: int) -> _Slot:
     return _Slot(index, session, 1)
 
 
-async def _apply_policy(ctx: CaseContext, plan: Design, slot: _Slot) -> None:
+async def _apply_policy(ctx: VerifierContext, plan: Design, slot: _Slot) -> None:
     """§6.6: switch the profile from the next round on, once the session has run ``policy[0]`` rounds."""
     if plan.policy is None or slot.policy_from is not None or slot.session.round < plan.policy[0]:
         return
@@ -104,13 +104,13 @@ def _m(plan: Design, slot: _Slot) -> int:
     return max(1, min(plan.m, cap, CONTRACT_M_MAX))
 
 
-async def _send(ctx: CaseContext, slot: _Slot, drafted: DraftedRound) -> Verdict:
+async def _send(ctx: VerifierContext, slot: _Slot, drafted: DraftedRound) -> Verdict:
     session = slot.session
     uri = ctx.publish_q(f"q-{session.id.hex()[:12]}-{session.round + 1}", drafted.q)
     return await ctx.propose_ok(session, drafted.tokens, q_rows=uri)
 
 
-def _check(ctx: CaseContext, drafted: DraftedRound, verdict: Verdict) -> JudgedRound:
+def _check(ctx: VerifierContext, drafted: DraftedRound, verdict: Verdict) -> JudgedRound:
     """What the harness checks of a verdict at once; the round, as its test will judge it."""
     emitted = tuple(verdict.emitted)
     stop = drafted.spec.stop
@@ -130,7 +130,7 @@ def _check(ctx: CaseContext, drafted: DraftedRound, verdict: Verdict) -> JudgedR
                        f"round {verdict.round} proposing {list(drafted.tokens)} emitted {list(emitted)}")
 
 
-async def _lane(ctx: CaseContext, plan: Design, slots: list[_Slot], position: int, waves: int,
+async def _lane(ctx: VerifierContext, plan: Design, slots: list[_Slot], position: int, waves: int,
                 streams: tuple[random.Random, random.Random], feed: Rule2Feed, tolerance: Tolerance) -> None:
     """One slot's rounds, each drafted as soon as the last verdict is in: while this lane drafts, the others'
     proposals are at the IUT, so the harness's CPU and the verifier's overlap. Each lane draws its drafter
@@ -153,14 +153,14 @@ async def _lane(ctx: CaseContext, plan: Design, slots: list[_Slot], position: in
             slots[position] = await _open(ctx, plan, slot.index + len(slots))
 
 
-async def run_design(ctx: CaseContext, name: str) -> Rule2EProcess:
+async def run_design(ctx: VerifierContext, name: str) -> Rule2EProcess:
     """Run one design against the IUT until the test rejects or the round budget is spent."""
     plan = design(name)
     tolerance = configured_tolerance()
     alpha, test_seed = case_alpha(configured_alpha(), len(DESIGNS)), ctx.rng.random()
     slots = list(await asyncio.gather(*(_open(ctx, plan, index) for index in range(plan.sessions))))
     waves = -(-plan.rounds // len(slots))
-    feed = Rule2Feed(ctx.env.judge_host(), f"{ctx.case_id}#{next(_FEEDS)}", len(slots))
+    feed = Rule2Feed(ctx.judge_host(), f"{ctx.case_id}#{next(_FEEDS)}", len(slots))
     await feed.open(alpha, test_seed)
     shared_seed = ctx.rng.random()
     streams = [(random.Random(f"{ctx.rng.random()}"), random.Random(shared_seed)) for _ in slots]
@@ -257,7 +257,7 @@ def _declare(number: int, name: str, title: str, profile: tuple[str, ...] = (), 
     plan = design(name)
     assert set(rows) >= {row for row, _ in EVIDENCE.get(name, {}).values()} | {RULE2_ROW}, name
 
-    async def run(ctx: CaseContext) -> None:
+    async def run(ctx: VerifierContext) -> None:
         await run_design(ctx, name)
 
     run.__doc__ = title

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext
+from sdcp_conformance.harness.contexts.verifier import VerifierContext
 from sdcp_conformance.suites.verifier import CATALOGUE
 
 
@@ -17,7 +17,7 @@ from sdcp_conformance.suites.verifier import CATALOGUE
     sanity=True,
     rows=("R-6.1-OPEN", "R-6.4-RULE1"),
 )
-async def sanity(ctx: CaseContext) -> None:
+async def sanity(ctx: VerifierContext) -> None:
     """A session opens with the right d[0] and one greedy round commits the target's tokens."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import next_logits
 from sdcp_conformance.oracle.sampling_orders import ORDER_WORDS, order_variants
@@ -71,7 +71,7 @@ class DraftedProposal:
     """The rows as published (binary32 values)."""
 
 
-def sample_proposal(ctx: CaseContext, session: TrackedSession, source: QSource, m: int) -> DraftedProposal:
+def sample_proposal(ctx: VerifierContext, session: TrackedSession, source: QSource, m: int) -> DraftedProposal:
     """The harness as drafter: sample each x[i] from exactly the row it publishes (§5.2), with its own RNG."""
     tokens: list[int] = []
     rows: list[Row] = []
@@ -114,7 +114,7 @@ def order_expectations(session: TrackedSession, proposal: DraftedProposal, sampl
             for name in names}
 
 
-def publish(ctx: CaseContext, session: TrackedSession, proposal: DraftedProposal, label: str = "") -> str:
+def publish(ctx: VerifierContext, session: TrackedSession, proposal: DraftedProposal, label: str = "") -> str:
     return ctx.publish_q(f"q-{session.id.hex()[:8]}-{session.round + 1}{label}", np.asarray(proposal.q))
 
 
@@ -137,7 +137,7 @@ class Rule2Judge:
     (the HMAC derivation of §6.4 by default; a policy case passes §6.6's).
     """
 
-    ctx: CaseContext
+    ctx: VerifierContext
     accept_row: str = "R-6.4-HMAC"
     drawn_mismatches: list[str] = field(default_factory=list)
     drawn_orders: list[frozenset[str]] = field(default_factory=list)
@@ -224,7 +224,7 @@ def draw_support(session: TrackedSession, proposal: DraftedProposal, accepted: i
     return rest if sum(rest) > 0 else p
 
 
-async def rule2_round(ctx: CaseContext, session: TrackedSession, judge: Rule2Judge, source: QSource, m: int,
+async def rule2_round(ctx: VerifierContext, session: TrackedSession, judge: Rule2Judge, source: QSource, m: int,
                       sampling: Mapping[str, int], *, orders: bool = False) -> Verdict:
     """One seeded rule-2 round: draft, publish, propose, and judge against the oracle (``orders``: an outcome
     that §4.1's steps in another order explain is judged on :data:`ORDER_ROW`)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.models.registry import load_manifest
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.messages import SessionState, Verdict
@@ -26,7 +26,7 @@ MSG5 = ("Opening an existing session id with the same epoch and an identical con
 UNKNOWN_KEYS = "Unknown map keys MUST be ignored, except in the contract (Section 4.1)."
 
 
-async def _opened(ctx: CaseContext, session: TrackedSession, what: str = "POST sessions") -> SessionState:
+async def _opened(ctx: VerifierContext, session: TrackedSession, what: str = "POST sessions") -> SessionState:
     state = ctx.expect_ok(await ctx.open(session), SessionState, what=what, row="R-6.1-OPEN")
     ctx.check_state(session, state, what)
     ctx.check(state.round == 0 and state.epoch == session.epoch,
@@ -40,7 +40,7 @@ async def _opened(ctx: CaseContext, session: TrackedSession, what: str = "POST s
 
 @CATALOGUE.case("VER-6.1-SESSION-001", area="session", section="6.1, 4.2", quote=f"{OPEN} ... {D0}",
                 level=Level.MUST, rows=("R-6.1-OPEN",))
-async def open_reports_d0(ctx: CaseContext) -> None:
+async def open_reports_d0(ctx: VerifierContext) -> None:
     """A new session answers round 0, committed 0, its epoch and the harness's d[0] (long prompt, high ids)."""
     prompt = [127, 0, 1, 2, 64, 65, 126, 3, 3, 3, 99, 100, 101, 5, 9, 14, 77]
     session = ctx.track(contract=ctx.contract(max_new=33, stop=[2]), prompt=prompt)
@@ -49,7 +49,7 @@ async def open_reports_d0(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.1-SESSION-002", area="session", section="6.1, 4.2", quote=f"{OPEN} ... {D0}",
                 level=Level.MUST, requires=("model:ctx",), rows=("R-6.1-OPEN",))
-async def open_reports_d0_ctx_model(ctx: CaseContext) -> None:
+async def open_reports_d0_ctx_model(ctx: VerifierContext) -> None:
     """A session on the ctx model answers the harness's d[0], and its first greedy round extends it."""
     # A prompt of the manifest's: its greedy continuation is recorded (bf16-safe margins), so the harness knows it
     # without running the model in torch.
@@ -61,7 +61,7 @@ async def open_reports_d0_ctx_model(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.1-SESSION-003", area="session", section="6.1", quote=MSG5, level=Level.PROFILE,
                 profile=("P1-MSG-5",), rows=("P1-MSG-5/IDEMPOTENT-OPEN",))
-async def reopen_is_idempotent(ctx: CaseContext) -> None:
+async def reopen_is_idempotent(ctx: VerifierContext) -> None:
     """Re-sending the identical session-open after a round returns the current state, not round 0."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
@@ -81,7 +81,7 @@ async def reopen_is_idempotent(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-6.1-SESSION-004", area="session", section="6.1", quote=MSG5, level=Level.PROFILE,
                 profile=("P1-MSG-5",), rows=("P1-MSG-5/CONFLICT",))
-async def reopen_with_another_contract(ctx: CaseContext) -> None:
+async def reopen_with_another_contract(ctx: VerifierContext) -> None:
     """The same id with a different contract is 422 sdcp-bad-contract, and the session is untouched."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
@@ -95,7 +95,7 @@ async def reopen_with_another_contract(ctx: CaseContext) -> None:
 @CATALOGUE.case("VER-6.1-SESSION-005", area="session", section="6.1",
                 level=Level.PROFILE, profile=("P1-SES-1",),
                 rows=("P1-SES-1/EMPTY-PROMPT",))
-async def empty_prompt(ctx: CaseContext) -> None:
+async def empty_prompt(ctx: VerifierContext) -> None:
     """A session-open with an empty prompt is 400 sdcp-bad-message."""
     session = ctx.track(prompt=())
     ctx.expect_refusal(await ctx.open(session), "P1-SES-1/EMPTY-PROMPT", what="a session-open with an empty prompt")
@@ -107,7 +107,7 @@ async def empty_prompt(ctx: CaseContext) -> None:
           "`committed_tokens`) is a CBOR array of uint",
     level=Level.MUST, profile=("P1-MLC-2",), rows=("R-6.1-OPEN", "P1-MLC-2/TOKEN-LIST"),
 )
-async def prompt_by_cache_reference(ctx: CaseContext) -> None:
+async def prompt_by_cache_reference(ctx: VerifierContext) -> None:
     """A prompt given as a cache-ref is read from the harness's cache: d[0] and the first round use its tokens."""
     tokens = [5, 9, 14, 33, 71, 8]
     uri = ctx.put_object("prompt", encode(tokens))
@@ -122,7 +122,7 @@ async def prompt_by_cache_reference(ctx: CaseContext) -> None:
     "VER-6.1-SESSION-007", area="session", section="6.1, 6.9",
     level=Level.PROFILE, profile=("P1-SES-1", "P1-MSG-5"), rows=("P1-SES-1/HIGHER-EPOCH",),
 )
-async def higher_epoch_without_resume(ctx: CaseContext) -> None:
+async def higher_epoch_without_resume(ctx: VerifierContext) -> None:
     """Re-opening a session at epoch 2 without resume is 409 sdcp-stale-epoch; epoch 1 carries on."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
@@ -141,7 +141,7 @@ async def higher_epoch_without_resume(ctx: CaseContext) -> None:
     "VER-6.1-SESSION-008", area="session", section="5.1",
     level=Level.PROFILE, profile=("P1-SES-1",), rows=("P1-SES-1/UNKNOWN-SESSION",),
 )
-async def unknown_session_resources(ctx: CaseContext) -> None:
+async def unknown_session_resources(ctx: VerifierContext) -> None:
     """GET output, PUT drafter and POST policy on a session id never opened are 404."""
     session = ctx.track()
     answers = [
@@ -157,7 +157,7 @@ async def unknown_session_resources(ctx: CaseContext) -> None:
     "VER-6.1-SESSION-009", area="session", section="6.3",
     level=Level.PROFILE, profile=("P1-SES-1",), rows=("P1-SES-1/UNKNOWN-PROPOSAL",),
 )
-async def unknown_session_proposal(ctx: CaseContext) -> None:
+async def unknown_session_proposal(ctx: VerifierContext) -> None:
     """A proposal for a session id never opened is 403 sdcp-not-assigned."""
     session = ctx.track()
     ctx.expect_refusal(await ctx.propose(session, [5]), "P1-SES-1/UNKNOWN-PROPOSAL",
@@ -181,7 +181,7 @@ def _malformed_ids(session_id: bytes) -> list[tuple[str, str]]:
           "is 400.",
     level=Level.PROFILE, profile=("P1-MSG-3",), rows=("P1-MSG-3/PATH-ID",),
 )
-async def malformed_path_id(ctx: CaseContext) -> None:
+async def malformed_path_id(ctx: VerifierContext) -> None:
     """GET output with a padded, standard-alphabet, 15- or 17-octet {id} of an open session is 400."""
     session = ctx.track()
     session.id = b"\xf8" + session.id[1:]  # its base64url starts with '-', which base64 would spell '+'
@@ -193,7 +193,7 @@ async def malformed_path_id(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-5.2-SESSION-011", area="session", section="5.2", level=Level.MUST,
                 rows=("R-5.2-UNKNOWN-KEYS",))
-async def unknown_keys_in_session_open(ctx: CaseContext) -> None:
+async def unknown_keys_in_session_open(ctx: VerifierContext) -> None:
     """Unknown keys in a session-open (outside the contract) are ignored: it opens with the same d[0]."""
     session = ctx.track()
     body = ctx.opening(session, priority=3, vendor={"trace": "abc", "n": [1, 2]})
@@ -204,7 +204,7 @@ async def unknown_keys_in_session_open(ctx: CaseContext) -> None:
 
 @CATALOGUE.case("VER-5.2-SESSION-012", area="session", section="5.2", level=Level.MUST,
                 rows=("R-5.2-UNKNOWN-KEYS",))
-async def unknown_keys_in_assignment_and_proposal(ctx: CaseContext) -> None:
+async def unknown_keys_in_assignment_and_proposal(ctx: VerifierContext) -> None:
     """Unknown keys in PUT drafter (also inside its sampling map, which is not the contract's) and in a proposal
     (and its status) are ignored: the round is verified."""
     session = await ctx.open_ok(contract=ctx.contract(sampling={"temperature_milli": 0}))
@@ -212,7 +212,7 @@ async def unknown_keys_in_assignment_and_proposal(ctx: CaseContext) -> None:
     state = ctx.expect_ok(await ctx.assign(session, hint="fast", extra_map={"a": 1}, sampling=sampling), SessionState,
                           what="PUT sessions/{id}/drafter with unknown keys", row="R-5.2-UNKNOWN-KEYS")
     ctx.check_state(session, state, "PUT sessions/{id}/drafter with unknown keys")
-    uri = ctx.env.party_uri("drafter-1")
+    uri = ctx.drafters.uri_of("drafter-1")
     status = {"instance": uri, "role": 1, "load": 0, "queue": 0, "ttl_ms": 5000, "gpu": "h200"}
     tokens = ctx.greedy(session, 3)
     answer = await ctx.propose(session, tokens[:2], trace_id="t-1", status=status)
@@ -229,7 +229,7 @@ async def unknown_keys_in_assignment_and_proposal(ctx: CaseContext) -> None:
     black_box_note="Accepting a message that is not an instance of its CDDL type is FAILED (D-JUDGE-1); refusing "
                    "it with another 4xx than 400 sdcp-bad-message deviates only from P1-MSG-2 (NON-STRICT).",
 )
-async def session_open_missing_member(ctx: CaseContext) -> None:
+async def session_open_missing_member(ctx: VerifierContext) -> None:
     """A session-open without commit_log, or with a 15-octet session id, is 400 sdcp-bad-message."""
     session = ctx.track()
     for what, body in (("no commit_log", ctx.opening(session, commit_log=None)),
@@ -242,7 +242,7 @@ async def session_open_missing_member(ctx: CaseContext) -> None:
     "VER-6.1-SESSION-014", area="session", section="6.1",
     level=Level.PROFILE, profile=("P1-EVT-1", "P1-RTR-3"), rows=("P1-RTR-3/STATE",),
 )
-async def assignment_returns_current_state(ctx: CaseContext) -> None:
+async def assignment_returns_current_state(ctx: VerifierContext) -> None:
     """A PUT drafter carrying an outdated round/committed/digest gets the current state back and changes nothing."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
@@ -270,7 +270,7 @@ PATH_ID = "`{id}` in paths is base64url without padding of the 16-octet session 
                    "its path is refused with 400 sdcp-bad-message, and changes neither session. The draft and the "
                    "profile do not say so: any deviation is NON-STRICT.",
 )
-async def body_names_another_session(ctx: CaseContext) -> None:
+async def body_names_another_session(ctx: VerifierContext) -> None:
     """PUT sessions/{A}/drafter naming drafter-2 and POST sessions/{A}/policy, each with session B in its body, are
     refused; afterwards drafter-1 still serves both sessions."""
     first, second = await ctx.open_ok(), await ctx.open_ok()

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext, TrackedSession
+from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
 from sdcp_conformance.oracle import rule2 as oracle
 from sdcp_conformance.oracle.greedy import next_logits
 from sdcp_conformance.oracle.rule2_designs import STEP_ORDER
@@ -87,7 +87,7 @@ def telling_row(model: str, context: Sequence[int], sampling: Mapping[str, int])
     return TellingRow(q, tuple(gap), margin, tuple(sorted(variants)))
 
 
-def telling_seed(ctx: CaseContext, session: bytes, round_number: int, margin: float) -> int:
+def telling_seed(ctx: VerifierContext, session: bytes, round_number: int, margin: float) -> int:
     """A profile seed whose acceptance value for position 1 of ``round_number`` lies below ``margin`` (§6.4)."""
     for _ in range(SEED_TRIES):
         seed = ctx.rng.randrange(1, 2**63)
@@ -96,7 +96,7 @@ def telling_seed(ctx: CaseContext, session: bytes, round_number: int, margin: fl
     raise AssertionError(f"harness error: no seed of {SEED_TRIES} puts r below {margin:.3g}")
 
 
-async def _telling_session(ctx: CaseContext, judge: Rule2Judge, last: int) -> None:
+async def _telling_session(ctx: VerifierContext, judge: Rule2Judge, last: int) -> None:
     """A session after ``last``: one telling round (decided by the acceptance test), then one ordinary round."""
     session = ctx.track("bigram", ctx.contract("bigram", rule=2, sampling=dict(STEP_ORDER), max_new=200),
                         (5, 9, last))
@@ -118,7 +118,7 @@ async def _telling_session(ctx: CaseContext, judge: Rule2Judge, last: int) -> No
     await rule2_round(ctx, session, judge, draft_q("bigram-draft-near", sampling), 1, sampling, orders=True)
 
 
-async def _open(ctx: CaseContext, session: TrackedSession) -> None:
+async def _open(ctx: VerifierContext, session: TrackedSession) -> None:
     state = ctx.expect_ok(await ctx.open(session), SessionState, what="POST sessions")
     ctx.check_state(session, state, "POST sessions")
     await ctx.assign_ok(session, m_init=1)
@@ -133,7 +133,7 @@ async def _open(ctx: CaseContext, session: TrackedSession) -> None:
                    "steps in another order (judged on §4.1's sentence when the outcome is exactly that order's); "
                    "a second round per session is judged the same way. " + ORDERS_NOTE,
 )
-async def step_order(ctx: CaseContext) -> None:
+async def step_order(ctx: VerifierContext) -> None:
     """Temperature, top-k and top-p in §4.1's order: rounds that every other order decides differently."""
     judge = Rule2Judge(ctx)
     for last in ctx.rng.sample(ORDER_CONTEXTS, TELLING_SESSIONS):

@@ -12,7 +12,7 @@ import json
 import ssl
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext
+from sdcp_conformance.harness.contexts.verifier import VerifierContext
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.probes import TlsOffer, http1_request, tls_probe
 from sdcp_conformance.protocol.codec import decode, encode
@@ -39,13 +39,13 @@ from sdcp_conformance.transport.types import media_type
 HTTP1_PROFILE = "HTTP/1.1 requests (if ALPN lets them through) are refused with 505 or the connection is closed."
 
 
-async def _served(ctx: CaseContext) -> None:
+async def _served(ctx: VerifierContext) -> None:
     """The control: the router's valid certificate gets an answer (400 for an empty session-open, no session)."""
     await require_served(ctx, ctx.iut.send("router", "POST", "sessions", {}), "an empty session-open",
                          "the IUT")
 
 
-async def _bad_identity(ctx: CaseContext, identity: str, label: str, *, answered_fails: bool = False) -> None:
+async def _bad_identity(ctx: VerifierContext, identity: str, label: str, *, answered_fails: bool = False) -> None:
     """Open a session as ``identity``: the handshake (or the first request on it) must fail.
 
     ``answered_fails``: any HTTP answer at all is FAILED — a server that answers a client presenting no
@@ -77,7 +77,7 @@ async def _bad_identity(ctx: CaseContext, identity: str, label: str, *, answered
     "VER-5.1-TRANSPORT-001", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
     level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True,
 )
-async def no_client_certificate(ctx: CaseContext) -> None:
+async def no_client_certificate(ctx: VerifierContext) -> None:
     """A client presenting no certificate cannot reach the verifier's resources."""
     await _bad_identity(ctx, "no-cert", "without a certificate", answered_fails=True)
 
@@ -86,7 +86,7 @@ async def no_client_certificate(ctx: CaseContext) -> None:
     "VER-5.1-TRANSPORT-002", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
     level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True,
 )
-async def certificate_from_another_ca(ctx: CaseContext) -> None:
+async def certificate_from_another_ca(ctx: VerifierContext) -> None:
     """A client certificate issued by an unknown CA is refused."""
     await _bad_identity(ctx, "wrong-ca", "with a certificate from an unknown CA")
 
@@ -95,12 +95,12 @@ async def certificate_from_another_ca(ctx: CaseContext) -> None:
     "VER-5.1-TRANSPORT-003", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
     level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True,
 )
-async def expired_certificate(ctx: CaseContext) -> None:
+async def expired_certificate(ctx: VerifierContext) -> None:
     """An expired (otherwise valid) client certificate is refused."""
     await _bad_identity(ctx, "expired", "with an expired certificate")
 
 
-def _offer(ctx: CaseContext, party: str, *, max_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3,
+def _offer(ctx: VerifierContext, party: str, *, max_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3,
            alpn: tuple[str, ...] = ()) -> TlsOffer:
     return TlsOffer(ctx.pki.cert(party), ctx.pki.key(party), max_version=max_version, alpn=alpn)
 
@@ -109,7 +109,7 @@ def _offer(ctx: CaseContext, party: str, *, max_version: ssl.TLSVersion = ssl.TL
     "VER-5.1-TRANSPORT-004", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
     level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True,
 )
-async def tls12_refused(ctx: CaseContext) -> None:
+async def tls12_refused(ctx: VerifierContext) -> None:
     """A client offering at most TLS 1.2 (valid certificate, ALPN h2) cannot complete a handshake."""
     await _served(ctx)
     offer = _offer(ctx, "drafter-1", max_version=ssl.TLSVersion.TLSv1_2, alpn=("h2",))
@@ -119,7 +119,7 @@ async def tls12_refused(ctx: CaseContext) -> None:
     ctx.require(problem is None, problem or "", expected="handshake refused", actual=result.describe())
 
 
-async def _http1_probe(ctx: CaseContext, alpn: tuple[str, ...]) -> None:
+async def _http1_probe(ctx: VerifierContext, alpn: tuple[str, ...]) -> None:
     await _served(ctx)
     session = ctx.track()
     request = http1_request(ctx.target.base_uri, "POST", "sessions", encode(ctx.opening(session)),
@@ -132,7 +132,7 @@ async def _http1_probe(ctx: CaseContext, alpn: tuple[str, ...]) -> None:
     "VER-5.1-TRANSPORT-005", area="transport", section="5.1", quote=f"{MTLS} ... {HTTP1_PROFILE}",
     level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True,
 )
-async def http11_by_alpn(ctx: CaseContext) -> None:
+async def http11_by_alpn(ctx: VerifierContext) -> None:
     """A router offering only ALPN http/1.1 and sending an HTTP/1.1 session-open gets 505 or a closed connection."""
     await _http1_probe(ctx, ("http/1.1",))
 
@@ -141,7 +141,7 @@ async def http11_by_alpn(ctx: CaseContext) -> None:
     "VER-5.1-TRANSPORT-006", area="transport", section="5.1", quote=f"{MTLS} ... {HTTP1_PROFILE}",
     level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True,
 )
-async def http11_without_alpn(ctx: CaseContext) -> None:
+async def http11_without_alpn(ctx: VerifierContext) -> None:
     """A router offering no ALPN at all and sending an HTTP/1.1 session-open gets 505 or a closed connection."""
     await _http1_probe(ctx, ())
 
@@ -150,7 +150,7 @@ async def http11_without_alpn(ctx: CaseContext) -> None:
     "VER-5.1-TRANSPORT-007", area="transport", section="5.1", level=Level.REQUIRED,
     profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"), standalone=True,
 )
-async def alpn_selects_h2(ctx: CaseContext) -> None:
+async def alpn_selects_h2(ctx: VerifierContext) -> None:
     """Offered both h2 and http/1.1, the IUT selects h2 (it never negotiates HTTP/1.1 over TLS)."""
     offer = _offer(ctx, "drafter-1", alpn=("h2", "http/1.1"))
     judge_alpn_probe(ctx, await tls_probe(ctx.target.base_uri, ctx.target.ca, offer, read=False), "the IUT")
@@ -164,7 +164,7 @@ def _media(answer: Answer) -> str:
     "VER-5.1-TRANSPORT-008", area="transport", section="5.1",
     level=Level.MUST, profile=("P1-MSG-1",), rows=("R-5.1-MEDIA-TYPE",),
 )
-async def success_media_type(ctx: CaseContext) -> None:
+async def success_media_type(ctx: VerifierContext) -> None:
     """session-state, verdict and output bodies are labelled application/sdcp+cbor."""
     session = ctx.track()
     answers = [("POST sessions", await ctx.open(session))]
@@ -185,7 +185,7 @@ async def success_media_type(ctx: CaseContext) -> None:
           "`urn:ietf:params:sdcp:problem:<suffix>` with the suffix from Table 2",
     level=Level.MUST, profile=("P1-ERR-1",), rows=("R-5.1-PROBLEM-DETAILS", "R-6.3-FENCING"),
 )
-async def errors_are_problem_details(ctx: CaseContext) -> None:
+async def errors_are_problem_details(ctx: VerifierContext) -> None:
     """A refused proposal (wrong epoch) is answered with a Problem Details document of the Table 2 type."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
@@ -212,7 +212,7 @@ async def errors_are_problem_details(ctx: CaseContext) -> None:
     ctx.expect_refusal(answer, "R-6.3-FENCING", what="a proposal with another epoch")
 
 
-def _problem_members(ctx: CaseContext, answer: Answer, media: str) -> dict[str, object]:
+def _problem_members(ctx: VerifierContext, answer: Answer, media: str) -> dict[str, object]:
     try:
         members = json.loads(answer.body) if media == PROBLEM_MEDIA_TYPE else decode(answer.body)
     except Exception as exc:  # any decoding failure is the IUT's malformed body
@@ -226,7 +226,7 @@ def _problem_members(ctx: CaseContext, answer: Answer, media: str) -> dict[str, 
     "VER-5.1-TRANSPORT-010", area="transport", section="5.1",
     level=Level.PROFILE, profile=("P1-MSG-1",), rows=("P1-MSG-1/DETERMINISTIC",),
 )
-async def deterministic_encoding(ctx: CaseContext) -> None:
+async def deterministic_encoding(ctx: VerifierContext) -> None:
     """The session-state, verdict and output the IUT sends are in core deterministic CBOR."""
     session = ctx.track()
     answers = [("session-state", await ctx.open(session))]
@@ -245,7 +245,7 @@ async def deterministic_encoding(ctx: CaseContext) -> None:
     "VER-5.1-TRANSPORT-011", area="transport", section="5.1", quote=f"{MTLS} ... {OWN_CERTIFICATE}",
     level=Level.PROFILE, profile=("P1-ID-1",), rows=("P1-ID-1/OWN-CERTIFICATE",),
 )
-async def own_certificate_names_base_uri(ctx: CaseContext) -> None:
+async def own_certificate_names_base_uri(ctx: VerifierContext) -> None:
     """The certificate the verifier presents names its base URI, as every party's does."""
     await judge_own_certificate(ctx, ctx.iut.send("router", "POST", "sessions", {}), "an empty session-open",
                                 "the verifier", ctx.target.base_uri)

@@ -12,7 +12,7 @@ stands is decided once, in the requirement ``P1-MSG-2/TOKEN-RANGE``
 from __future__ import annotations
 
 from sdcp_conformance.harness.case import Level
-from sdcp_conformance.harness.context import CaseContext
+from sdcp_conformance.harness.contexts.verifier import VerifierContext
 from sdcp_conformance.suites.verifier import CATALOGUE
 from sdcp_conformance.suites.verifier.conversation import started, still_works
 from sdcp_conformance.suites.verifier.q_preconditions import SAMPLING, seeded_session, then_valid_round
@@ -30,7 +30,7 @@ ZERO_QUOTE = ("a proposal for which q[i](x[i]) is zero is rejected, before any r
 
 @CATALOGUE.case("VER-P1-MSG-2-VOCAB-001", area="vocabulary", section="5.2, 6.1",
                 level=Level.PROFILE, profile=("P1-MSG-2", "P1-HASH-2"), rows=(RANGE_ROW,))
-async def prompt_token_at_vocab_size(ctx: CaseContext) -> None:
+async def prompt_token_at_vocab_size(ctx: VerifierContext) -> None:
     """A session-open whose prompt ends with token V is refused (400 sdcp-bad-message)."""
     vocab = ctx.mock().vocab_size
     session = ctx.track(prompt=(5, 9, vocab))
@@ -45,7 +45,7 @@ async def prompt_token_at_vocab_size(ctx: CaseContext) -> None:
                    "verdict that rejects it and emits the greedy token keeps the draft but not P1-MSG-2 "
                    "(NON-STRICT), as does any answer other than 400 sdcp-bad-message or 422 sdcp-bad-proposal.",
 )
-async def rule1_proposal_with_token_at_vocab_size(ctx: CaseContext) -> None:
+async def rule1_proposal_with_token_at_vocab_size(ctx: VerifierContext) -> None:
     """Rule 1, tokens [greedy, V]: refused, or at most the greedy token accepted; the session then goes on."""
     session = await started(ctx)
     vocab = ctx.mock(session.model).vocab_size
@@ -71,7 +71,7 @@ async def rule1_proposal_with_token_at_vocab_size(ctx: CaseContext) -> None:
                    "accepted too). A verdict is FAILED. The valid round that follows must get exactly the seeded "
                    "outcome, which shows the refused round left no trace.",
 )
-async def rule2_proposal_with_token_at_vocab_size(ctx: CaseContext) -> None:
+async def rule2_proposal_with_token_at_vocab_size(ctx: VerifierContext) -> None:
     """Rule 2, x[1] = V with two published rows: a verifier indexing row 1 at V reads row 2's first value."""
     session, sampling = await seeded_session(ctx)
     vocab = ctx.mock(session.model).vocab_size

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case
+from sdcp_conformance.harness.environment import PlayedParts, RoleContext
 from sdcp_conformance.harness.iut import Answer
-from sdcp_conformance.harness.role_environment import RoleContext
 from sdcp_conformance.harness.roles.played_router import PlayedRouter
 from sdcp_conformance.harness.roles.played_session import Arrival, Outcome, PlayedSession
 from sdcp_conformance.harness.roles.proposal_board import (
     Pace,
+    VerifierBoard,
     answer_final,
     answer_twins,
     doubt_resolved,
@@ -44,9 +45,6 @@ from sdcp_conformance.protocol.problems import ProblemType
 from sdcp_conformance.transport.problem import status_problem_response
 from sdcp_conformance.transport.types import Response, TransportFault
 
-if TYPE_CHECKING:
-    from sdcp_conformance.harness.drafter_environment import DrafterEnvironment
-
 DEFAULT_PROMPT = (5, 9, 14)
 FIRST_PROPOSAL_S = 10.0
 """How long the harness waits for a proposal the drafter must send (a model may be warming up)."""
@@ -63,10 +61,21 @@ STOP_ROWS = {
 }
 
 
-class DrafterContext(RoleContext["DrafterEnvironment"]):
+class DrafterParts(PlayedParts, Protocol):
+    """What a drafter case takes from its environment (:class:`~..specs.drafter.DrafterEnvironment`)."""
+
+    router: PlayedRouter
+    board: VerifierBoard
+    draft_model: str
+    target_model: str
+    proposal_timeout_s: float | None
+    """The drafter's proposal timeout, where the target states it (P1-DRF-5 "timeout")."""
+
+
+class DrafterContext(RoleContext[DrafterParts]):
     """One drafter case's view of the harness."""
 
-    def __init__(self, env: DrafterEnvironment, case: Case, seed: int, run: str = "main") -> None:
+    def __init__(self, env: DrafterParts, case: Case, seed: int, run: str = "main") -> None:
         super().__init__(env, case, seed, run)
         self.sessions: list[PlayedSession] = []
         self.router: PlayedRouter = env.router
@@ -75,6 +84,11 @@ class DrafterContext(RoleContext["DrafterEnvironment"]):
         """How fast the drafter proposes after a verdict, as the played verifiers measured it (D-JUDGE-D5)."""
 
     # ------------------------------------------------------------------ models and contracts
+
+    @property
+    def proposal_timeout_s(self) -> float | None:
+        """The drafter's proposal timeout where the target states it (P1-DRF-5 "timeout")."""
+        return self.env.proposal_timeout_s
 
     @property
     def draft_model(self) -> str:
@@ -242,7 +256,7 @@ class DrafterContext(RoleContext["DrafterEnvironment"]):
         waits that times the rerun's scale. None in time is a missed deadline (P1-JUDGE-5): the case runs again
         alone before its finding counts (D-JUDGE-TIME-3)."""
         if timeout_s is None:
-            timeout_s = FIRST_PROPOSAL_S if not session.arrivals else max(2.0, 5 * self.env.pace.quiet_window())
+            timeout_s = FIRST_PROPOSAL_S if not session.arrivals else max(2.0, 5 * self.pace.quiet_window())
         timeout_s = self.env.patience.wait(timeout_s)
         arrival = await self.next_arrival(session, timeout_s)
         if arrival is None:
@@ -257,7 +271,7 @@ class DrafterContext(RoleContext["DrafterEnvironment"]):
 
     async def quiet(self, session: PlayedSession, row: str, why: str, *, window_s: float | None = None) -> bool:
         """The drafter must not propose for ``session`` (it was told to stop): wait the quiet window."""
-        window = window_s if window_s is not None else self.env.pace.quiet_window()
+        window = window_s if window_s is not None else self.pace.quiet_window()
         arrival = await self.next_arrival(session, window)
         if arrival is None:
             return True

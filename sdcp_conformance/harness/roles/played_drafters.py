@@ -1,8 +1,13 @@
-"""The drafters the harness plays for a router under test (§5.1 Table 1: ``POST assignments`` → 204).
+"""The drafters the harness plays: toward a verifier under test they propose and read output
+(:class:`ProposingDrafters`); for a router under test they take assignments (:class:`PlayedDrafter`).
 
-A :class:`PlayedDrafter` has a model (a shipped draft mock model, whose
-SHA-256 the router knows by configuration, P1-RTR-2), reports status through
-its :class:`~.router_status.StatusReporter`, and records every assignment it
+Toward a verifier (§5.1 Table 1: ``POST proposals``, ``GET sessions/{id}/output``) each played drafter speaks as
+its own identity of the PKI, with the status it piggybacks (§6.8) naming its base URI; what a case builds into
+the proposal (the tracked session's round, base and digest) is the case's, the judgement of the answer too.
+
+For a router (§5.1 Table 1: ``POST assignments`` → 204), a :class:`PlayedDrafter` has a model (a shipped
+draft mock model, whose SHA-256 the router knows by configuration, P1-RTR-2), reports status through
+its :class:`~.status_reports.StatusReporter`, and records every assignment it
 receives together with what the named verifier had been told by then (its
 latest ``PUT …/drafter`` for the session), so the checker can say whether the
 router informed the verifier first (§6.1) and passed on the session-state
@@ -16,15 +21,52 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from sdcp_conformance.harness.roles.played_cache import PlayedCache
 from sdcp_conformance.harness.roles.router_history import AssignSeen, History, PutSeen, deterministic
-from sdcp_conformance.harness.roles.router_status import StatusReporter
+from sdcp_conformance.harness.roles.status_reports import StatusReporter
 from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Assignment
 from sdcp_conformance.transport.problem import problem_response, status_problem_response
 from sdcp_conformance.transport.types import Request, Response, TransportFault, media_type
+
+Send = Callable[..., Awaitable[Any]]
+"""``send(identity, method, path, body=None, *, held_s=0.0)``: a request to the IUT as that identity (the
+harness's :meth:`~..iut.IutLink.send`)."""
+
+PROPOSAL_STATUS_TTL_MS = 5000
+"""The TTL of the status a played drafter piggybacks on its proposals (§6.8)."""
+
+
+class ProposingDrafters:
+    """The drafters the harness plays toward a verifier under test, by party name (``drafter-1``, ``drafter-2``)."""
+
+    def __init__(self, send: Send, uri_of: Callable[[str], str]) -> None:
+        self._send = send
+        self.uri_of = uri_of
+        """A played drafter's base URI (its certificate's URI SAN), by party name."""
+
+    def proposal(self, drafter: str, tracked: Mapping[str, Any], tokens: Sequence[int],
+                 overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """A proposal body (§6.2) from ``drafter``: the ``tracked`` session's members (session, epoch, round, base,
+        base_digest), its tokens and status; ``overrides`` replace members (a member set to None is left out)."""
+        uri = self.uri_of(drafter)
+        body = {**tracked, "drafter": uri, "tokens": list(tokens),
+                "status": {"instance": uri, "role": 1, "load": 0, "queue": 0, "ttl_ms": PROPOSAL_STATUS_TTL_MS}}
+        body.update(overrides)
+        return {key: value for key, value in body.items() if value is not None}
+
+    async def propose(self, body: Mapping[str, Any] | bytes, *, party: str, held_s: float = 0.0) -> Any:
+        """``POST proposals`` as ``party`` (raw bytes are sent as they are)."""
+        return await self._send(party, "POST", "proposals", body if isinstance(body, bytes) else dict(body),
+                                held_s=held_s)
+
+    async def output(self, path_id: str, start: int, *, party: str) -> Any:
+        """``GET sessions/{id}/output?from=start`` as ``party``."""
+        return await self._send(party, "GET", f"sessions/{path_id}/output?from={start}")
+
 
 PutLookup = Callable[[str, bytes], "PutSeen | None"]
 """``lookup(verifier base URI, session)``: the latest PUT …/drafter that played verifier received."""
@@ -39,7 +81,7 @@ class DrafterMode(enum.Enum):
 
 
 class PlayedDrafter:
-    """One drafter the harness plays."""
+    """One drafter the harness plays for a router under test."""
 
     def __init__(self, name: str, uri: str, model: str, digest: bytes, *, mlc: PlayedCache, history: History,
                  status: StatusReporter, put_lookup: PutLookup) -> None:

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from sdcp_conformance.harness.case import Case
+from sdcp_conformance.harness.environment import PlayedParts, RoleContext
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import session_id_for
-from sdcp_conformance.harness.role_environment import RoleContext
+from sdcp_conformance.harness.roles.played_drafters import PlayedDrafter
+from sdcp_conformance.harness.roles.played_front import FrontClient
 from sdcp_conformance.harness.roles.played_verifier import FINISHED, Fault, PlayedVerifier
-from sdcp_conformance.harness.roles.router_checks import Violation, check_session
-from sdcp_conformance.harness.roles.router_drafters import PlayedDrafter
-from sdcp_conformance.harness.roles.router_front import FrontClient
-from sdcp_conformance.harness.roles.router_history import AssignSeen, OpenSeen, PutSeen
-from sdcp_conformance.harness.roles.router_truth import FrontSession, counted
-from sdcp_conformance.harness.router_environment import TARGET_MODEL, RouterEnvironment
+from sdcp_conformance.harness.roles.router_checks import check_session
+from sdcp_conformance.harness.roles.router_history import AssignSeen, History, OpenSeen, PutSeen
+from sdcp_conformance.harness.roles.router_truth import Facts, FrontSession, counted
+from sdcp_conformance.harness.roles.router_violations import Violation
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.codec import decode
@@ -44,10 +44,29 @@ SHORT_TTL_MS = 150
 """The TTL of the last status an instance sends before its status is made to expire."""
 
 
-class RouterContext(RoleContext[RouterEnvironment]):
+TARGET_MODEL = "bigram"
+"""The target the played verifiers serve (its SHA-256 is the contract's ``target``)."""
+
+class RouterParts(PlayedParts, Protocol):
+    """What a router case takes from its environment (:class:`~..specs.router.RouterEnvironment`)."""
+
+    front: FrontClient
+    fronts: dict[bytes, FrontSession]
+    verifiers: dict[str, PlayedVerifier]
+    drafters: dict[str, PlayedDrafter]
+    history: History
+    session_nonce: bytes
+
+    @property
+    def facts(self) -> Facts: ...
+
+    async def prepare(self) -> None: ...
+
+
+class RouterContext(RoleContext[RouterParts]):
     """One router case's view of the harness."""
 
-    def __init__(self, env: RouterEnvironment, case: Case, seed: int, run: str = "main") -> None:
+    def __init__(self, env: RouterParts, case: Case, seed: int, run: str = "main") -> None:
         super().__init__(env, case, seed, run)
         self.history = env.history
         self.sessions: list[FrontSession] = []
@@ -286,6 +305,11 @@ class RouterContext(RoleContext[RouterEnvironment]):
                                  actual=violation.actual)
                 else:
                     self.note(f"also seen ({violation.row}, judged by other cases): {violation.message}")
+
+    async def prepare(self) -> None:
+        """Before the case's body: every played instance reports afresh, unloaded (the environment's
+        :meth:`~..specs.router.RouterEnvironment.prepare`), so every case starts from the same state."""
+        await self.env.prepare()
 
     async def conclude(self) -> None:
         """Judge the case's sessions, then end them at their verifiers so later cases do not meet them."""

@@ -1,4 +1,4 @@
-"""The harness's side of a drafter certification: the router, verifiers and cache it plays, and the IUT.
+"""The drafter's role spec: around a drafter under test the harness plays its router, verifiers and cache.
 
 With a target file the drafter runs elsewhere and the harness listens where
 the file's [harness] table says (its router, its MLC, its verifiers); without
@@ -11,24 +11,28 @@ with mutual TLS, exactly as it would reach real ones.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from sdcp_conformance.harness.role_environment import RoleEnvironment
+from sdcp_conformance.harness.capabilities import MAX_TIMEOUT_CASE_S
+from sdcp_conformance.harness.contexts.drafter import DrafterContext
+from sdcp_conformance.harness.environment import RoleEnvironment
+from sdcp_conformance.harness.role_spec import RoleSpec
 from sdcp_conformance.harness.roles.played_router import PlayedRouter
 from sdcp_conformance.harness.roles.played_verifier import PlayedVerifier
 from sdcp_conformance.harness.roles.proposal_board import Pace, VerifierBoard
 from sdcp_conformance.harness.roles.proposal_checks import DrafterFacts
 from sdcp_conformance.harness.target import TargetConfig
+from sdcp_conformance.judge.status_budget import STATUS_TIMED_TTL_MS
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.reference.running import RunningRole
-from sdcp_conformance.transport.pki import Pki, init_pki
+from sdcp_conformance.transport.pki import Pki
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Case
-    from sdcp_conformance.harness.drafter_context import DrafterContext
 
 IUT_PARTY = "drafter"
 VERIFIER_PARTIES = ("verifier-1", "verifier-2")
@@ -45,8 +49,6 @@ EMBEDDED_PROPOSAL_TIMEOUT_S = 2.0
 """The embedded reference drafter's proposal timeout: short, so that a verdict lost by silence is retried
 within a case (P1-DRF-5 "timeout"); a target file says its drafter's with [harness] proposal_timeout_s."""
 EMBEDDED_STATUS_TTL_MS = 3000
-MAX_TIMEOUT_CASE_S = 10.0
-"""A lost-by-silence case runs only when the drafter's proposal timeout is known and at most this long."""
 
 DrafterAppFactory = Callable[..., Any]
 """Builds the embedded IUT: ``factory(config, model, cache, verifier, router)`` → a drafter app (a mutant's)."""
@@ -90,8 +92,6 @@ class DrafterEnvironment(RoleEnvironment):
         return found
 
     def new_context(self, case: Case, seed: int, run: str) -> DrafterContext:
-        from sdcp_conformance.harness.drafter_context import DrafterContext
-
         context = DrafterContext(self, case, seed, run)
         self.current, self.context = context.transcript, context
         return context
@@ -112,9 +112,6 @@ class DrafterEnvironment(RoleEnvironment):
 
     # ------------------------------------------------------------------ lifecycle
 
-    @classmethod
-    def embedded_target(cls, folder: Path) -> TargetConfig:
-        return embedded_drafter_target(folder)
 
     async def serve_played(self) -> None:
         await self.serve("cache", self.config.cache, self.cache)
@@ -152,16 +149,72 @@ class DrafterEnvironment(RoleEnvironment):
         self.board.close_all()
 
 
-def embedded_drafter_target(folder: Path) -> TargetConfig:
-    """A PKI and target for the reference drafter run in-process, on free loopback ports."""
-    from sdcp_conformance.harness.iut_setup import drafter_parties
-
-    uris = drafter_parties()
-    pki = init_pki(folder / "pki", uris, subject=IUT_PARTY)
+def drafter_target(pki: Pki, uris: Mapping[str, str]) -> TargetConfig:
+    """The target of a drafter at ``uris[IUT_PARTY]`` with the harness's parties at theirs."""
     return TargetConfig(role="drafter", base_uri=uris[IUT_PARTY], ca=pki.ca_cert, models=DRAFT_MODELS,
                         pki=pki.directory, router=uris["router"], cache=uris["cache"],
                         verifiers=tuple(uris[name] for name in VERIFIER_PARTIES))
 
 
-__all__ = ["CTX_DRAFT_MODEL", "DRAFT_MODEL", "DRAFT_MODELS", "EMBEDDED_PROPOSAL_TIMEOUT_S", "HARNESS_PARTIES",
-           "IUT_PARTY", "VERIFIER_PARTIES", "DrafterAppFactory", "DrafterEnvironment", "embedded_drafter_target"]
+def serve_drafter_command(pki: Pki) -> list[str]:
+    """The command that starts the reference drafter as the IUT of this PKI."""
+    return ["sdcp-conformance", "serve", "drafter", "--pki", str(pki.directory), "--party", IUT_PARTY,
+            "--router", pki.base_uris["router"], "--cache", pki.base_uris["cache"],
+            *(word for model in DRAFT_MODELS for word in ("--model", model))]
+
+
+def drafter_instructions(pki: Pki, target_path: Path) -> str:
+    from sdcp_conformance.models.registry import mock_model
+
+    drafter = pki.parties[IUT_PARTY]
+    model, ctx_model = mock_model(DRAFT_MODEL), mock_model(CTX_DRAFT_MODEL)
+    verifiers = ", ".join(pki.base_uris[name] for name in VERIFIER_PARTIES)
+    return "\n".join([
+        f"Wrote the PKI and {target_path} for a drafter under test.",
+        "",
+        "Start the drafter under test with:",
+        f"  trust this CA (clients and servers):       {pki.ca_cert}",
+        f"  serve with certificate / key:              {drafter.cert} / {drafter.key}",
+        f"  listen at its base URI (= URI SAN):        {pki.base_uris[IUT_PARTY]}",
+        f"  accept POST assignments only from router:  {pki.base_uris['router']} (P1-DRF-1)",
+        f"  report status to that router:              {pki.base_uris['router']}instances/{{id}}/status",
+        f"    (as role 1, every < ttl_ms; a ttl_ms of {STATUS_TIMED_TTL_MS} or less has its intervals timed)",
+        f"  write q_rows under the MLC base URI:       {pki.base_uris['cache']}",
+        f"  serve the draft models (P1-MODEL-1):       {DRAFT_MODEL}: {model.path}",
+        f"                                             {CTX_DRAFT_MODEL}: {ctx_model.path}",
+        f"    (their targets are {model.drafts_for} and {ctx_model.drafts_for}; the harness plays the verifiers at "
+        f"{verifiers};",
+        "    a session uses the draft model its contract's drafters list names, P1-DRF-3; a drafter without",
+        f"    {CTX_DRAFT_MODEL} removes it from the target file's models, and the cases needing it are skipped)",
+        "",
+        "The reference drafter, for example:",
+        f"  {shlex.join(serve_drafter_command(pki))}",
+        "(its proposal timeout is 30 s; if yours is at most 10 s, add `proposal_timeout_s = N` under [harness]",
+        " so that the case that loses a verdict by silence runs)",
+        "",
+        "Then certify it:",
+        f"  sdcp-conformance certify --target {target_path}",
+        "",
+    ])
+
+
+SPEC = RoleSpec("drafter", IUT_PARTY, HARNESS_PARTIES, drafter_target, serve_drafter_command, drafter_instructions,
+                DrafterEnvironment)
+"""A drafter under test meets the harness's router, MLC and two verifiers."""
+
+
+__all__ = [
+    "CTX_DRAFT_MODEL",
+    "DRAFT_MODEL",
+    "DRAFT_MODELS",
+    "EMBEDDED_PROPOSAL_TIMEOUT_S",
+    "HARNESS_PARTIES",
+    "IUT_PARTY",
+    "SPEC",
+    "VERIFIER_PARTIES",
+    "DrafterAppFactory",
+    "DrafterEnvironment",
+    "drafter_instructions",
+    "drafter_target",
+    "serve_drafter_command",
+]

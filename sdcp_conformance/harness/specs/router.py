@@ -1,4 +1,4 @@
-"""The harness's side of a router certification: the verifiers, drafters, MLC and front client it plays.
+"""The router's role spec: around a router under test the harness plays verifiers, drafters, MLC and front client.
 
 With a target file the router runs elsewhere and the harness listens where the
 file says; without one the reference router is started in-process as the IUT
@@ -12,35 +12,35 @@ they see goes into one :class:`~.roles.router_history.History`.
 from __future__ import annotations
 
 import asyncio
+import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.harness.contexts.router import TARGET_MODEL, RouterContext
+from sdcp_conformance.harness.environment import RoleEnvironment
 from sdcp_conformance.harness.iut import Answer, IutLink
 from sdcp_conformance.harness.judging import run_nonce
-from sdcp_conformance.harness.role_environment import RoleEnvironment
+from sdcp_conformance.harness.role_spec import RoleSpec
+from sdcp_conformance.harness.roles.played_drafters import PlayedDrafter
+from sdcp_conformance.harness.roles.played_front import CLIENT_IDENTITY, FrontClient
 from sdcp_conformance.harness.roles.played_verifier import PlayedVerifier, RouterLinks
 from sdcp_conformance.harness.roles.recording import Recorder, current_only
-from sdcp_conformance.harness.roles.router_drafters import PlayedDrafter
-from sdcp_conformance.harness.roles.router_front import CLIENT_IDENTITY, FrontClient
 from sdcp_conformance.harness.roles.router_history import History, PutSeen
-from sdcp_conformance.harness.roles.router_status import StatusReporter
 from sdcp_conformance.harness.roles.router_truth import Facts, FrontSession
+from sdcp_conformance.harness.roles.status_reports import StatusReporter
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.protocol.messages import ROLE_DRAFTER, ROLE_VERIFIER
-from sdcp_conformance.transport.pki import Pki, init_pki
-from sdcp_conformance.transport.ports import loopback_base_uris
+from sdcp_conformance.transport.pki import Pki
 from sdcp_conformance.transport.types import Handler
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Case
-    from sdcp_conformance.harness.router_context import RouterContext
     from sdcp_conformance.reference.router.service import RouterFactory
     from sdcp_conformance.reference.running import RunningRole
 
-TARGET_MODEL = "bigram"
-"""The target the played verifiers serve (its SHA-256 is the contract's ``target``)."""
 VERIFIER_NAMES = ("verifier-1", "verifier-2", "verifier-3")
 DRAFTER_MODELS = (("drafter-1", "bigram-draft-near"), ("drafter-2", "bigram-draft-far"),
                   ("drafter-3", "bigram-draft-near"))
@@ -116,8 +116,6 @@ class RouterEnvironment(RoleEnvironment):
         return found
 
     def new_context(self, case: Case, seed: int, run: str) -> RouterContext:
-        from sdcp_conformance.harness.router_context import RouterContext
-
         context = RouterContext(self, case, seed, run)
         self.current = context.transcript
         return context
@@ -139,9 +137,6 @@ class RouterEnvironment(RoleEnvironment):
 
     # ------------------------------------------------------------------ lifecycle
 
-    @classmethod
-    def embedded_target(cls, folder: Path) -> TargetConfig:
-        return embedded_router_target(folder)
 
     async def ready(self) -> None:
         # together: against a router that never answers, one after another cost a request timeout each
@@ -159,7 +154,7 @@ class RouterEnvironment(RoleEnvironment):
             await self.serve(name, uri, Recorder(name, handler, current_only(lambda: self.current)))
 
     async def start_embedded(self, app_factory: RouterFactory | None, **options: Any) -> None:
-        from sdcp_conformance.reference.router.service import start_router
+        from sdcp_conformance.reference.roles import start_router
         from sdcp_conformance.reference.verifier.service import PartyTls
 
         tls = PartyTls(self.pki.cert(IUT_PARTY), self.pki.key(IUT_PARTY), self.pki.ca_cert)
@@ -203,13 +198,8 @@ def _named(names: dict[str, str], uri: str, kind: str) -> str:
     return name
 
 
-def router_parties() -> dict[str, str]:
-    """Free loopback base URIs for the router under test and every party the harness plays."""
-    names = (IUT_PARTY, "cache", CLIENT_IDENTITY, *VERIFIER_NAMES, *(name for name, _ in DRAFTER_MODELS))
-    return loopback_base_uris(names)
-
-
-def router_target(pki: Pki, uris: dict[str, str], source: Path | None = None) -> TargetConfig:
+def router_target(pki: Pki, uris: Mapping[str, str], source: Path | None = None) -> TargetConfig:
+    """The target of a router at ``uris[IUT_PARTY]`` with the harness's parties at theirs."""
     return TargetConfig(
         role="router", base_uri=uris[IUT_PARTY], ca=pki.ca_cert, models=(), pki=pki.directory, cache=uris["cache"],
         drafters=tuple(uris[name] for name, _ in DRAFTER_MODELS),
@@ -217,11 +207,75 @@ def router_target(pki: Pki, uris: dict[str, str], source: Path | None = None) ->
         extra={"drafter_models": [model for _, model in DRAFTER_MODELS]})
 
 
-def embedded_router_target(folder: Path) -> TargetConfig:
-    """A PKI and target for the reference router run in-process, on free loopback ports."""
-    uris = router_parties()
-    return router_target(init_pki(folder / "pki", uris, subject=IUT_PARTY), uris)
+def serve_router_command(pki: Pki) -> list[str]:
+    """The command that starts the reference router as the IUT of this PKI."""
+    uris = pki.base_uris
+    words = ["sdcp-conformance", "serve", "router", "--pki", str(pki.directory), "--party", IUT_PARTY,
+             "--cache", uris["cache"]]
+    for name in VERIFIER_NAMES:
+        words += ["--verifier", uris[name]]
+    for name, model in DRAFTER_MODELS:
+        words += ["--drafter", f"{uris[name]}={model}"]
+    return words
 
 
-__all__ = ["CLIENT_IDENTITY", "DRAFTER_MODELS", "IUT_PARTY", "TARGET_MODEL", "VERIFIER_NAMES", "RouterEnvironment",
-           "drafter_models", "embedded_router_target", "router_parties", "router_target"]
+def router_instructions(pki: Pki, target_path: Path) -> str:
+    router = pki.parties[IUT_PARTY]
+    uris = pki.base_uris
+    verifiers = [f"      {uris[name]}" for name in VERIFIER_NAMES]
+    drafters = [f"      {uris[name]}  model {model}, SHA-256 {mock_model(model).model_sha256.hex()}"
+                for name, model in DRAFTER_MODELS]
+    target = mock_model(TARGET_MODEL)
+    permitted = sorted({mock_model(model).model_sha256.hex() for _, model in DRAFTER_MODELS})
+    return "\n".join([
+        f"Wrote the PKI and {target_path} for a router under test.",
+        "",
+        "Start the router under test with:",
+        f"  trust this CA (clients and servers):  {pki.ca_cert}",
+        f"  serve with certificate / key:         {router.cert} / {router.key}",
+        f"  listen at its base URI (= URI SAN):   {uris[IUT_PARTY]}",
+        "  and offer the test front of PROFILE.md (P1-FRONT-1..3) on that base URI; its client presents",
+        f"  the certificate of {uris[CLIENT_IDENTITY]} (any certificate of the CA is a client)",
+        f"  the MLC (commit logs, committed_tokens):  {uris['cache']}",
+        "  the verifiers (they report status with role 2):",
+        *verifiers,
+        "  the drafters and their models (P1-RTR-2: the router knows each drafter's model by configuration):",
+        *drafters,
+        f"  the contracts the front client opens sessions with carry (§4.1): target model {TARGET_MODEL}",
+        f"    ({target.path}),",
+        f"      target    SHA-256 {target.model_sha256.hex()}",
+        f"      tokenizer SHA-256 {target.tokenizer_sha256.hex()}",
+        "      drafters  (the permitted draft models, by SHA-256; a case may permit fewer):",
+        *(f"        {digest}" for digest in permitted),
+        "    (the played verifiers serve that target; the router needs no model of its own, P1-MODEL-1)",
+        "",
+        "The reference router, for example:",
+        f"  {shlex.join(serve_router_command(pki))}",
+        "",
+        "Then certify it:",
+        f"  sdcp-conformance certify --target {target_path}",
+        "",
+    ])
+
+
+PLAYED = ("cache", CLIENT_IDENTITY, *VERIFIER_NAMES, *(name for name, _ in DRAFTER_MODELS))
+"""The parties the harness plays around a router under test (the front client among them)."""
+
+SPEC = RoleSpec("router", IUT_PARTY, PLAYED, router_target, serve_router_command, router_instructions,
+                RouterEnvironment)
+"""A router under test meets the harness's MLC, three verifiers, three drafters and the P1-FRONT client."""
+
+
+__all__ = [
+    "CLIENT_IDENTITY",
+    "DRAFTER_MODELS",
+    "IUT_PARTY",
+    "PLAYED",
+    "SPEC",
+    "VERIFIER_NAMES",
+    "RouterEnvironment",
+    "drafter_models",
+    "router_instructions",
+    "router_target",
+    "serve_router_command",
+]

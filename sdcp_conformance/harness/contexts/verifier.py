@@ -1,4 +1,4 @@
-"""What a case works with: the harness roles (router, drafters, cache), sessions it tracks, judgements.
+"""What a verifier case works with: the router, drafters and cache the harness plays, sessions, judgements.
 
 The harness keeps its own model of every session it opens — prompt, contract
 digest, committed tokens, round, epoch — and recomputes the digest chain from
@@ -11,17 +11,18 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case
-from sdcp_conformance.harness.environment import Environment
+from sdcp_conformance.harness.environment import PlayedParts, RoleContext
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import session_id_for
-from sdcp_conformance.harness.role_environment import RoleContext
+from sdcp_conformance.harness.roles.played_drafters import ProposingDrafters
 from sdcp_conformance.harness.roles.played_router import PlayedRouter
+from sdcp_conformance.harness.rule2_judging import JudgeHost
 from sdcp_conformance.models.registry import MockModel, mock_model
 from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.chain import contract_digest, extend_digest, prefix_digest
@@ -99,14 +100,46 @@ class TrackedSession:
         return [*self.prompt, *self.output]
 
 
-class CaseContext(RoleContext[Environment]):
+class VerifierParts(PlayedParts, Protocol):
+    """What a verifier case takes from its environment (:class:`~..specs.verifier.VerifierEnvironment`)."""
+
+    router: PlayedRouter
+    session_nonce: bytes
+
+    def party_uri(self, name: str) -> str: ...
+
+    def owns(self, context: Any, session_id: bytes) -> None: ...
+
+    def capabilities(self) -> set[str]: ...
+
+    async def set_load(self, load: int | None) -> None: ...
+
+    def judge_host(self) -> JudgeHost: ...
+
+
+class VerifierContext(RoleContext[VerifierParts]):
     """One verifier case's view of the harness: its router, drafters and cache, and the sessions it tracks."""
 
-    def __init__(self, env: Environment, case: Case, seed: int, run: str = "main") -> None:
+    def __init__(self, env: VerifierParts, case: Case, seed: int, run: str = "main") -> None:
         super().__init__(env, case, seed, run)
         self.sessions: list[TrackedSession] = []
         self.router: PlayedRouter = env.router
         """The played router: the verifier's events and status reports (§5.1 Table 1)."""
+        self.drafters = ProposingDrafters(env.iut.send, env.party_uri)
+        """The played drafters: they propose and read output, each as its own identity."""
+
+    async def set_load(self, load: int) -> bool:
+        """Set the IUT's load where the target offers it (``load:control``; False where it does not); raises
+        :class:`~..load_control.LoadControlError` when the hook or command fails. The environment gives the load
+        back after the case."""
+        if "load:control" not in self.env.capabilities():
+            return False
+        await self.env.set_load(load)
+        return True
+
+    def judge_host(self) -> JudgeHost:
+        """Where the rule-2 tests of a statistical case run (:mod:`~..rule2_judging`)."""
+        return self.env.judge_host()
 
     def expect_ok(self, answer: Answer, kind: type[M], *, what: str = "", row: str = "R-5.1-RESOURCES") -> M:
         """A 2xx answer carrying a well-formed ``kind`` (P1-MSG-4: any 2xx is success); otherwise the case stops."""
@@ -217,12 +250,10 @@ class CaseContext(RoleContext[Environment]):
 
     def proposal(self, session: TrackedSession, tokens: Sequence[int], drafter: str = "drafter-1",
                  **overrides: Any) -> dict[str, Any]:
-        uri = self.env.party_uri(drafter)
-        body = {"session": session.id, "epoch": session.epoch, "round": session.round + 1, "drafter": uri,
-                "base": len(session.output), "base_digest": session.digest, "tokens": list(tokens),
-                "status": {"instance": uri, "role": 1, "load": 0, "queue": 0, "ttl_ms": 5000}}
-        body.update(overrides)
-        return {key: value for key, value in body.items() if value is not None}
+        """The next proposal of the tracked session (round n+1 on d[n]) from ``drafter``."""
+        tracked = {"session": session.id, "epoch": session.epoch, "round": session.round + 1,
+                   "base": len(session.output), "base_digest": session.digest}
+        return self.drafters.proposal(drafter, tracked, tokens, overrides)
 
     def publish_q(self, name: str, rows: np.ndarray) -> str:
         """Write draft rows (§5.2: M rows of V little-endian binary32) to the harness cache."""
@@ -231,8 +262,8 @@ class CaseContext(RoleContext[Environment]):
     async def send_proposal(self, body: Mapping[str, Any] | bytes, *, party: str = "drafter-1",
                             held_s: float = 0.0) -> Answer:
         """``held_s``: how long the case may hold the round's commit-log append (:meth:`IutLink.send`)."""
-        return await self.env.iut.send(party, "POST", "proposals", body if isinstance(body, bytes) else dict(body),
-                                       held_s=held_s)
+        answer: Answer = await self.drafters.propose(body, party=party, held_s=held_s)
+        return answer
 
     async def propose(self, session: TrackedSession, tokens: Sequence[int], *, drafter: str = "drafter-1",
                       party: str | None = None, held_s: float = 0.0, **overrides: Any) -> Answer:
@@ -267,7 +298,8 @@ class CaseContext(RoleContext[Environment]):
         session.verdicts[verdict.round] = verdict
 
     async def output(self, session: TrackedSession, start: int = 0, *, party: str = "drafter-1") -> Answer:
-        return await self.env.iut.send(party, "GET", f"sessions/{session.path_id}/output?from={start}")
+        answer: Answer = await self.drafters.output(session.path_id, start, party=party)
+        return answer
 
     async def output_ok(self, session: TrackedSession, start: int = 0, *, party: str = "drafter-1") -> Output:
         return self.expect_ok(await self.output(session, start, party=party), Output, what="GET output")
@@ -285,4 +317,4 @@ def _path_of(uri: str) -> str:
     return urlsplit(uri).path
 
 
-__all__ = ["DEFAULT_PROMPT", "CaseContext", "TrackedSession"]
+__all__ = ["DEFAULT_PROMPT", "TrackedSession", "VerifierContext"]
