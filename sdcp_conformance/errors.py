@@ -10,6 +10,9 @@ Three kinds of failure are kept apart, as h11 and Hypothesis do:
   crash.
 * :class:`InvalidArgument` — the harness or the library was misused by its
   caller (a bad option, an impossible configuration).
+* :class:`HarnessBug` — the harness failed a check of itself (:mod:`~sdcp_conformance.harness.self_check`): a
+  message it built does not match the CDDL, or a fault it injected never took effect. The case is ERROR
+  ("harness bug: …"), never blamed on the implementation under test.
 * Everything else escaping a case is a bug in this package.
 """
 
@@ -24,4 +27,9 @@ class InvalidArgument(SdcpConformanceError, ValueError):
     """The caller passed something this package cannot work with."""
 
 
-__all__ = ["InvalidArgument", "SdcpConformanceError"]
+class HarnessBug(SdcpConformanceError):
+    """The harness broke its own rules in a case: it sent a message that does not match ``sdcp.cddl``, or a fault
+    the case relies on never took effect. The runner reports the case ERROR, "harness bug: …"."""
+
+
+__all__ = ["HarnessBug", "InvalidArgument", "SdcpConformanceError"]

@@ -4,6 +4,10 @@ The plan only decides which faults fire for a request; the cache app
 applies them. Nothing is ever done silently: the cache never reorders,
 drops or alters anything that no armed fault names, and each fault that
 fires leaves a :class:`FaultFiring` behind (and a mark in the transcript).
+Each armed fault also counts the requests that met it (:meth:`FaultPlan.meet`,
+called by whoever serves the plan) and its firings, and says whether the
+case that armed it relies on it (``must_fire``): the evidence the harness
+checks itself with (:mod:`sdcp_conformance.harness.self_check`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import contextlib
 import enum
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sdcp_conformance.errors import InvalidArgument
@@ -109,9 +114,20 @@ class ArmedFault:
     data: bytes = b""
     splice: bool = False
     gate: Gate | None = None
+    must_fire: bool = True
+    """The case that armed it relies on it firing (False: armed in case the IUT sends such a request)."""
+    met: int = 0
+    """Requests that met it while it was armed (:meth:`FaultPlan.meet`), whether it fired on them or not."""
+    fired: int = 0
+    """Requests it fired on."""
 
     def matches(self, method: str, path: str) -> bool:
         return self.remaining > 0 and method in self.methods and (self.path is None or self.path == path)
+
+    @property
+    def label(self) -> str:
+        """The fault in words, for the evidence: ``hold of PUT /cache/…/log (held until the harness released it)``."""
+        return f"{self.kind.value} of {'/'.join(sorted(self.methods))} {self.path or 'any path'} ({self.describe()})"
 
     def describe(self) -> str:
         if self.kind is FaultKind.DELAY:
@@ -150,18 +166,20 @@ class FaultPlan:
         self._ids = itertools.count(1)
         self._gates: list[Gate] = []
         self._gate_paths: dict[Gate, str | None] = {}
+        self.on_arm: Callable[[ArmedFault], object] | None = None
+        """Called with every fault armed (the harness registers it with the case that armed it)."""
 
     # ------------------------------------------------------------------ arming
 
-    def fail_gets(self, path: str | None, count: int = 1, *, status: int = 503) -> int:
+    def fail_gets(self, path: str | None, count: int = 1, *, status: int = 503, must_fire: bool = True) -> int:
         """Answer the next ``count`` GETs of ``path`` with ``status`` (an error status)."""
         if not 400 <= status <= 599:
             raise InvalidArgument(f"an injected failure needs an error status, not {status}")
-        return self._arm(FaultKind.FAIL_GET, path, _READS, count, status=status)
+        return self._arm(FaultKind.FAIL_GET, path, _READS, count, status=status, must_fire=must_fire)
 
-    def missing_gets(self, path: str | None, count: int = 1) -> int:
+    def missing_gets(self, path: str | None, count: int = 1, *, must_fire: bool = True) -> int:
         """Answer the next ``count`` GETs of ``path`` with 404, as if the object did not exist."""
-        return self._arm(FaultKind.MISSING_GET, path, _READS, count, status=404)
+        return self._arm(FaultKind.MISSING_GET, path, _READS, count, status=404, must_fire=must_fire)
 
     def transport_gets(
         self,
@@ -169,9 +187,10 @@ class FaultPlan:
         count: int = 1,
         *,
         fault: TransportFault = TransportFault.RESET_STREAM,
+        must_fire: bool = True,
     ) -> int:
         """Leave the next ``count`` GETs of ``path`` unanswered, committing ``fault`` instead."""
-        return self._arm(FaultKind.TRANSPORT_GET, path, _READS, count, transport=fault)
+        return self._arm(FaultKind.TRANSPORT_GET, path, _READS, count, transport=fault, must_fire=must_fire)
 
     def delay(
         self,
@@ -180,19 +199,21 @@ class FaultPlan:
         count: int = 1,
         *,
         methods: frozenset[str] = _ALL_METHODS,
+        must_fire: bool = True,
     ) -> int:
         """Hold back the next ``count`` responses for ``path`` by ``seconds`` each."""
         if seconds < 0:
             raise InvalidArgument("a delay cannot be negative")
-        return self._arm(FaultKind.DELAY, path, frozenset(methods), count, seconds=seconds)
+        return self._arm(FaultKind.DELAY, path, frozenset(methods), count, seconds=seconds, must_fire=must_fire)
 
-    def hold(self, path: str | None, count: int = 1, *, methods: frozenset[str] = _ALL_METHODS) -> Gate:
+    def hold(self, path: str | None, count: int = 1, *, methods: frozenset[str] = _ALL_METHODS,
+             must_fire: bool = True) -> Gate:
         """Hold the next ``count`` requests for ``path`` before handling them, until the returned gate opens.
 
         Must be called on the loop that serves the cache (it creates asyncio events).
         """
         gate = Gate()
-        fault_id = self._arm(FaultKind.HOLD, path, frozenset(methods), count)
+        fault_id = self._arm(FaultKind.HOLD, path, frozenset(methods), count, must_fire=must_fire)
         with self._lock:
             self._gates.append(gate)
             self._gate_paths[gate] = path
@@ -201,21 +222,22 @@ class FaultPlan:
                     fault.gate = gate
         return gate
 
-    def drop_lease(self, path: str) -> int:
+    def drop_lease(self, path: str, *, must_fire: bool = True) -> int:
         """Evict the object at ``path`` before the next request for it, whatever its lease."""
-        return self._arm(FaultKind.DROP_LEASE, path, _ALL_METHODS, 1)
+        return self._arm(FaultKind.DROP_LEASE, path, _ALL_METHODS, 1, must_fire=must_fire)
 
-    def reject_appends(self, path: str | None, count: int = 1, *, status: int = 503) -> int:
+    def reject_appends(self, path: str | None, count: int = 1, *, status: int = 503, must_fire: bool = True) -> int:
         """Refuse the next ``count`` PUTs to ``path`` with ``status``, storing nothing."""
         if not 400 <= status <= 599:
             raise InvalidArgument(f"an injected rejection needs an error status, not {status}")
-        return self._arm(FaultKind.REJECT_APPEND, path, frozenset({"PUT"}), count, status=status)
+        return self._arm(FaultKind.REJECT_APPEND, path, frozenset({"PUT"}), count, status=status,
+                         must_fire=must_fire)
 
-    def insert_before_put(self, path: str, data: bytes, *, splice: bool = False) -> int:
+    def insert_before_put(self, path: str, data: bytes, *, splice: bool = False, must_fire: bool = True) -> int:
         """Put ``data`` into the object at ``path`` just before the next PUT to it (see the kind)."""
         if not data:
             raise InvalidArgument("nothing to insert")
-        fault_id = self._arm(FaultKind.INSERT_BEFORE_PUT, path, frozenset({"PUT"}), 1)
+        fault_id = self._arm(FaultKind.INSERT_BEFORE_PUT, path, frozenset({"PUT"}), 1, must_fire=must_fire)
         with self._lock:
             for fault in self._armed:
                 if fault.fault_id == fault_id:
@@ -232,14 +254,17 @@ class FaultPlan:
         status: int | None = None,
         seconds: float = 0.0,
         transport: TransportFault | None = None,
+        must_fire: bool = True,
     ) -> int:
         if count < 1:
             raise InvalidArgument("a fault must fire at least once")
         with self._lock:
             fault_id = next(self._ids)
-            fault = ArmedFault(fault_id, kind, path, methods, count, status, seconds, transport)
+            fault = ArmedFault(fault_id, kind, path, methods, count, status, seconds, transport, must_fire=must_fire)
             self._armed.append(fault)
-            return fault.fault_id
+        if self.on_arm is not None:
+            self.on_arm(fault)
+        return fault.fault_id
 
     # ------------------------------------------------------------------ firing
 
@@ -258,10 +283,19 @@ class FaultPlan:
                     continue
                 terminal_taken = terminal_taken or fault.kind.terminal
                 fault.remaining -= 1
+                fault.fired += 1
                 firing.append(fault)
                 self._record(fault, method, path)
             self._armed = [fault for fault in self._armed if fault.remaining > 0]
             return firing
+
+    def meet(self, method: str, path: str) -> None:
+        """A request for ``path`` arrived: every armed fault it matches counts it (before :meth:`take` decides
+        which of them fire), the evidence that the fault had its chance."""
+        with self._lock:
+            for fault in self._armed:
+                if fault.matches(method, path):
+                    fault.met += 1
 
     def _record(self, fault: ArmedFault, method: str, path: str) -> None:
         sequence = len(self._fired) + 1

@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Signed certification bundles (`certify --bundle FILE` writes them)."),
     "certify": ("sdcp_conformance.cli.certify:certify",
                 "Certify an SDCP verifier, drafter or router against the draft and the interop profile."),
+    "declare": ("sdcp_conformance.cli.declare:declare",
+                "Write the declaration a vendor fills in: its implementation and the optional features it claims."),
     "check": ("sdcp_conformance.cli.check:check",
               "Preflight: is the IUT of a target file ready to be certified? One line per check."),
     "fuzz": ("sdcp_conformance.cli.fuzz:fuzz",
@@ -220,12 +222,24 @@ def _section_key(section: str) -> tuple[str, ...]:
               help="Print the judging decisions (D-JUDGE-…) instead of the areas: each one's ID, the rows it shapes, "
                    "the module that applies it and what it reads where the draft and the profile are silent. With "
                    "--role, only those that shape that role's verdicts.")
-def info(roles: tuple[str, ...], show_decisions: bool) -> None:
+@click.option("--requirements", "show_requirements", is_flag=True,
+              help="List the released requirement sets (the newest is certify's default), oldest first.")
+def info(roles: tuple[str, ...], show_decisions: bool, show_requirements: bool) -> None:
     """Print the version and, per role, the conformance areas certify reports (with their case counts)."""
     from rich.console import Console
     from rich.table import Table
 
     from sdcp_conformance.harness.suites import SUITES
+
+    if show_requirements:
+        from sdcp_conformance.judge.requirement_sets import load_set, manifest, newest_name
+
+        for entry in manifest():
+            held = load_set(entry["name"])
+            newest = " (newest: certify's default)" if held.name == newest_name() else " (superseded)"
+            click.echo(f"{held.name}{newest}: released {held.released.isoformat()}, {len(held.rows)} rows scored, "
+                       f"{len(held.not_scored)} not scored, SHA-256 {held.sha256}")
+        return
 
     if show_decisions:
         import shutil

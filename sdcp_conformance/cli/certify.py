@@ -23,6 +23,7 @@ import errno
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.runner import CaseResult, RunReport, order_cases
 from sdcp_conformance.harness.suites import SUITES
 from sdcp_conformance.harness.target import TargetConfig, load_target, require_models
+from sdcp_conformance.judge.declaration import Declaration, load_declaration
+from sdcp_conformance.judge.requirement_sets import RequirementSet, load_set
 from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.pki import load_pki
 
@@ -114,13 +117,37 @@ def refuse_used_report_dir(folder: Path | None) -> None:
                                "or remove that one first")
 
 
+@dataclass(frozen=True)
+class Program:
+    """What a certification program adds to a run: the requirement set, the vendor's declaration and key."""
+
+    requirements: RequirementSet | None = None
+    declaration: Declaration | None = None
+    declaration_path: Path | None = None
+    vendor_key: Path | None = None
+
+
+def _program(role: str, requirements_name: str | None, declaration_path: Path | None, vendor_key: Path | None,
+             bundle_path: Path | None) -> Program:
+    if vendor_key is not None and (declaration_path is None or bundle_path is None):
+        raise click.UsageError("--vendor-key signs the declaration in the bundle: give --declaration and --bundle")
+    try:
+        requirements = load_set(requirements_name)
+        declaration = load_declaration(declaration_path, role) if declaration_path is not None else None
+    except InvalidArgument as exc:
+        raise click.UsageError(str(exc)) from exc
+    return Program(requirements, declaration, declaration_path, vendor_key)
+
+
 def _run(target: TargetConfig | None, role: str, selected: Sequence[str], seed: int,
          expected: ExpectedFailures | None, progress: Callable[[CaseResult], None], strict: bool,
-         factory: Callable[..., Any] | None, workdir: Path) -> RunReport:
+         factory: Callable[..., Any] | None, workdir: Path, program: Program) -> RunReport:
     try:
         return event_loops.run(run_certification(target, role=role, selectors=selected, seed=seed,
                                                  expected_failures=expected, progress=progress, strict=strict,
-                                                 app_factory=factory, workdir=workdir))
+                                                 app_factory=factory, workdir=workdir,
+                                                 requirements=program.requirements,
+                                                 declaration=program.declaration))
     except OSError as exc:  # a listener of the target file's [harness] could not bind, say
         click.echo(f"Error: the harness could not start: {exc}", err=True)
         if exc.errno == errno.EADDRINUSE and target is not None:
@@ -210,10 +237,18 @@ def _print_preflight(console: Any, report: RunReport, target: TargetConfig | Non
 @click.option("--signing-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Ed25519 private key (PEM) that signs the bundle. Default: the target PKI's attestation.key "
               "(`pki init` mints one), else a one-off key.")
+@click.option("--requirements", "requirements_name", default=None, metavar="SET",
+              help="Score against this released requirement set (default: the newest; `info --requirements` "
+              "lists them).")
+@click.option("--declaration", "declaration_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="The vendor's declaration (`declare` writes one): the test plan follows its claims.")
+@click.option("--vendor-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The vendor's Ed25519 private key (PEM) that signs the declaration in the bundle.")
 def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tuple[str, ...],
             list_selector: str | None, report_dir: Path | None, seed: int | None, expected_path: Path | None,
             strict: bool, role: str | None, mutant: str | None, bundle_path: Path | None,
-            shard_text: str | None, signing_key: Path | None) -> None:
+            shard_text: str | None, signing_key: Path | None, requirements_name: str | None,
+            declaration_path: Path | None, vendor_key: Path | None) -> None:
     """Certify an SDCP verifier, drafter or router against the draft and the interop profile."""
     target = _load_target(target_path)
     if target is not None and role is not None and role != target.role:
@@ -252,16 +287,18 @@ def certify(target_path: Path | None, selectors: tuple[str, ...], excluded: tupl
     else:
         require("reference", f"`sdcp-conformance certify` without --target (the embedded reference {role})")
     expected = _load_expected(expected_path, catalogue)
+    program = _program(role, requirements_name, declaration_path, vendor_key, bundle_path)
     run_seed = resolve_seed(seed)
     _certify(target, target_path, catalogue, selected, selectors, excluded, run_seed, expected, expected_path,
-             strict, role, mutant, factory, report_dir, bundle_path, _signing_key(signing_key, target), shard)
+             strict, role, mutant, factory, report_dir, bundle_path, _signing_key(signing_key, target), shard,
+             program)
 
 
 def _certify(target: TargetConfig | None, target_path: Path | None, catalogue: Catalogue, selected: Sequence[Any],
              selectors: Sequence[str], excluded: Sequence[str], run_seed: int, expected: ExpectedFailures | None,
              expected_path: Path | None, strict: bool, role: str, mutant: str | None,
              factory: Callable[..., Any] | None, report_dir: Path | None, bundle_path: Path | None,
-             key: Path | None, shard: tuple[int, int] | None = None) -> None:
+             key: Path | None, shard: tuple[int, int] | None = None, program: Program | None = None) -> None:
     from sdcp_conformance.report import write_run
     from sdcp_conformance.report.console import log_console, print_document
     from sdcp_conformance.report.logs import captured_logs
@@ -284,7 +321,7 @@ def _certify(target: TargetConfig | None, target_path: Path | None, catalogue: C
         try:
             with display:
                 report = _run(target, role, ids if (selectors or excluded or shard) else (), run_seed, expected,
-                              collected, strict, factory, Path(workdir))
+                              collected, strict, factory, Path(workdir), program or Program())
                 report.shard = shard
         except KeyboardInterrupt:
             interrupted = True
@@ -303,7 +340,9 @@ def _certify(target: TargetConfig | None, target_path: Path | None, catalogue: C
     if bundle_path is not None:
         from sdcp_conformance.report.bundle import write_bundle
 
-        keyid = write_bundle(bundle_path, folder, document, target_file=target_path, key=key)
+        declared = program.declaration_path if program is not None else None
+        keyid = write_bundle(bundle_path, folder, document, target_file=target_path, key=key,
+                             declaration_file=declared, vendor_key=program.vendor_key if program else None)
         written.append(bundle_path)
         how = f"key {key}" if key is not None else "a one-off key (give --signing-key to use yours)"
         console.print(f"bundle signed with {how}, key ID {keyid}", highlight=False, soft_wrap=True)
@@ -326,6 +365,7 @@ __all__ = [
     "EXIT_USAGE",
     "REPORT_FILES",
     "LiveProgress",
+    "Program",
     "certify",
     "refuse_used_report_dir",
 ]

@@ -85,6 +85,10 @@ class Case:
     """Harness listeners at the fixed addresses the IUT was configured with (``"router"``) whose traffic the case
     judges. When several harness processes certify one IUT (pytest-xdist), such cases all run in the one
     process that holds those listeners; the rest run anywhere, each process with its own cache."""
+    features: tuple[str, ...] = ()
+    """Optional features the case exercises (:data:`~sdcp_conformance.judge.declaration.FEATURES`): under a
+    declaration that does not claim one the case is NOT CLAIMED (D-JUDGE-DECL-1). The harness finds the features of
+    every message it sends (:mod:`~.features`); a case using one it does not declare is a harness bug."""
     quote_declared: bool = field(default=True, compare=False, repr=False)
     """Whether the declaration passed :attr:`quote`; ``False`` where it is the primary row's sentence, taken from
     the requirement table (:meth:`Catalogue.case`). Not part of :meth:`describe`: a report shows the quote alone."""
@@ -99,8 +103,17 @@ class Case:
             "level": self.level.value, "title": self.title, "requires": list(self.requires),
             "profile": list(self.profile), "black_box_note": self.black_box_note, "rows": list(self.rows),
             "role": self.role, "standalone": self.standalone, "exclusive": self.exclusive,
-            "listens": list(self.listens),
+            "listens": list(self.listens), "features": list(self.features),
         }
+
+
+LOAD_CONTROL_FEATURE = ("load:control", "load_hook")
+"""A case needing the target's load control exercises the declared ``load_hook`` feature."""
+
+
+def _features(declared: Sequence[str], requires: Sequence[str]) -> tuple[str, ...]:
+    need, feature = LOAD_CONTROL_FEATURE
+    return tuple(dict.fromkeys((*declared, *((feature,) if need in requires else ()))))
 
 
 @dataclass
@@ -129,6 +142,18 @@ class Catalogue:
         self.cases[case.id] = case
         return case
 
+    def declare_features(self, features: Mapping[str, Sequence[str]]) -> None:
+        """The optional features each listed case exercises (a suite's ``features.py`` table; the harness checks
+        it against the messages every case sends); an unknown case ID is a declaration error."""
+        from dataclasses import replace
+
+        unknown = sorted(set(features) - set(self.cases))
+        if unknown:
+            raise InvalidArgument(f"features declared for unknown case(s) {unknown}")
+        for case_id, named in features.items():
+            case = self.cases[case_id]
+            self.cases[case_id] = replace(case, features=tuple(dict.fromkeys((*case.features, *named))))
+
     def case(
         self,
         id: str,
@@ -147,6 +172,7 @@ class Catalogue:
         standalone: bool = False,
         exclusive: bool = False,
         listens: Sequence[str] = (),
+        features: Sequence[str] = (),
     ) -> Callable[[CaseFunction], CaseFunction]:
         """Decorator declaring a case.
 
@@ -162,7 +188,7 @@ class Catalogue:
                           tuple(requires), timeout_s, tuple(profile), black_box_note, tuple(rows), standalone,
                           self.role, exclusive or area in self.exclusive_areas,
                           tuple(dict.fromkeys((*listens, *self.listening_areas.get(area, ())))),
-                          quote_declared=quote is not None))
+                          features=_features(features, requires), quote_declared=quote is not None))
             if sanity:
                 self.sanity_id = id
             return run

@@ -15,6 +15,8 @@ from sdcp_conformance.harness.runner import DEFAULT_JOBS, Progress, RunReport, r
 from sdcp_conformance.harness.shards import recorded_durations, shard_cases
 from sdcp_conformance.harness.suites import catalogue_of
 from sdcp_conformance.harness.target import TargetConfig, require_models
+from sdcp_conformance.judge.declaration import Declaration
+from sdcp_conformance.judge.requirement_sets import RequirementSet
 
 
 def default_catalogue(role: str = "verifier") -> Catalogue:
@@ -59,6 +61,8 @@ async def certify(
     role: str | None = None,
     jobs: int = DEFAULT_JOBS,
     shard: tuple[int, int] | None = None,
+    requirements: RequirementSet | None = None,
+    declaration: Declaration | None = None,
 ) -> RunReport:
     """Certify ``target``, or the embedded reference of ``role`` (default verifier) when None.
 
@@ -77,11 +81,15 @@ async def certify(
     if target is not None:
         require_models(target, models_required(catalogue, selected))
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
+    if declaration is not None and declaration.role != role:
+        raise InvalidArgument(f"the declaration is a {declaration.role}'s; the IUT certified is a {role}")
     environment = await spec_of(role).environment.start(target, app_factory=app_factory, workdir=workdir)
+    environment.declaration = declaration
     try:
         report = await run_catalogue(environment, catalogue, selected, seed=run_seed,
                                      expected_failures=expected_failures, progress=progress, strict=strict,
-                                     selectors=selectors, jobs=jobs)
+                                     selectors=selectors, jobs=jobs, requirements=requirements,
+                                     declaration=declaration)
         report.shard = shard
         return report
     finally:

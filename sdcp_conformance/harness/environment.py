@@ -25,6 +25,7 @@ from sdcp_conformance.harness.patience import Patience
 from sdcp_conformance.harness.roles.played_cache import PlayedCache
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
+from sdcp_conformance.judge.declaration import Declaration
 from sdcp_conformance.transport.pki import Pki, load_pki
 from sdcp_conformance.transport.ports import port_of
 from sdcp_conformance.transport.server import H2Server, ServerConfig
@@ -62,6 +63,8 @@ class RoleEnvironment:
         """The MLC the harness plays (§5.1 Table 1), for an IUT of every role."""
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self.iut = self.new_link(self.recording_into)
+        self.declaration: Declaration | None = None
+        """The vendor's declaration the certification follows (``certify --declaration``; D-JUDGE-DECL-1)."""
 
     def recording_into(self) -> CaseTranscript | None:
         """Where an exchange with the IUT is recorded now: the current case's transcript."""
@@ -92,6 +95,10 @@ class RoleEnvironment:
 
     def now(self) -> float:
         return asyncio.get_running_loop().time()
+
+    def claims(self) -> frozenset[str] | None:
+        """The features the declaration claims (None without one: every feature is taken as claimed)."""
+        return self.declaration.claims if self.declaration is not None else None
 
     # ------------------------------------------------------------------ what the runner calls around a case
 
@@ -259,4 +266,4 @@ class RoleContext(JudgedContext, Generic[Env]):
         return uri
 
 
-__all__ = ["BIND_ATTEMPTS", "RoleContext", "RoleEnvironment"]
+__all__ = ["BIND_ATTEMPTS", "PlayedParts", "RoleContext", "RoleEnvironment"]

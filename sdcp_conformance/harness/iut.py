@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sdcp_conformance.harness.features import message_features
 from sdcp_conformance.harness.patience import Patience
+from sdcp_conformance.harness.self_check import refuse_request
 from sdcp_conformance.harness.transcript import CaseTranscript, DeadlineMiss
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.errors import MalformedMessage
@@ -345,6 +347,9 @@ class IutLink:
         :data:`MAX_LOST_RESENDS` times (P1-JUDGE-6); the transcript notes it for the case's INFORMATIONAL
         transport finding."""
         raw = _raw(body)
+        # The harness's own message must match sdcp.cddl before it leaves, unless the case sends it on purpose as
+        # it is (raw bytes, a deliberate() map, another media type): harness/self_check.py.
+        refuse_request(self._transcript(), party, method, path, body, raw, content_type)
         headers = {"content-type": content_type, "accept": SDCP_MEDIA_TYPE} if raw is not None else None
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -363,6 +368,7 @@ class IutLink:
                                           f"its connection ended before an answer ({answer.failure_detail})")
         transcript = self._transcript()
         if transcript is not None:
+            transcript.features_used |= message_features(method, path, body)
             if lost:
                 streams = ", ".join(str(one.evidence.stream_id) for one in lost
                                     if one.evidence is not None and one.evidence.stream_id is not None)

@@ -23,19 +23,30 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
+from sdcp_conformance.errors import HarnessBug
 from sdcp_conformance.harness.capabilities import skip_reason
 from sdcp_conformance.harness.case import Case, CaseIncomplete, CaseSkipped, CaseStopped, Catalogue, Verdict
 from sdcp_conformance.harness.expected import ExpectedFailures
 from sdcp_conformance.harness.judging import JudgedContext
 from sdcp_conformance.harness.patience import RERUN_SCALE, Patience
+from sdcp_conformance.harness.self_check import run_checked
 from sdcp_conformance.harness.shards import recorded_durations
 from sdcp_conformance.harness.target import TargetConfig
+from sdcp_conformance.harness.terms import Terms
 from sdcp_conformance.harness.transcript import CaseTranscript, DeadlineMiss, Entry
 from sdcp_conformance.judge import TABLE, Finding, deviation, worst
+from sdcp_conformance.judge.declaration import Declaration
+from sdcp_conformance.judge.requirement_sets import RequirementSet
+from sdcp_conformance.judge.scoring import (
+    RUN_FAILED,
+    RUN_INCOMPLETE,
+    RUN_PASSED,
+    CaseOutcome,
+    incomplete_reasons,
+    run_failed,
+    run_status,
+)
 
-RUN_PASSED = "PASSED"
-RUN_FAILED = "FAILED"
-RUN_INCOMPLETE = "INCOMPLETE"
 EXIT_CODES = {RUN_PASSED: 0, RUN_FAILED: 1, RUN_INCOMPLETE: 3}
 """Exit status of a certification (2 is a usage error, 130 an interruption)."""
 
@@ -97,26 +108,28 @@ class CaseResult:
     """Indices in :attr:`findings` of the findings those misses caused."""
     rerun: bool = False
     """This is the result of the case's second run, alone after the others (D-JUDGE-TIME-3)."""
+    features_used: set[str] = field(default_factory=set)
+    """The optional features the messages the harness sent in this case exercised (:mod:`~.features`)."""
+
+    @property
+    def outcome(self) -> CaseOutcome:
+        return CaseOutcome(self.case.id, self.run, self.case.area, self.verdict, self.completed, self.message)
 
     @property
     def sanity_passed(self) -> bool:
-        """D-JUDGE-SANITY: what P1-JUDGE-3's "its sanity case passed" means. A sanity case passed when its
-        conversation ran to its end with no deviation from the draft: PASSED (or XPASS), or NON-STRICT or
-        INFORMATIONAL after running to its end — the profile's deviations are the report's to show (P1-JUDGE-1),
-        and a router whose front leaves out `finish` still served a session the other cases can build on. One
-        that stopped early (a finding that left nothing to check next, say a front that never answered) did not."""
-        if self.verdict in (Verdict.PASSED, Verdict.XPASS):
-            return True
-        return self.completed and self.verdict in (Verdict.NON_STRICT, Verdict.INFORMATIONAL)
+        """D-JUDGE-SANITY (:attr:`~sdcp_conformance.judge.scoring.CaseOutcome.sanity_passed`): the profile's
+        deviations are the report's to show (P1-JUDGE-1), and a router whose front leaves out `finish` still served
+        a session the other cases can build on; one that stopped early did not."""
+        return self.outcome.sanity_passed
 
     @property
     def counts_as_failure(self) -> bool:
-        return self.verdict in (Verdict.FAILED, Verdict.ERROR, Verdict.XPASS)
+        return self.outcome.counts_as_failure
 
     @property
     def ran(self) -> bool:
-        """The case judged its subject (a SKIPPED or INCOMPLETE case did not)."""
-        return self.verdict not in (Verdict.SKIPPED, Verdict.INCOMPLETE)
+        """The case judged its subject (a SKIPPED, INCOMPLETE or NOT CLAIMED case did not)."""
+        return self.outcome.ran
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,38 +160,28 @@ class RunReport:
     selectors: tuple[str, ...] = ()
     shard: tuple[int, int] | None = None
     """``(K, N)`` when this run is shard K of N (``certify --shard``); the merged report joins them."""
+    requirements: RequirementSet | None = None
+    """The requirement set the run was scored against (None: the harness's own table, unscored)."""
+    declaration: Declaration | None = None
+    """The vendor's declaration the test plan followed (None: every feature taken as claimed)."""
+
+    def outcomes(self) -> list[CaseOutcome]:
+        return [result.outcome for result in self.results]
 
     @property
     def failed(self) -> bool:
         """Whether any case failed (FAILED, ERROR, XPASS; NON-STRICT too under ``strict``)."""
-        return any(result.counts_as_failure or (self.strict and result.verdict is Verdict.NON_STRICT)
-                   for result in self.results)
+        return run_failed(self.outcomes(), self.strict)
 
     def incomplete_reasons(self) -> list[str]:
-        """Why this run cannot certify anything (P1-JUDGE-3); empty when it can."""
-        reasons: list[str] = []
-        sanity = [result for result in self.results if result.run.startswith("sanity")]
-        for result in sanity:
-            if not result.sanity_passed:
-                reasons.append(f"the sanity case {result.case.id} ({result.run}) is {result.verdict.value}"
-                               + (f": {result.message.splitlines()[0]}" if result.message else ""))
-        for result in self.results:
-            if result.verdict is Verdict.INCOMPLETE and not result.run.startswith("sanity"):
-                reasons.append(f"{result.case.id} could not judge its subject ({result.message})")
-        ran = {result.case.area for result in self.results if result.ran and not result.run.startswith("sanity")}
-        missing = [area for area in self.areas if area != "sanity" and area not in ran]
-        if missing:
-            reasons.append(f"no case ran in the area(s) {', '.join(missing)}")
-        if self.results and not any(result.ran for result in self.results):
-            reasons.append("every case was skipped")
-        return reasons
+        """Why this run cannot certify anything (P1-JUDGE-3); empty when it can (:mod:`~sdcp_conformance.judge.
+        scoring`, the rules ``bundle verify`` recomputes the run's verdict by)."""
+        return incomplete_reasons(self.outcomes(), self.areas)
 
     @property
     def status(self) -> str:
         """PASSED, FAILED or INCOMPLETE (P1-JUDGE-3: an incomplete run certifies nothing, whatever it found)."""
-        if self.incomplete_reasons():
-            return RUN_INCOMPLETE
-        return RUN_FAILED if self.failed else RUN_PASSED
+        return run_status(self.outcomes(), self.areas, self.strict)
 
     @property
     def exit_code(self) -> int:
@@ -236,6 +239,8 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
                                                    + _in_flight(context))
         context.missed_deadline("no conclusion of the case", case.timeout_s * scale, "the case's own timeout")
         context.deviate(row, message, actual=refused, late=not refused)
+    except HarnessBug as bug:  # the harness failed its own check (harness/self_check.py), never blamed on the IUT
+        result.verdict, result.message = Verdict.ERROR, f"harness bug: {bug}"
     except Exception as exc:  # a bug in the harness or the case, never blamed on the IUT
         result.verdict = Verdict.ERROR
         result.message = f"harness error: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
@@ -254,6 +259,7 @@ async def run_case(env: HarnessEnvironment, case: Case, seed: int, run: str = "m
     result.deadline_misses = list(context.transcript.deadline_misses)
     result.disturbed = list(context.transcript.disturbed)
     result.attachments = dict(context.attachments)
+    result.features_used = set(context.transcript.features_used)
     if result.verdict is Verdict.PASSED:
         _conclude(result)
     return result
@@ -376,7 +382,7 @@ async def _within_deadline(case: Case, context: JudgedContext, scale: float = 1.
     """Run the case within its timeout (times ``scale``), extended while the IUT keeps answering
     (:data:`SLOW_IUT_WINDOW_S`); raises TimeoutError, the case cancelled, when the IUT stops answering or the
     extensions run out."""
-    task = asyncio.ensure_future(case.run(context))
+    task = asyncio.ensure_future(run_checked(case, context))
     loop = asyncio.get_running_loop()
     started = loop.time()
     timeout_s = case.timeout_s * scale
@@ -451,7 +457,9 @@ DEFAULT_JOBS = 4
 async def run_catalogue(env: HarnessEnvironment, catalogue: Catalogue, selected: Sequence[Case], *, seed: int,
                         expected_failures: ExpectedFailures | None = None,
                         progress: Progress | None = None, strict: bool = False,
-                        selectors: Sequence[str] = (), jobs: int = DEFAULT_JOBS) -> RunReport:
+                        selectors: Sequence[str] = (), jobs: int = DEFAULT_JOBS,
+                        requirements: RequirementSet | None = None,
+                        declaration: Declaration | None = None) -> RunReport:
     """Run the sanity case, then the others (``jobs`` at a time where allowed), then the sanity case again.
 
     Cases that change shared state (``exclusive``) run alone; the others
@@ -463,7 +471,7 @@ async def run_catalogue(env: HarnessEnvironment, catalogue: Catalogue, selected:
     plan = order_cases(catalogue, selected, seed)
     results: list[CaseResult | None] = [None] * len(plan)
     concurrent = jobs > 1 and env.supports_concurrency
-    state = _Schedule(env, seed, expected_failures, progress, results)
+    state = _Schedule(env, seed, expected_failures, progress, results, Terms(requirements, declaration))
     running: set[asyncio.Task[None]] = set()
     slots = asyncio.Semaphore(max(1, jobs))
     try:
@@ -494,20 +502,25 @@ async def run_catalogue(env: HarnessEnvironment, catalogue: Catalogue, selected:
     areas = tuple(dict.fromkeys(case.area for case in selected))
     done = [result for result in results if result is not None]
     return RunReport(seed, done, started, time.time(), env.describe(), areas=areas, strict=strict,
-                     selectors=tuple(selectors))
+                     selectors=tuple(selectors), requirements=requirements, declaration=declaration)
 
 
 class _Schedule:
     """What the cases of one run share: where results go, the sanity verdict, the callbacks."""
 
     def __init__(self, env: HarnessEnvironment, seed: int, expected: ExpectedFailures | None,
-                 progress: Progress | None, results: list[CaseResult | None]) -> None:
+                 progress: Progress | None, results: list[CaseResult | None], terms: Terms) -> None:
         self.env, self.seed, self.expected, self.progress, self.results = env, seed, expected, progress, results
+        self.terms = terms
         self.dead = ""
         self.pending: list[tuple[int, Case, CaseResult]] = []
         """Main cases that missed a deadline and did not pass: run again alone at the end (D-JUDGE-TIME-3)."""
 
     async def run(self, index: int, case: Case, run: str, *, shared: bool) -> None:
+        unclaimed = self.terms.unclaimed(case)
+        if unclaimed:
+            self.finish(index, CaseResult(case, Verdict.NOT_CLAIMED, unclaimed, run=run))
+            return
         result = await run_case(self.env, case, self.seed, run, shared=shared)
         if needs_rerun(result):
             if run == "main":
@@ -526,6 +539,7 @@ class _Schedule:
             self.finish(index, after_rerun(first, second))
 
     def finish(self, index: int, result: CaseResult) -> None:
+        self.terms.apply(result)
         if self.expected is not None:
             self.expected.apply(result)
         self.results[index] = result
@@ -554,6 +568,7 @@ __all__ = [
     "RUN_INCOMPLETE",
     "RUN_PASSED",
     "CaseResult",
+    "HarnessEnvironment",
     "Progress",
     "RunReport",
     "after_rerun",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sdcp_conformance.cache.transcript import render_body
+from sdcp_conformance.harness.self_check import SelfCheck
 
 _SEQUENCE = itertools.count(1)
 _LOCK = threading.Lock()
@@ -112,9 +113,13 @@ class CaseTranscript:
         self.deadline_misses: list[DeadlineMiss] = []
         """Requests to the IUT (and waits for it) whose deadline expired: the case's evidence of time, not of a
         deviation (P1-JUDGE-5)."""
+        self.self_check = SelfCheck()
+        """The harness's checks of itself in this case: its messages that broke the CDDL, its faults' evidence."""
         self.lost_answers: list[str] = []
         """Requests the IUT admitted and never answered because their connection ended, each with how its resend
         was answered (P1-JUDGE-6)."""
+        self.features_used: set[str] = set()
+        """The optional features the messages the harness sent exercised (:mod:`~.features`, D-JUDGE-DECL-1)."""
         self.disturbed: list[str] = []
         """Lost answers whose resend was refused (4xx) — as the draft allows once the lost request was processed
         (a proposal whose lost verdict said "switch" is refused 403 to the same drafter afterwards, §6.3 step 1):

@@ -42,16 +42,26 @@ class Finding:
     """The row's section or profile item, for the reader."""
     evidence: tuple[int, ...] = field(default=(), compare=False)
     """Transcript sequence numbers of the exchanges that show it."""
+    judged_at: str = ""
+    """Which level of its row gave the severity: ``level`` (the row's), ``type_level`` (a refusal's status or
+    type, :class:`~.rows.Refusal`), or "" for an observation (INFORMATIONAL whatever the row's level). A
+    requirement set re-levels a finding through it (:mod:`.scoring`)."""
+    unscored: str = ""
+    """Why this finding counts toward no verdict under the run's requirement set ("" when it counts)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"row": self.row, "source": self.source, "severity": self.severity.value, "message": self.message,
-                "expected": list(self.expected), "actual": self.actual, "evidence": list(self.evidence)}
+                "expected": list(self.expected), "actual": self.actual, "evidence": list(self.evidence),
+                "judged_at": self.judged_at, **({"unscored": self.unscored} if self.unscored else {})}
 
 
 def deviation(row: Row, message: str, *, expected: Sequence[str] = (), actual: str = "",
-              severity: Verdict | None = None) -> Finding:
-    """A finding against ``row`` at the severity its level gives (or ``severity``, for the type of a refusal)."""
-    return Finding(row.id, severity or severity_of(row.level), message, tuple(expected), actual, row.source)
+              type_level: bool = False) -> Finding:
+    """A finding against ``row`` at the severity its level gives (its type level, for the status or type of a
+    refusal: ``type_level``)."""
+    level = row.type_level if type_level else row.level
+    return Finding(row.id, severity_of(level), message, tuple(expected), actual, row.source,
+                   judged_at="type_level" if type_level else "level")
 
 
 def judge_condition(held: bool, row: Row, message: str, *, expected: str = "", actual: str = "") -> Finding | None:
@@ -81,13 +91,13 @@ def judge_refusal(answer: Answered, rows: Sequence[Row], what: str) -> Finding |
     if refused_otherwise:
         kind = "refused, but not as the texts name it"
         ranked = sorted(refusing, key=lambda row: row.type_level.rank, reverse=True)
-        row, severity = ranked[0], severity_of(ranked[0].type_level)
+        row, at_type = ranked[0], True
     else:
         kind = "accepted" if status is not None and 200 <= status < 300 else "not refused"
         ranked = sorted(refusing, key=lambda row: row.level.rank, reverse=True)
-        row, severity = ranked[0], severity_of(ranked[0].level)
+        row, at_type = ranked[0], False
     message = f"{what}: expected {' or '.join(expected)}, got {answer.describe()} ({kind})"
-    return deviation(row, message, expected=expected, actual=answer.describe(), severity=severity)
+    return deviation(row, message, expected=expected, actual=answer.describe(), type_level=at_type)
 
 
 __all__ = ["Answered", "Finding", "deviation", "judge_condition", "judge_refusal"]

@@ -44,6 +44,9 @@ class Verdict(enum.Enum):
     INFORMATIONAL = "INFORMATIONAL"
     """An observation on a MAY or RECOMMENDED behaviour; never fails a run."""
     SKIPPED = "SKIPPED"
+    NOT_CLAIMED = "NOT CLAIMED"
+    """D-JUDGE-DECL-1: the case exercises a feature the vendor's declaration does not claim; it did not run, and counts
+    neither for nor against the run."""
     INCOMPLETE = "INCOMPLETE"
     """P1-JUDGE-4: a control step failed for a cause outside the case's subject (named in its message), so the
     case could judge nothing about its subject: neither a pass nor a finding about it."""

@@ -20,6 +20,8 @@ from sdcp_conformance.judge.levels import Level
 from sdcp_conformance.protocol.problems import ProblemType
 
 ROLES = ("verifier", "drafter", "router", "cache", "any")
+DECLARATION_SOURCE = "declaration"
+"""The source of a row that holds an IUT to its vendor's declaration, not to a sentence of the draft or profile."""
 """``any``: the sentence binds every party (transport, message encoding)."""
 
 
@@ -95,7 +97,12 @@ class Row:
 
     @property
     def from_draft(self) -> bool:
-        return not self.source.startswith("P1-")
+        return not self.source.startswith("P1-") and not self.from_declaration
+
+    @property
+    def from_declaration(self) -> bool:
+        """The vendor's own claim (``DECL-CLAIM``, D-JUDGE-DECL-1): judged strictly, quoting no text of ours."""
+        return self.source == DECLARATION_SOURCE
 
     @property
     def type_level(self) -> Level:

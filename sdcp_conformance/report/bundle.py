@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from sdcp_conformance.errors import InvalidArgument
+from sdcp_conformance.report.rejudge import Disagreement, Rejudged, rejudge
 
 ATTESTATION_NAME = "attestation.intoto.json"
 PUBLIC_KEY_NAME = "attestation.pub"
@@ -46,6 +47,10 @@ PREDICATE_TYPE = "urn:sdcp-conformance:predicate:certification:v1"
 KEY_FILE = "attestation.key"
 PUB_FILE = "attestation.pub"
 RUN_FILES = ("report.json", "evidence.json.gz", "junit.xml", "report.html")
+DECLARATION_NAME = "declaration.toml"
+DECLARATION_SIGNATURE_NAME = "declaration.intoto.json"
+DECLARATION_KEY_NAME = "declaration.pub"
+DECLARATION_PAYLOAD_TYPE = "application/vnd.sdcp-conformance.declaration+toml"
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
@@ -120,6 +125,8 @@ def certification_summary(document: Mapping[str, Any]) -> dict[str, Any]:
         "started": run["started"], "duration_s": run["duration_s"], "mutant": run.get("mutant"),
         "selectors": run.get("selectors", []), "excluded": run.get("excluded", []),
         "counts": dict(document["counts"]), "incomplete": run.get("incomplete", []),
+        "requirements": (document.get("requirements") or {}).get("name"),
+        "declaration": document.get("declaration"), "reproduce": document.get("reproduce"),
     }
 
 
@@ -143,8 +150,11 @@ def statement(members: Mapping[str, bytes], predicate: Mapping[str, Any]) -> dic
 
 
 def write_bundle(path: Path, folder: Path, document: Mapping[str, Any], *, target_file: Path | None = None,
-                 key: Path | None = None) -> str:
-    """Write the bundle of the run in ``folder`` to ``path``; returns the signing key's ID."""
+                 key: Path | None = None, declaration_file: Path | None = None,
+                 vendor_key: Path | None = None) -> str:
+    """Write the bundle of the run in ``folder`` to ``path``; returns the signing key's ID. The declaration the
+    run followed travels as ``declaration.toml``, signed by ``vendor_key`` when given (its own DSSE envelope and
+    public key, beside the harness's signature over everything)."""
     from securesystemslib.dsse import Envelope
 
     members: dict[str, bytes] = {name: (folder / name).read_bytes() for name in RUN_FILES
@@ -153,6 +163,10 @@ def write_bundle(path: Path, folder: Path, document: Mapping[str, Any], *, targe
     members[SUMMARY_NAME] = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
     if target_file is not None:
         members[TARGET_NAME] = target_file.read_bytes()
+    if declaration_file is not None:
+        members[DECLARATION_NAME] = declaration_file.read_bytes()
+        if vendor_key is not None:
+            members.update(_vendor_signed(members[DECLARATION_NAME], vendor_key))
     signer = _signer(key)
     envelope = Envelope(json.dumps(statement(members, summary), sort_keys=True).encode(), PAYLOAD_TYPE, {})
     envelope.sign(signer)
@@ -166,6 +180,17 @@ def write_bundle(path: Path, folder: Path, document: Mapping[str, Any], *, targe
     return keyid
 
 
+def _vendor_signed(declaration: bytes, vendor_key: Path) -> dict[str, bytes]:
+    """The vendor's DSSE envelope over the declaration's bytes, and the vendor's public key."""
+    from securesystemslib.dsse import Envelope
+
+    signer = _signer(vendor_key)
+    envelope = Envelope(declaration, DECLARATION_PAYLOAD_TYPE, {})
+    envelope.sign(signer)
+    return {DECLARATION_SIGNATURE_NAME: (json.dumps(envelope.to_dict(), indent=2) + "\n").encode(),
+            DECLARATION_KEY_NAME: _public_pem(signer)}
+
+
 # --------------------------------------------------------------------------- verifying
 
 
@@ -176,6 +201,10 @@ class Verified:
     """The key was given (``--key``) rather than taken from the bundle."""
     subjects: dict[str, str]
     predicate: dict[str, Any]
+    rejudged: Rejudged | None = None
+    """Every verdict recomputed from the evidence (:mod:`.rejudge`)."""
+    vendor_keyid: str | None = None
+    """The key that signed the declaration (None: the declaration is not signed by its vendor, or absent)."""
 
 
 class BundleRejected(InvalidArgument):
@@ -227,7 +256,34 @@ def verify_bundle(path: Path, *, key: Path | None = None) -> Verified:
         if _sha256(members[name]) != digest:
             raise BundleRejected(f"{path}: {name} was changed: its SHA-256 is {_sha256(members[name])}, the "
                                  f"attestation says {digest}")
-    return Verified(public.keyid, key is not None, subjects, dict(payload["predicate"]))
+    vendor = _vendor_keyid(members, path)
+    try:
+        rejudged = rejudge(members)
+    except Disagreement as exc:
+        raise BundleRejected(f"{path}: REJECTED although every signature verifies: {exc}") from exc
+    return Verified(public.keyid, key is not None, subjects, dict(payload["predicate"]), rejudged, vendor)
+
+
+def _vendor_keyid(members: Mapping[str, bytes], path: Path) -> str | None:
+    """The vendor's key ID when its signature over ``declaration.toml`` verifies (None when not signed)."""
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.exceptions import VerificationError
+
+    if DECLARATION_SIGNATURE_NAME not in members:
+        return None
+    if DECLARATION_KEY_NAME not in members or DECLARATION_NAME not in members:
+        raise BundleRejected(f"{path}: {DECLARATION_SIGNATURE_NAME} without {DECLARATION_NAME} and "
+                             f"{DECLARATION_KEY_NAME}")
+    public = load_public_key(members[DECLARATION_KEY_NAME], f"{path}:{DECLARATION_KEY_NAME}")
+    try:
+        envelope = Envelope.from_dict(json.loads(members[DECLARATION_SIGNATURE_NAME]))
+        envelope.verify([public], 1)
+    except (ValueError, KeyError, TypeError, VerificationError) as exc:
+        raise BundleRejected(f"{path}: the vendor's signature over the declaration does not verify: {exc}") from exc
+    if envelope.payload != members[DECLARATION_NAME] or envelope.payload_type != DECLARATION_PAYLOAD_TYPE:
+        raise BundleRejected(f"{path}: the vendor signed another declaration than {DECLARATION_NAME}")
+    keyid: str = public.keyid
+    return keyid
 
 
 def _checked_statement(payload: Any, path: Path) -> dict[str, str]:
@@ -266,8 +322,29 @@ def describe_verified(verified: Verified, path: Path) -> list[str]:
         f"status: {p.get('status')}" + (" under --strict" if p.get("strict") else "") + f"; {counts}",
         f"seed {p.get('seed')}, started {p.get('started')}, {p.get('duration_s')} s",
         f"harness: {harness.get('name')} {harness.get('version')}, source sha256 {harness.get('source_sha256')}",
+        *_program_lines(verified),
         *[f"member: {name} sha256:{digest}" for name, digest in sorted(verified.subjects.items())],
     ]
+
+
+def _program_lines(verified: Verified) -> list[str]:
+    """What ``bundle verify`` says of the re-judging, the requirement set, the declaration and staleness."""
+    rejudged = verified.rejudged
+    if rejudged is None:
+        return []
+    lines = [f"re-judged: every one of the {rejudged.cases} case verdicts and the run's verdict "
+             f"({rejudged.status}) follow from the findings; report.json, junit.xml and certification.json agree",
+             f"requirement set: {rejudged.requirements or 'none (the harness table of its version, unscored)'}"]
+    declaration = rejudged.declaration
+    if declaration is not None:
+        signed = (f"signed by the vendor's key {verified.vendor_keyid}" if verified.vendor_keyid
+                  else "not signed by the vendor")
+        lines.append(f"declaration: {declaration.implementation} {declaration.version} ({declaration.contact}), "
+                     f"claims {', '.join(sorted(declaration.claims)) or 'no optional feature'}; {signed}")
+    else:
+        lines.append("declaration: none (every optional feature taken as claimed)")
+    lines.append("result: current" if not rejudged.stale else "result: STALE: " + "; ".join(rejudged.stale))
+    return lines
 
 
 def read_member(path: Path, name: str) -> bytes:

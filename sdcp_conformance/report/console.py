@@ -238,6 +238,13 @@ def print_document(console: Console, document: Mapping[str, Any], *, reports: Se
     print_skipped(console, document)
     console.print()
     _line(console, Text(f"seed {run['seed']}; the same order again: ") + Text(run_replay(run), style="bold"))
+    requirements, declaration = document.get("requirements"), document.get("declaration")
+    if requirements or declaration:
+        scored = f"scored against {requirements['name']}" if requirements else "scored against no released set"
+        declared = (f"following the declaration of {declaration['implementation']} {declaration['version']} "
+                    f"(claims: {', '.join(declaration['claims']) or 'no optional feature'})" if declaration
+                    else "without a declaration (every optional feature taken as claimed)")
+        _line(console, f"{scored}; {declared}")
     for path in reports:
         _line(console, f"wrote {path}")
     for reason in run.get("incomplete") or []:

@@ -26,6 +26,7 @@ import datetime as dt
 import gzip
 import json
 import platform
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from sdcp_conformance import spec
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.judge import Verdict
+from sdcp_conformance.judge import SEVERITY_ORDER, Verdict
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Catalogue
@@ -131,7 +132,12 @@ def report_document(report: RunReport, *, command: Sequence[str] = (), target: s
             "skipped": [{"id": r.case.id, "run": r.run, "reason": r.message} for r in report.skipped()],
             "iut": report.environment.get("iut"), "iut_certificate": iut_certificate,
             "shard": list(report.shard) if report.shard is not None else None,
+            "areas_required": list(report.areas),
         },
+        "requirements": report.requirements.describe() if report.requirements is not None else None,
+        "declaration": report.declaration.describe() if report.declaration is not None else None,
+        "reproduce": reproduce_recipe(report, role=run_role, target=target, selectors=selectors or report.selectors,
+                                      excluded=excluded, mutant=mutant, expected_failures=expected_failures),
         "environment": {**report.environment, "python": sys.version.split()[0], "platform": platform.platform()},
         "counts": dict(sorted(report.counts().items())),
         "areas": areas(report),
@@ -142,6 +148,37 @@ def report_document(report: RunReport, *, command: Sequence[str] = (), target: s
 
         document["coverage"] = coverage_json(coverage_rows(catalogue), report.results)
     return document
+
+
+def reproduce_recipe(report: RunReport, *, role: str, target: str | None, selectors: Sequence[str],
+                     excluded: Sequence[str], mutant: str | None, expected_failures: str | None) -> dict[str, Any]:
+    """How someone else runs this certification again: the harness to install (this version), then the command
+    with every input that decides the verdicts — target and declaration files, seed, requirement set, selection."""
+    from sdcp_conformance import __version__
+
+    words = ["sdcp-conformance", "certify"]
+    if target:
+        words += ["--target", "target.toml"]
+    else:
+        words += ["--role", role] + (["--mutant", mutant] if mutant else [])
+    if report.declaration is not None:
+        words += ["--declaration", "declaration.toml"]
+    if report.requirements is not None:
+        words += ["--requirements", report.requirements.name]
+    words += ["--seed", str(report.seed)]
+    for selector in selectors:
+        words += ["--only", selector]
+    for selector in excluded:
+        words += ["--exclude", selector]
+    if report.strict:
+        words.append("--strict")
+    if expected_failures:
+        words += ["--expected-failures", "expected-failures.toml"]
+    extras = "" if target else "[reference]"
+    files = [name for name, given in (("target.toml", target), ("declaration.toml", report.declaration),
+                                      ("expected-failures.toml", expected_failures)) if given]
+    return {"install": f"pip install 'sdcp-conformance{extras}=={__version__}'", "certify": shlex.join(words),
+            "files": files}
 
 
 def split_evidence(document: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
@@ -219,7 +256,7 @@ def _cut_texts(results: list[dict[str, Any]], moved: dict[str, list[Any]], longe
         findings = record.get("findings") or []
         record["findings"] = [{**finding, **{key: _cut(finding.get(key), longest) for key in ("message", "actual",
                                                                                            "sentence")}}
-                              for finding in findings[:MANY]]
+                              for finding in _worst_first(findings, MANY)]
         if len(findings) > MANY:
             record["findings_cut"] = len(findings) - MANY
         for key in ("quote", "actual", "black_box_note"):
@@ -229,6 +266,16 @@ def _cut_texts(results: list[dict[str, Any]], moved: dict[str, list[Any]], longe
             record["expected"] = [_cut(text, longest) for text in record["expected"]]
         cut.append(record)
     return cut
+
+
+def _worst_first(findings: Sequence[Mapping[str, Any]], count: int) -> list[Mapping[str, Any]]:
+    """The ``count`` findings a cut record keeps, in their order: the scored ones of the worst severity first, so
+    that the case's verdict still follows from the findings it keeps (``bundle verify`` recomputes it)."""
+    rank = {verdict.value: index for index, verdict in enumerate(SEVERITY_ORDER)}
+    order = sorted(range(len(findings)), key=lambda i: (bool(findings[i].get("unscored")),
+                                                        rank.get(str(findings[i].get("severity")), len(rank)), i))
+    kept = sorted(order[:count])
+    return [findings[i] for i in kept]
 
 
 def _cut(text: Any, longest: int) -> Any:
@@ -314,6 +361,7 @@ __all__ = [
     "load_document",
     "report_document",
     "report_path",
+    "reproduce_recipe",
     "result_record",
     "split_evidence",
     "write_document",

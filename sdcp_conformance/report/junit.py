@@ -141,6 +141,9 @@ def _failing(result: CaseResult, strict: bool) -> bool:
     return result.verdict in failing
 
 
+SKIPPED_VERDICTS = frozenset({Verdict.SKIPPED, Verdict.NOT_CLAIMED})
+"""SKIPPED, and NOT CLAIMED (D-JUDGE-DECL-1: a case of a feature the declaration does not claim, never run), become
+``<skipped>``."""
 ERROR_TYPES = {Verdict.ERROR: "harness-error", Verdict.INCOMPLETE: "incomplete"}
 """ERROR, and INCOMPLETE (P1-JUDGE-4: it could not complete; the run is INCOMPLETE too), become ``<error>``."""
 
@@ -160,7 +163,7 @@ def _testcase(result: CaseResult, strict: bool, limits: tuple[int, int] = (FAILU
     elif kind is not None:
         error = ET.SubElement(element, "error", message=first_line, type=kind)
         error.text = _details(result, limits[0])
-    elif result.verdict is Verdict.SKIPPED:
+    elif result.verdict in SKIPPED_VERDICTS:
         ET.SubElement(element, "skipped", message=first_line)
     ET.SubElement(element, "system-out").text = _fitted(_notes(result), limits[1], whole_case(result))
     return element
@@ -197,7 +200,7 @@ def junit_tree(report: RunReport, *, name: str | None = None) -> ET.ElementTree:
         "failures": sum(r.verdict in (Verdict.FAILED, Verdict.XPASS)
                         or (report.strict and r.verdict is Verdict.NON_STRICT) for r in results),
         "errors": sum(r.verdict in (Verdict.ERROR, Verdict.INCOMPLETE) for r in results),
-        "skipped": sum(r.verdict is Verdict.SKIPPED for r in results),
+        "skipped": sum(r.verdict in SKIPPED_VERDICTS for r in results),
     }.items()}
     duration = f"{report.finished - report.started:.3f}"
     suites = ET.Element("testsuites", {"name": name, "time": duration,

@@ -51,6 +51,9 @@ def check_shards(documents: Sequence[tuple[Path, Mapping[str, Any]]]) -> int:
         if index in seen:
             raise InvalidArgument(f"{path}: shard {index}/{total} again (also {seen[index]})")
         seen[index] = path
+        for key in ("requirements", "declaration"):
+            if document.get(key) != first.get(key):
+                raise InvalidArgument(f"{path}: its {key} differ from {first_path}'s: not shards of one certification")
         if document.get("tool") != first.get("tool"):
             raise InvalidArgument(f"{path}: written by another harness build ({document.get('tool')}) than "
                                   f"{first_path} ({first.get('tool')})")
@@ -69,7 +72,8 @@ def check_shards(documents: Sequence[tuple[Path, Mapping[str, Any]]]) -> int:
 def _finding(record: Mapping[str, Any]) -> Finding:
     return Finding(str(record["row"]), Verdict(record["severity"]), str(record["message"]),
                    tuple(record.get("expected", ())), str(record.get("actual", "")), str(record.get("source", "")),
-                   tuple(record.get("evidence", ())))
+                   tuple(record.get("evidence", ())), str(record.get("judged_at", "")),
+                   str(record.get("unscored", "")))
 
 
 def _entry(record: Mapping[str, Any]) -> Any:
@@ -138,8 +142,19 @@ def merge_documents(documents: Sequence[tuple[Path, Mapping[str, Any]]]) -> tupl
     report = RunReport(int(first["seed"]), results, min(stamp(d["run"]["started"]) for _, d in ordered),
                        max(stamp(d["run"]["finished"]) for _, d in ordered), environment,
                        areas=tuple(dict.fromkeys(case.area for case in selection)), strict=bool(first["strict"]),
-                       selectors=tuple(first.get("selectors") or ()))
+                       selectors=tuple(first.get("selectors") or ()), **_terms(ordered[0][1]))
     return report, catalogue, first
+
+
+def _terms(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The requirement set and declaration a shard ran under (every shard the same, :func:`check_shards`)."""
+    from sdcp_conformance.judge.declaration import parse_declaration
+    from sdcp_conformance.judge.requirement_sets import load_set
+
+    named, declared = document.get("requirements"), document.get("declaration")
+    return {"requirements": load_set(str(named["name"])) if named else None,
+            "declaration": parse_declaration(str(declared["text"]).encode(), "the shards' declaration")
+            if declared else None}
 
 
 def merge_reports(folders: Sequence[Path], out: Path) -> tuple[dict[str, Any], list[Path], Any]:

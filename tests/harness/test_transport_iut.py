@@ -15,6 +15,7 @@ from sdcp_conformance.harness.case import Verdict
 from sdcp_conformance.harness.certify import certify
 from sdcp_conformance.harness.iut import Answer, Identity, IutLink
 from sdcp_conformance.harness.probes import ProbeOutcome, TlsOffer, tls_probe
+from sdcp_conformance.harness.self_check import deliberate
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.protocol.errors import MalformedMessage
@@ -65,7 +66,7 @@ def test_only_the_output_long_poll_gets_the_long_deadline(target: TargetConfig) 
         async with MisbehavingServer(misbehaving_config(target, Mode.HANG, None)):
             link = _link(target, transcript)
             try:
-                proposal = await link.send("router", "POST", "proposals", {"round": 1})
+                proposal = await link.send("router", "POST", "proposals", deliberate({"round": 1}))
                 output = await link.send("router", "GET", "sessions/AAAAAAAAAAAAAAAAAAAAAA/output?from=0")
             finally:
                 await link.aclose()
@@ -95,8 +96,8 @@ def test_every_answer_in_the_transcript_carries_its_content_type_and_new_connect
         server = await _started(target, handler)
         link = _link(target, transcript)
         try:
-            await link.send("router", "POST", "sessions", {"a": 1})
-            return await link.send("router", "POST", "sessions", {"a": 2})
+            await link.send("router", "POST", "sessions", deliberate({"a": 1}))
+            return await link.send("router", "POST", "sessions", deliberate({"a": 2}))
         finally:
             await link.aclose()
             await server.stop()

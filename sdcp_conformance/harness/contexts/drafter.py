@@ -34,6 +34,7 @@ from sdcp_conformance.harness.roles.proposal_board import (
     supersede,
 )
 from sdcp_conformance.harness.roles.verdicts import VerdictPlan, build_verdict
+from sdcp_conformance.harness.self_check import Deliberate, InjectedFault, as_sent, refuse_message
 from sdcp_conformance.judge import TABLE
 from sdcp_conformance.models.registry import mock_model
 from sdcp_conformance.oracle.drafter_kept import context_dependent
@@ -169,8 +170,11 @@ class DrafterContext(RoleContext[DrafterParts]):
         return {key: value for key, value in body.items() if value is not None}
 
     async def assign(self, session: PlayedSession, *, party: str = "router", verifier: int = 0, m_init: int = 4,
-                     body: Mapping[str, Any] | bytes | None = None, **overrides: Any) -> Answer:
-        """POST assignments; on success the session holds what was assigned (P1-DRF-7 replaces the old)."""
+                     body: Mapping[str, Any] | bytes | None = None, deliberate: bool = False,
+                     **overrides: Any) -> Answer:
+        """POST assignments; on success the session holds what was assigned (P1-DRF-7 replaces the old).
+        ``deliberate``: the case means the assignment to break ``sdcp.cddl`` (a contract with a key §4.1 does not
+        define): it is sent unchecked (:mod:`~..self_check`)."""
         sent = body if body is not None else self.assignment(session, verifier=verifier, m_init=m_init,
                                                              **overrides)
         saved = session.snapshot()
@@ -182,8 +186,8 @@ class DrafterContext(RoleContext[DrafterParts]):
                              sampling=assigned.get("sampling"), now=self.env.now())
             session.in_doubt = saved  # until the answer, a proposal may follow either assignment
         try:
-            answer = await self.env.iut.send(party, "POST", "assignments", sent if isinstance(sent, bytes)
-                                             else dict(sent))
+            kept = sent if isinstance(sent, (bytes, Deliberate)) else dict(sent)  # a deliberate() map stays marked
+            answer = await self.env.iut.send(party, "POST", "assignments", as_sent(kept, deliberate))
         finally:
             session.in_doubt = None
         known = {id(arrival) for arrival in before}
@@ -315,6 +319,8 @@ class DrafterContext(RoleContext[DrafterParts]):
         """Send ``verdict`` for ``arrival``; the session's prefix, round and limit follow it."""
         obj = verdict.to_obj()
         obj.update(extra or {})
+        # The harness's verdict must match sdcp.cddl (§6.3) before the drafter sees it: a malformed one is its own bug.
+        refuse_message(self.transcript, "verdict", obj, f"the verdict the harness answered #{arrival.sequence} with")
         response = sdcp_response(encode(obj))
         settle(arrival, response, Outcome.VERDICT, f"verdict round {verdict.round}")
         answer_twins(session, arrival, response, Outcome.VERDICT)
@@ -361,10 +367,18 @@ class DrafterContext(RoleContext[DrafterParts]):
             self.note(f"the answer {text} to #{arrival.sequence} reached no one: the drafter had given up on the "
                       "request; its identical retry gets it (D-JUDGE-D17)")
 
-    def lose(self, arrival: Arrival, how: str) -> None:
-        """Answer so that the drafter gets no verdict (``hold``: do not answer at all)."""
+    def lose(self, arrival: Arrival, how: str, *, must_fire: bool = True) -> None:
+        """Answer so that the drafter gets no verdict (``hold``: do not answer at all).
+
+        An injected fault (:mod:`~..self_check`): it takes effect when the drafter's request is still unanswered
+        (the loss, or the silence, is all it gets), not when it was answered already; ``must_fire=False`` where the
+        case does not rely on it."""
         if how not in LOSSES:
             raise InvalidArgument(f"harness error: no loss {how!r} (known: {LOSSES})")
+        fault = self.transcript.self_check.register(InjectedFault(
+            f"lost verdict ({how}) of proposal #{arrival.sequence}", must_fire, met=1))
+        if arrival.future is not None and not arrival.future.done():
+            fault.fired += 1
         arrival.outcome, arrival.answer = Outcome.LOST, f"lost ({how})"
         if how == "hold":
             return
@@ -385,4 +399,4 @@ class DrafterContext(RoleContext[DrafterParts]):
         return arrival.proposal
 
 
-__all__ = ["DEFAULT_PROMPT", "FIRST_PROPOSAL_S", "LOSSES", "STOP_ROWS", "DrafterContext"]
+__all__ = ["DEFAULT_PROMPT", "FIRST_PROPOSAL_S", "LOSSES", "STOP_ROWS", "DrafterContext", "DrafterParts"]

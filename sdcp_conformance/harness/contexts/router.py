@@ -247,13 +247,23 @@ class RouterContext(RoleContext[RouterParts]):
                      "fenced although no failover was asked for", row=self.helper_row("R-6.9-FENCE-FIRST"))
         return tokens
 
-    async def expire(self, reporter_owner: PlayedVerifier | PlayedDrafter, ttl_ms: int = SHORT_TTL_MS) -> None:
-        """Let the instance's status expire: one last report with a short TTL, silence, then the TTL passes."""
-        await reporter_owner.status.silence(ttl_ms)
-        await reporter_owner.status.wait_expired()
+    async def expire(self, reporter_owner: PlayedVerifier | PlayedDrafter, ttl_ms: int = SHORT_TTL_MS, *,
+                     must_fire: bool = True) -> None:
+        """Let the instance's status expire: one last report with a short TTL, silence, then the TTL passes.
+
+        An injected fault (:mod:`~..self_check`): it took effect if no report was sent from the silencing until the
+        expiry passed (:meth:`~..roles.status_reports.StatusReporter.expiry_fault`)."""
+        reporter = reporter_owner.status
+        await reporter.silence(ttl_ms)
+        self.transcript.self_check.register(reporter.expiry_fault(
+            f"status of {reporter_owner.name} let expire ({ttl_ms} ms TTL)", must_fire=must_fire))
+        await reporter.wait_expired()
 
     async def fail_verifier(self, played: PlayedVerifier, how: str) -> None:
-        """Make a verifier fail as the draft and profile name it (§6.9, P1-RTR-5)."""
+        """Make a verifier fail as the draft and profile name it (§6.9, P1-RTR-5). The failure is an injected fault
+        the case relies on: its status expiry (``expire``, ``partition``) or its failed answers (``errors``,
+        ``transport``: :meth:`~..roles.played_verifier.PlayedVerifier.inject`) must take effect
+        (:mod:`~..self_check`)."""
         if how == "expire":
             await self.expire(played)
         elif how == "errors":
@@ -340,4 +350,4 @@ def _body_note(answer: Answer) -> str:
         return f" with a body that is not well-formed CBOR ({exc})"
     return "" if isinstance(body, dict) else f" with a body that is a CBOR {type(body).__name__}, not a map"
 
-__all__ = ["ACT_S", "DEFAULT_PROMPT", "EMBEDDED_ACT_S", "SHORT_TTL_MS", "RouterContext"]
+__all__ = ["ACT_S", "DEFAULT_PROMPT", "EMBEDDED_ACT_S", "SHORT_TTL_MS", "RouterContext", "RouterParts"]

@@ -18,17 +18,21 @@ import numpy as np
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.harness.case import Case
 from sdcp_conformance.harness.environment import PlayedParts, RoleContext
+from sdcp_conformance.harness.features import message_features
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.judging import session_id_for
 from sdcp_conformance.harness.roles.played_drafters import ProposingDrafters
 from sdcp_conformance.harness.roles.played_router import PlayedRouter
 from sdcp_conformance.harness.rule2_judging import JudgeHost
+from sdcp_conformance.harness.self_check import as_sent
+from sdcp_conformance.judge.declaration import CLAIM_ROW
 from sdcp_conformance.models.registry import MockModel, mock_model
 from sdcp_conformance.oracle.greedy import greedy_continuation
 from sdcp_conformance.protocol.chain import contract_digest, extend_digest, prefix_digest
 from sdcp_conformance.protocol.codec import decode_sequence
 from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Message, Output, SessionState, Verdict
+from sdcp_conformance.protocol.problems import ProblemType
 
 M = TypeVar("M", bound=Message)
 
@@ -116,6 +120,8 @@ class VerifierParts(PlayedParts, Protocol):
 
     def judge_host(self) -> JudgeHost: ...
 
+    def claims(self) -> frozenset[str] | None: ...
+
 
 class VerifierContext(RoleContext[VerifierParts]):
     """One verifier case's view of the harness: its router, drafters and cache, and the sessions it tracks."""
@@ -140,6 +146,19 @@ class VerifierContext(RoleContext[VerifierParts]):
     def judge_host(self) -> JudgeHost:
         """Where the rule-2 tests of a statistical case run (:mod:`~..rule2_judging`)."""
         return self.env.judge_host()
+
+    def hold_to_claims(self, answer: Answer, features: frozenset[str], what: str) -> None:
+        """D-JUDGE-DECL-1: a request using claimed features (every feature, without a declaration) refused as not
+        supported (``sdcp-bad-contract``) contradicts the claim; the case stops on the claim's row."""
+        if answer.status != ProblemType.BAD_CONTRACT.status or answer.problem_type is not ProblemType.BAD_CONTRACT:
+            return
+        claims = self.env.claims()
+        claimed = sorted(features if claims is None else features & claims)
+        if claimed:
+            whose = "the declaration claims" if claims is not None else "without a declaration every feature is claimed"
+            self.fail(f"{what}: the IUT refused a contract using {', '.join(claimed)} as not supported "
+                      f"({answer.describe()}), which {whose}", row=CLAIM_ROW,
+                      expected=[f"{', '.join(claimed)} supported, as claimed"], actual=answer.describe())
 
     def expect_ok(self, answer: Answer, kind: type[M], *, what: str = "", row: str = "R-5.1-RESOURCES") -> M:
         """A 2xx answer carrying a well-formed ``kind`` (P1-MSG-4: any 2xx is success); otherwise the case stops."""
@@ -202,14 +221,20 @@ class VerifierContext(RoleContext[VerifierParts]):
         self.env.owns(self, session_id)
         return session
 
-    async def open(self, session: TrackedSession, *, party: str = "router", **overrides: Any) -> Answer:
-        return await self.env.iut.send(party, "POST", "sessions", self.opening(session, **overrides))
+    async def open(self, session: TrackedSession, *, party: str = "router", deliberate: bool = False,
+                   **overrides: Any) -> Answer:
+        """``deliberate``: the case means the session-open to break ``sdcp.cddl`` (a contract it made invalid): it is
+        sent unchecked (:mod:`~..self_check`)."""
+        body = as_sent(self.opening(session, **overrides), deliberate)
+        return await self.env.iut.send(party, "POST", "sessions", body)
 
     async def open_ok(self, model: str = "bigram", contract: Mapping[str, Any] | None = None,
                       prompt: Sequence[int] = DEFAULT_PROMPT) -> TrackedSession:
         """Open a session and check the session-state against d[0] (§6.1)."""
         session = self.track(model, contract, prompt)
-        state = self.expect_ok(await self.open(session), SessionState, what="POST sessions")
+        answer = await self.open(session)
+        self.hold_to_claims(answer, message_features("POST", "sessions", self.opening(session)), "POST sessions")
+        state = self.expect_ok(answer, SessionState, what="POST sessions")
         self.check_state(session, state, "POST sessions")
         return session
 
@@ -266,10 +291,12 @@ class VerifierContext(RoleContext[VerifierParts]):
         return answer
 
     async def propose(self, session: TrackedSession, tokens: Sequence[int], *, drafter: str = "drafter-1",
-                      party: str | None = None, held_s: float = 0.0, **overrides: Any) -> Answer:
+                      party: str | None = None, held_s: float = 0.0, deliberate: bool = False,
+                      **overrides: Any) -> Answer:
         """Send a proposal built from the tracked state (overrides replace members) and, on a verdict
-        for the next round, check it and advance the tracked session."""
-        body = self.proposal(session, tokens, drafter, **overrides)
+        for the next round, check it and advance the tracked session. ``deliberate``: the case means the proposal
+        to break ``sdcp.cddl`` (no tokens, say): it is sent unchecked (:mod:`~..self_check`)."""
+        body = as_sent(self.proposal(session, tokens, drafter, **overrides), deliberate)
         answer = await self.send_proposal(body, party=party or drafter, held_s=held_s)
         if answer.ok and body.get("round") == session.round + 1:
             self.apply_verdict(session, self.expect_ok(answer, Verdict, what="POST proposals"))
@@ -317,4 +344,4 @@ def _path_of(uri: str) -> str:
     return urlsplit(uri).path
 
 
-__all__ = ["DEFAULT_PROMPT", "TrackedSession", "VerifierContext"]
+__all__ = ["DEFAULT_PROMPT", "TrackedSession", "VerifierContext", "VerifierParts"]

@@ -38,6 +38,7 @@ from sdcp_conformance.cache.faults import FaultPlan
 from sdcp_conformance.cache.store import ObjectStore
 from sdcp_conformance.harness.arrivals import wait_until
 from sdcp_conformance.harness.roles.router_history import CacheSeen, History
+from sdcp_conformance.harness.self_check import register
 from sdcp_conformance.harness.transcript import CaseTranscript, next_sequence
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.errors import MalformedMessage
@@ -83,7 +84,9 @@ class PlayedCache:
     def __init__(self, base_uri: str, *, clock: Callable[[], float] = time.time) -> None:
         self.app = CacheApp(clock=clock)
         self.faults: FaultPlan = self.app.faults
-        """What the cases switch: requests slowed, held or failed."""
+        """What the cases switch: requests slowed, held or failed. Each fault armed is registered with the case
+        that armed it, which it must fire in unless armed with ``must_fire=False`` (:mod:`~..self_check`)."""
+        self.faults.on_arm = register
         self.store: ObjectStore = self.app.store
         self.base_uri = base_uri
         self.clock = clock
@@ -124,6 +127,7 @@ class PlayedCache:
         if self.bandwidth_bytes_per_s and request.method.upper() == "PUT" and request.body:
             await asyncio.sleep(len(request.body) / self.bandwidth_bytes_per_s)  # simulated transfer time
         before = self._data(request.path) if self.history is not None else None
+        self.faults.meet(request.method, request.path)  # the evidence that an armed fault had its chance
         response = await self.app(request)
         header = request.header(LEASE_HEADER)
         lease = int(header) if header is not None and header.strip().isdigit() else None

@@ -27,6 +27,7 @@ from typing import Any
 from sdcp_conformance.harness.roles.played_cache import PlayedCache
 from sdcp_conformance.harness.roles.router_history import AssignSeen, History, PutSeen, deterministic
 from sdcp_conformance.harness.roles.status_reports import StatusReporter
+from sdcp_conformance.harness.self_check import Deliberate, register
 from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Assignment
 from sdcp_conformance.transport.problem import problem_response, status_problem_response
@@ -60,8 +61,8 @@ class ProposingDrafters:
 
     async def propose(self, body: Mapping[str, Any] | bytes, *, party: str, held_s: float = 0.0) -> Any:
         """``POST proposals`` as ``party`` (raw bytes are sent as they are)."""
-        return await self._send(party, "POST", "proposals", body if isinstance(body, bytes) else dict(body),
-                                held_s=held_s)
+        sent = body if isinstance(body, (bytes, Deliberate)) else dict(body)  # a deliberate() map stays marked
+        return await self._send(party, "POST", "proposals", sent, held_s=held_s)
 
     async def output(self, path_id: str, start: int, *, party: str) -> Any:
         """``GET sessions/{id}/output?from=start`` as ``party``."""
@@ -130,14 +131,20 @@ class PlayedDrafter:
             return status_problem_response(503, f"{self.name} takes no work now")
         return Response(self.success_status)
 
-    async def die(self, final_ttl_ms: int = 150) -> float:
-        """§6.9 Drafter failure: its status expires (returns when, by the harness's clock) and it answers no more."""
+    async def die(self, final_ttl_ms: int = 150, *, must_fire: bool = True) -> float:
+        """§6.9 Drafter failure: its status expires (returns when, by the harness's clock) and it answers no more.
+
+        An injected fault, registered with the case running now (:mod:`~..self_check`): it took effect if no report
+        was sent from the silencing until the expiry passed (a router need never send the dead drafter a request)."""
         self.mode = DrafterMode.DEAD
-        return await self.status.silence(final_ttl_ms)
+        expires = await self.status.silence(final_ttl_ms)
+        register(self.status.expiry_fault(f"{self.name} dead (status let expire, {final_ttl_ms} ms TTL)",
+                                          must_fire=must_fire))
+        return expires
 
     async def revive(self) -> None:
         self.mode = DrafterMode.ACCEPT
         await self.status.revive()
 
 
-__all__ = ["DrafterMode", "PlayedDrafter", "PutLookup"]
+__all__ = ["DrafterMode", "PlayedDrafter", "ProposingDrafters", "PutLookup"]

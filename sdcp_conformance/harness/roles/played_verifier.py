@@ -47,6 +47,7 @@ from sdcp_conformance.harness.roles.router_history import (
     deterministic,
 )
 from sdcp_conformance.harness.roles.status_reports import StatusReporter
+from sdcp_conformance.harness.self_check import InjectedFault, injected, record_response
 from sdcp_conformance.harness.transcript import CaseTranscript, Entry, next_sequence
 from sdcp_conformance.protocol.chain import extend_digest, prefix_digest
 from sdcp_conformance.protocol.codec import encode
@@ -157,7 +158,8 @@ class PlayedVerifier:
             self.target, self.mlc, self.history, self.status = links.target, links.mlc, links.history, links.status
         self._base = urlsplit(uri).path.rstrip("/")
         self.sessions: dict[bytes, ServedSession] = {}
-        self.fault = Fault.NONE
+        self._fault = Fault.NONE
+        self._fault_evidence: InjectedFault | None = None
         self.intermittent_count = 0
         """Requests met while :attr:`Fault.INTERMITTENT` (every third is served)."""
         self.error_status = 503
@@ -185,6 +187,22 @@ class PlayedVerifier:
         self.output_wait_s = OUTPUT_WAIT_S
         self.success_status.clear()
         self.extra_members.clear()
+
+    @property
+    def fault(self) -> Fault:
+        """How it fails now. Setting a fault injects it (:meth:`inject`): the case relies on it taking effect."""
+        return self._fault
+
+    @fault.setter
+    def fault(self, fault: Fault) -> None:
+        self.inject(fault)
+
+    def inject(self, fault: Fault, *, must_fire: bool = True) -> None:
+        """Fail as ``fault`` says from now on. A fault other than NONE is registered with the case running now,
+        which turns ERROR if no request it met was failed (``must_fire=False``: the case does not rely on it)."""
+        self._fault = fault
+        self._fault_evidence = None if fault is Fault.NONE else injected(f"{self.name} failing ({fault.value})",
+                                                                           must_fire=must_fire)
 
     def now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -235,9 +253,21 @@ class PlayedVerifier:
             return response
         finally:
             if transcript is not None:
+                record_response([transcript], self.name, request, response)  # a malformed answer: a harness bug
                 _record(transcript, sequence, request, response)
 
     def _faulted(self) -> Response | None:
+        """The answer the injected fault gives this request instead of serving it (None: serve it), with the evidence:
+        the request met the fault, and the fault fired on it or not."""
+        evidence = self._fault_evidence
+        if evidence is not None:
+            evidence.met += 1
+        response = self._fault_response()
+        if response is not None and evidence is not None:
+            evidence.fired += 1
+        return response
+
+    def _fault_response(self) -> Response | None:
         if self.fault is Fault.INTERMITTENT:
             self.intermittent_count += 1
             if self.intermittent_count % 3 == 0:

@@ -1,8 +1,9 @@
 """Every request the IUT sends a party the harness plays goes into the transcript of the case it serves.
 
-One wrapper for every played party of every role: the party's handler answers, the wrapper records the exchange
-(method, target, bodies, status, content type, an injected fault) into whichever transcripts ``transcript``
-finds for the request — the one case running, or, where cases run at the same time, the case the request
+One wrapper for every played party of every role: the party's handler answers, the wrapper checks the answer
+against ``sdcp.cddl`` (:mod:`~..self_check`: a malformed one is a harness bug in the cases it serves) and records
+the exchange (method, target, bodies, status, content type, an injected fault) into whichever transcripts
+``transcript`` finds for the request — the one case running, or, where cases run at the same time, the case the request
 belongs to (by the object's path for the cache, by the session for the router).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from sdcp_conformance.harness.self_check import record_response
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.transport.types import Handler, Request, Response
 
@@ -32,6 +34,7 @@ class Recorder:
     async def __call__(self, request: Request) -> Response:
         response = await self._inner(request)
         transcripts = self._transcript(request)
+        record_response(transcripts, self.party, request, response)  # a malformed answer is the harness's bug
         if transcripts:
             target = request.path + (f"?{request.query}" if request.query else "")
             note = f"fault: {response.fault.value}" if response.fault is not None else ""

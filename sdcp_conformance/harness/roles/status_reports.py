@@ -8,7 +8,9 @@ certificate, every :data:`HEARTBEAT_INTERVAL_S` with :data:`HEARTBEAT_TTL_MS`
 status expire by silencing it after one last report with a short TTL, and
 knows from its own clock when the router must consider it expired: the router
 receives a report before it answers it, so its expiry is no later than the
-harness's answer time plus the TTL.
+harness's answer time plus the TTL. That expiry is an injected fault
+(:meth:`StatusReporter.expiry_fault`, :mod:`~..self_check`): it took effect
+when the harness's clock passed it with no report sent since the silencing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.roles.router_history import History, StatusSent
+from sdcp_conformance.harness.self_check import InjectedFault
 
 HEARTBEAT_TTL_MS = 4000
 HEARTBEAT_INTERVAL_S = 0.5
@@ -52,6 +55,16 @@ class LastReport:
         return self.completed_at + self.ttl_ms / 1000
 
 
+@dataclass(eq=False)
+class _Expiry:
+    """A silencing whose expiry is watched: the reports sent until then, when the status must have expired."""
+
+    fault: InjectedFault
+    sent: int
+    due: float
+    closed: bool = False
+
+
 class StatusReporter:
     """One played instance's status reports: heartbeats, one-off reports, silencing and revival."""
 
@@ -67,6 +80,9 @@ class StatusReporter:
         self.accept_milli: int | None = None
         self.silenced = False
         self.last: LastReport | None = None
+        self.sent = 0
+        """Reports sent so far (answered or not): none while it is silenced but the final one."""
+        self._expiries: list[_Expiry] = []
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
@@ -90,6 +106,7 @@ class StatusReporter:
                     **changes: Any) -> Answer:
         send = self._recorded if recorded else self._quiet
         who = identity or self.name
+        self.sent += 1
         answer = await send(who, "PUT", path or instance_path(self.uri), self.body(ttl_ms, **changes))
         now = asyncio.get_running_loop().time()
         self.history.add(StatusSent(at=now, instance=self.name, ttl_ms=ttl_ms, status=answer.status, identity=who))
@@ -127,8 +144,12 @@ class StatusReporter:
         return self.expires_at
 
     async def revive(self) -> Answer:
-        """Heartbeats again, starting with a report now."""
+        """Heartbeats again, starting with a report now (a watched expiry not due yet never came)."""
         async with self._lock:
+            for expiry in self._expiries:
+                self._observe(expiry)
+                expiry.closed = True
+            self._expiries.clear()
             self.silenced = False
             return await self._send(HEARTBEAT_TTL_MS, recorded=False)
 
@@ -157,6 +178,30 @@ class StatusReporter:
         delay = self.expires_at + margin_s - loop.time()
         if delay > 0:
             await asyncio.sleep(delay)
+        for expiry in self._expiries:
+            self._observe(expiry)
+
+    # ------------------------------------------------------------------ the expiry as an injected fault
+
+    def expiry_fault(self, label: str, *, must_fire: bool = True) -> InjectedFault:
+        """The evidence of the silencing just done (:meth:`silence`): §6.1 "Each instance reports status at
+        intervals shorter than its ttl_ms", so an instance that reports no more has expired once its last TTL ran
+        out. It met its time when the harness's clock passed that expiry (or the case ended first, still relying on
+        it), and fired if no report was sent from the silencing until then (a heartbeat that went on would have
+        renewed the status). Revived before it was due, it never met its time."""
+        fault = InjectedFault(label, must_fire)
+        expiry = _Expiry(fault, self.sent, self.expires_at)
+        fault.probe = lambda: self._observe(expiry, ending=True)
+        self._expiries.append(expiry)
+        return fault
+
+    def _observe(self, expiry: _Expiry, *, ending: bool = False) -> None:
+        if expiry.closed or (not ending and asyncio.get_running_loop().time() < expiry.due):
+            return
+        expiry.closed = True
+        expiry.fault.met += 1
+        if self.silenced and self.sent == expiry.sent:
+            expiry.fault.fired += 1
 
 
 __all__ = ["HEARTBEAT_INTERVAL_S", "HEARTBEAT_TTL_MS", "LastReport", "StatusReporter", "instance_id", "instance_path"]

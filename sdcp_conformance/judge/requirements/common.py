@@ -15,7 +15,13 @@ from sdcp_conformance.protocol.problems import ProblemType
 MTLS = ("HTTP/2 [RFC9113] or HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication "
         "is REQUIRED.")
 
+CLAIM_QUOTE = "The implementation offers every optional feature its declaration claims."
+"""Not the draft's or the profile's words: the vendor's own claim (``certify --declaration``, D-JUDGE-DECL-1), the one
+row whose source is the declaration."""
+
 ROWS: tuple[Row, ...] = (
+    # ------------------------------------------------------------------ the vendor's declaration (D-JUDGE-DECL-1)
+    Row("DECL-CLAIM", "declaration", CLAIM_QUOTE, Level.MUST, "any", ambient=True),
     # ------------------------------------------------------------------ ambient
     Row("R-5.1-RESOURCES", "5.1",
         "Table 1: SDCP Resources ... A client treats any 2xx as success (RFC 9110 classes).",

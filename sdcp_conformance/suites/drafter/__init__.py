@@ -13,9 +13,10 @@ from sdcp_conformance.harness.case import Catalogue
 
 CATALOGUE = Catalogue(role="drafter", base_models=("bigram-draft-near",), optional_models=("ctx-draft-near",))
 
-_NOT_CASES = frozenset({"conversation", "variants"})
+_NOT_CASES = frozenset({"conversation", "features", "variants"})
 for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
     if _module not in _NOT_CASES:
         importlib.import_module(f"{__name__}.{_module}")
+CATALOGUE.declare_features(importlib.import_module(f"{__name__}.features").FEATURES)
 
 __all__ = ["CATALOGUE"]

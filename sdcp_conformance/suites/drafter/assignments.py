@@ -106,7 +106,7 @@ async def contract_unknown_key(ctx: DrafterContext) -> None:
     """A contract with a key §4.1 does not define is 422 sdcp-bad-contract."""
     contract = {**ctx.contract(), "x-speed": 1}
     await _refused_and_silent(ctx, ctx.track(contract=contract), "R-4.1-UNKNOWN-KEY-DRAFTER",
-                              "a contract with the unknown key x-speed")
+                              "a contract with the unknown key x-speed", deliberate=True)
 
 
 @CATALOGUE.case("DRF-5.2-WELL-FORMED-001", area="assignments", section="5.2, P1-MSG-2", quote=WELL_FORMED,

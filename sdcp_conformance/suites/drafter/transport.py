@@ -15,6 +15,7 @@ import ssl
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.contexts.drafter import DrafterContext
 from sdcp_conformance.harness.probes import TlsOffer, http1_request, tls_probe
+from sdcp_conformance.harness.self_check import deliberate
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.drafter import CATALOGUE
@@ -33,7 +34,7 @@ TLS_PROFILE = "A handshake without a client certificate, with one from an unknow
 
 async def _served(ctx: DrafterContext) -> None:
     """The control: the router's valid certificate gets an answer (400 for an empty assignment, no session)."""
-    await require_served(ctx, ctx.iut.send("router", "POST", "assignments", {}), "an empty assignment",
+    await require_served(ctx, ctx.iut.send("router", "POST", "assignments", deliberate({})), "an empty assignment",
                          "the drafter")
 
 
@@ -116,5 +117,5 @@ async def alpn_selects_h2(ctx: DrafterContext) -> None:
                 level=Level.PROFILE, profile=("P1-ID-1",), rows=("P1-ID-1/OWN-CERTIFICATE",))
 async def own_certificate_names_base_uri(ctx: DrafterContext) -> None:
     """The certificate the drafter presents names its base URI, as every party's does."""
-    await judge_own_certificate(ctx, ctx.iut.send("router", "POST", "assignments", {}), "an empty assignment",
-                                "the drafter", ctx.target.base_uri)
+    await judge_own_certificate(ctx, ctx.iut.send("router", "POST", "assignments", deliberate({})),
+                                "an empty assignment", "the drafter", ctx.target.base_uri)

@@ -7,6 +7,7 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.harness.roles.router_truth import FrontSession
 from sdcp_conformance.harness.roles.status_reports import instance_path
+from sdcp_conformance.harness.self_check import deliberate
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.suites.router import router_case
 from sdcp_conformance.suites.router.support import switch
@@ -47,10 +48,10 @@ async def malformed_status_and_events_are_refused(ctx: RouterContext) -> None:
     verifier = ctx.serving(session)
     body = verifier.status.body(4000)
     del body["ttl_ms"]
-    answer = await ctx.iut.send(verifier.name, "PUT", instance_path(verifier.uri), body)
+    answer = await ctx.iut.send(verifier.name, "PUT", instance_path(verifier.uri), deliberate(body))
     ctx.expect_refusal(answer, "R-5.2-WELL-FORMED", what="a status report without ttl_ms")
     event = verifier.event_body(session.id, 2) | {"kind": "switch"}
-    answer = await ctx.iut.send(verifier.name, "POST", "events", event)
+    answer = await ctx.iut.send(verifier.name, "POST", "events", deliberate(event))
     ctx.expect_refusal(answer, "R-5.2-WELL-FORMED", what="an event whose kind is a text string")
     answer = await ctx.iut.send(verifier.name, "POST", "events", b"\xff\x00not cbor")
     ctx.expect_refusal(answer, "R-5.2-WELL-FORMED", what="an event body that is not CBOR")

@@ -9,6 +9,7 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.contexts.router import RouterContext
 from sdcp_conformance.harness.probes import TlsOffer, http1_request, tls_probe
 from sdcp_conformance.harness.roles.status_reports import instance_path
+from sdcp_conformance.harness.self_check import deliberate
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.router import router_case
@@ -26,7 +27,7 @@ from sdcp_conformance.suites.transport_judging import (
 async def _served(ctx: RouterContext) -> None:
     """The control: a verifier's valid certificate gets an answer (400 for an empty event, no session)."""
     verifier = next(iter(ctx.verifiers.values()))
-    await require_served(ctx, ctx.iut.send(verifier.name, "POST", "events", {}), "an empty event",
+    await require_served(ctx, ctx.iut.send(verifier.name, "POST", "events", deliberate({})), "an empty event",
                          "the router")
 
 
@@ -110,5 +111,5 @@ async def front_and_resources_speak_h2_over_tls13(ctx: RouterContext) -> None:
 async def own_certificate_names_base_uri(ctx: RouterContext) -> None:
     """The certificate the router presents (to the verifiers and at its front) names its base URI."""
     verifier = next(iter(ctx.verifiers.values()))
-    await judge_own_certificate(ctx, ctx.iut.send(verifier.name, "POST", "events", {}), "an empty event",
+    await judge_own_certificate(ctx, ctx.iut.send(verifier.name, "POST", "events", deliberate({})), "an empty event",
                                 "the router", ctx.target.base_uri)

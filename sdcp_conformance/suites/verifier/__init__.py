@@ -14,9 +14,10 @@ CATALOGUE = Catalogue(exclusive_areas=frozenset({"escalation"}), listening_areas
 """Escalation cases pin the embedded IUT's load (which every session sees): they run alone; they judge the
 events the IUT sends to the harness's router listener."""
 
-_NOT_CASES = frozenset({"conversation", "seeded_rule2"})
+_NOT_CASES = frozenset({"conversation", "features", "seeded_rule2"})
 for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
     if _module not in _NOT_CASES:
         importlib.import_module(f"{__name__}.{_module}")
+CATALOGUE.declare_features(importlib.import_module(f"{__name__}.features").FEATURES)
 
 __all__ = ["CATALOGUE"]

@@ -64,7 +64,7 @@ async def _open_refused_contract(ctx: VerifierContext, mutate: Mutation, what: s
     contract = ctx.contract()
     mutate(contract)
     session = ctx.track(contract=contract)
-    answer = await ctx.open(session)
+    answer = await ctx.open(session, deliberate=True)
     ctx.expect_refusal(answer, ctx.case.primary_row, what=f"a session-open whose contract has {what}")
     if not answer.ok:
         await _nothing_left_behind(ctx, session)
@@ -156,7 +156,7 @@ async def unknown_fallback_action(ctx: VerifierContext) -> None:
     """A fallback entry 9 (no action) is refused as a bad contract, or accepted (read as fail) with the right d[0]."""
     contract = ctx.contract(fallback=[1, 9])
     session = ctx.track(contract=contract)
-    answer = await ctx.open(session)
+    answer = await ctx.open(session, deliberate=True)  # 9 is no ladder action: not a contract of sdcp.cddl
     if answer.ok:
         ctx.note("the IUT accepted fallback entry 9, reading it as fail (§5.2)")
         ctx.check_state(session, ctx.expect_ok(answer, SessionState, what="POST sessions"), "POST sessions")

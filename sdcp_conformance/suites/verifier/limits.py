@@ -152,7 +152,7 @@ async def empty_proposal(ctx: VerifierContext) -> None:
     """A proposal of M = 0 tokens is refused (400 sdcp-bad-message or 422 sdcp-limit) and commits nothing."""
     session = await ctx.open_ok()
     await ctx.assign_ok(session)
-    answer = await ctx.propose(session, [])
+    answer = await ctx.propose(session, [], deliberate=True)  # tokens: [+ uint] (§5.2)
     ctx.expect_refusal(answer, "R-6.2-EMPTY", what="a proposal with no tokens")
     await still_works(ctx, session, "the round after the empty proposal",
                       earlier=f"the empty proposal, which {outcome(answer)},")

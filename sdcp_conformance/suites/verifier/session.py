@@ -10,6 +10,7 @@ import base64
 
 from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.contexts.verifier import TrackedSession, VerifierContext
+from sdcp_conformance.harness.self_check import deliberate
 from sdcp_conformance.models.registry import load_manifest
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.messages import SessionState, Verdict
@@ -234,7 +235,7 @@ async def session_open_missing_member(ctx: VerifierContext) -> None:
     session = ctx.track()
     for what, body in (("no commit_log", ctx.opening(session, commit_log=None)),
                        ("a 15-octet session id", {**ctx.opening(session), "session": session.id[:15]})):
-        answer = await ctx.iut.send("router", "POST", "sessions", body)
+        answer = await ctx.iut.send("router", "POST", "sessions", deliberate(body))
         ctx.expect_refusal(answer, "R-5.2-WELL-FORMED", what=f"a session-open with {what}")
 
 

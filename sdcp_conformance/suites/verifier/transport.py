@@ -15,6 +15,7 @@ from sdcp_conformance.harness.case import Level
 from sdcp_conformance.harness.contexts.verifier import VerifierContext
 from sdcp_conformance.harness.iut import Answer
 from sdcp_conformance.harness.probes import TlsOffer, http1_request, tls_probe
+from sdcp_conformance.harness.self_check import deliberate
 from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.messages import SessionState
 from sdcp_conformance.protocol.problems import (
@@ -41,7 +42,7 @@ HTTP1_PROFILE = "HTTP/1.1 requests (if ALPN lets them through) are refused with 
 
 async def _served(ctx: VerifierContext) -> None:
     """The control: the router's valid certificate gets an answer (400 for an empty session-open, no session)."""
-    await require_served(ctx, ctx.iut.send("router", "POST", "sessions", {}), "an empty session-open",
+    await require_served(ctx, ctx.iut.send("router", "POST", "sessions", deliberate({})), "an empty session-open",
                          "the IUT")
 
 
@@ -247,5 +248,5 @@ async def deterministic_encoding(ctx: VerifierContext) -> None:
 )
 async def own_certificate_names_base_uri(ctx: VerifierContext) -> None:
     """The certificate the verifier presents names its base URI, as every party's does."""
-    await judge_own_certificate(ctx, ctx.iut.send("router", "POST", "sessions", {}), "an empty session-open",
-                                "the verifier", ctx.target.base_uri)
+    await judge_own_certificate(ctx, ctx.iut.send("router", "POST", "sessions", deliberate({})),
+                                "an empty session-open", "the verifier", ctx.target.base_uri)

@@ -1,0 +1,98 @@
+"""The terms a certification runs under: the requirement set it is scored against, the declaration it follows.
+
+The runner asks these before a case runs (is it claimed?) and after (does it count, and at what level?):
+
+- a case exercising a feature the declaration does not claim is NOT CLAIMED and does not run (D-JUDGE-DECL-1);
+- a case of a claimed feature that was SKIPPED is INCOMPLETE: the claim was not reachable (D-JUDGE-DECL-1);
+- a case that used an optional feature its suite's table does not give it is ERROR, a harness bug: the test plan
+  would otherwise have run it against an implementation that claims no such thing;
+- every finding on a row the requirement set does not score is kept, marked unscored with the reason, and the
+  case's verdict is the worst of the rest at the levels the set gives (D-JUDGE-SET-1, :mod:`~sdcp_conformance.judge.
+  scoring`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from sdcp_conformance.judge.declaration import FEATURES, Declaration
+from sdcp_conformance.judge.levels import Verdict
+from sdcp_conformance.judge.requirement_sets import RequirementSet
+from sdcp_conformance.judge.scoring import FROM_FINDINGS, case_verdict, scored_severity
+
+if TYPE_CHECKING:
+    from sdcp_conformance.harness.case import Case
+    from sdcp_conformance.harness.runner import CaseResult
+
+
+@dataclass(frozen=True)
+class Terms:
+    requirements: RequirementSet | None = None
+    declaration: Declaration | None = None
+
+    def unclaimed(self, case: Case) -> str:
+        """Why ``case`` is NOT CLAIMED ("" when it runs)."""
+        if self.declaration is None:
+            return ""
+        missing = self.declaration.unclaimed(case.features)
+        if not missing:
+            return ""
+        meanings = FEATURES.get(case.role, {})
+        return "not claimed: the declaration does not claim " + "; ".join(
+            f"{feature} ({meanings.get(feature, 'unknown feature')})" for feature in missing)
+
+    def apply(self, result: CaseResult) -> None:
+        """What the terms make of a case's result once it ran (in place)."""
+        self._hold_to_features(result)
+        self._claimed_but_skipped(result)
+        if self.requirements is not None:
+            rescore(result, self.requirements)
+
+    def _hold_to_features(self, result: CaseResult) -> None:
+        case = result.case
+        used = result.features_used & set(FEATURES.get(case.role, {}))
+        undeclared = sorted(used - set(case.features))
+        if undeclared and result.verdict is not Verdict.ERROR:
+            result.verdict = Verdict.ERROR
+            result.message = (f"harness bug: case {case.id} sent messages using optional feature(s) "
+                              f"{', '.join(undeclared)} that suites/{case.role}/features.py does not give it, so a "
+                              "declaration not claiming them would still have run it")
+
+    def _claimed_but_skipped(self, result: CaseResult) -> None:
+        if self.declaration is None or result.verdict is not Verdict.SKIPPED:
+            return
+        claimed = [feature for feature in result.case.features if feature in self.declaration.claims]
+        if claimed:
+            result.verdict = Verdict.INCOMPLETE
+            result.message = (f"incomplete: the declaration claims {', '.join(claimed)}, but the case could not run: "
+                              f"{result.message}")
+
+
+def rescore(result: CaseResult, requirements: RequirementSet) -> None:
+    """Mark the findings ``requirements`` does not score, and give a case that took its verdict from its findings
+    the worst of the scored ones, with its headline."""
+    result.findings = [replace(finding, unscored=requirements.unscored_reason(finding.row))
+                       for finding in result.findings]
+    if result.verdict not in FROM_FINDINGS:
+        return
+    counted = [(finding, scored_severity(finding.to_json(), requirements)) for finding in result.findings]
+    scored = [(finding, severity) for finding, severity in counted if severity is not None]
+    verdict = case_verdict([finding.to_json() for finding in result.findings], requirements)
+    unscored = len(counted) - len(scored)
+    if verdict is result.verdict and not unscored:
+        return
+    result.verdict = verdict
+    headline = next((finding for finding, severity in scored if severity is verdict), None)
+    if headline is None:
+        result.message, result.expected, result.actual = "", [], ""
+    else:
+        result.message, result.expected, result.actual = headline.message, list(headline.expected), headline.actual
+        if len(scored) > 1:
+            result.message += f" (and {len(scored) - 1} more finding{'s' if len(scored) > 2 else ''})"
+    if unscored:
+        result.notes.append(f"{unscored} finding(s) not scored under {requirements.name}: on rows the set does not "
+                            "score (each finding says why)")
+
+
+__all__ = ["Terms", "rescore"]
