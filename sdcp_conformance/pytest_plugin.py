@@ -127,7 +127,7 @@ class SdcpItem(pytest.Item):
 
         result = self.suite.run(self)
         self.result = result
-        if result.counts_as_failure:
+        if result.outcome.counts_as_failure:
             raise SdcpCaseFailure(describe_result(result))
         if result.verdict is Verdict.SKIPPED:
             pytest.skip(result.message)
@@ -303,7 +303,7 @@ class SdcpSuite:
                 if needs_rerun(result):  # P1-JUDGE-5: again at once, alone (pytest runs one item at a time)
                     again = run_case(env, item.case, self.seed, item.run, scale=RERUN_SCALE)
                     result = after_rerun(result, self.loop.run_until_complete(again))
-            if item.run == "sanity-first" and not result.sanity_passed:
+            if item.run == "sanity-first" and not result.outcome.sanity_passed:
                 self.dead = (result.message or result.verdict.value).splitlines()[0]
         if self.expected is not None:
             self.expected.apply(result)

@@ -142,6 +142,18 @@ class Catalogue:
         self.cases[case.id] = case
         return case
 
+    def load_suite(self, package: str, path: Sequence[str], not_cases: frozenset[str]) -> None:
+        """Import every module of a suite's ``package`` (in name order) but ``not_cases``, each declaring its
+        cases on this catalogue, then give the cases the features the package's ``features`` table says."""
+        import importlib
+        import pkgutil
+
+        for module in sorted(info.name for info in pkgutil.iter_modules(path)):
+            if module not in not_cases | {"features"}:
+                importlib.import_module(f"{package}.{module}")
+        if "features" in {info.name for info in pkgutil.iter_modules(path)}:
+            self.declare_features(importlib.import_module(f"{package}.features").FEATURES)
+
     def declare_features(self, features: Mapping[str, Sequence[str]]) -> None:
         """The optional features each listed case exercises (a suite's ``features.py`` table; the harness checks
         it against the messages every case sends); an unknown case ID is a declaration error."""

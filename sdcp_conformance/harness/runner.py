@@ -113,23 +113,9 @@ class CaseResult:
 
     @property
     def outcome(self) -> CaseOutcome:
+        """What the run's verdict reads of this result (:mod:`~sdcp_conformance.judge.scoring`: whether it ran,
+        failed the run, or — a sanity case — passed, D-JUDGE-SANITY)."""
         return CaseOutcome(self.case.id, self.run, self.case.area, self.verdict, self.completed, self.message)
-
-    @property
-    def sanity_passed(self) -> bool:
-        """D-JUDGE-SANITY (:attr:`~sdcp_conformance.judge.scoring.CaseOutcome.sanity_passed`): the profile's
-        deviations are the report's to show (P1-JUDGE-1), and a router whose front leaves out `finish` still served
-        a session the other cases can build on; one that stopped early did not."""
-        return self.outcome.sanity_passed
-
-    @property
-    def counts_as_failure(self) -> bool:
-        return self.outcome.counts_as_failure
-
-    @property
-    def ran(self) -> bool:
-        """The case judged its subject (a SKIPPED, INCOMPLETE or NOT CLAIMED case did not)."""
-        return self.outcome.ran
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -527,7 +513,7 @@ class _Schedule:
                 self.pending.append((index, case, result))
                 return
             result = after_rerun(result, await run_case(self.env, case, self.seed, run, scale=RERUN_SCALE))
-        if run == "sanity-first" and not result.sanity_passed:
+        if run == "sanity-first" and not result.outcome.sanity_passed:
             self.dead = (result.message or result.verdict.value).splitlines()[0]
         self.finish(index, result)
 

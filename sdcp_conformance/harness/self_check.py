@@ -41,8 +41,6 @@ from sdcp_conformance.transport.types import media_type
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Case
-    from sdcp_conformance.harness.judging import JudgedContext
-    from sdcp_conformance.harness.transcript import CaseTranscript
     from sdcp_conformance.judge import Finding
     from sdcp_conformance.transport.types import Request, Response
 
@@ -110,6 +108,25 @@ def as_sent(body: Any, on_purpose: bool) -> Any:
 
 def _findings(rule: str, value: object | bytes) -> str:
     return "; ".join(cddl.validate(rule, value))
+
+
+class CaseTranscript(Protocol):
+    """What the checks need of a case's transcript (:class:`~.transcript.CaseTranscript` has it)."""
+
+    self_check: SelfCheck
+
+
+class JudgedContext(Protocol):
+    """What :func:`run_checked` needs of a case's context (:class:`~.judging.JudgedContext` has it)."""
+
+    @property
+    def transcript(self) -> CaseTranscript: ...
+
+    @property
+    def findings(self) -> list[Finding]: ...
+
+    @property
+    def notes(self) -> list[str]: ...
 
 
 def refuse_message(transcript: CaseTranscript | None, rule: str, value: object, what: str) -> None:
@@ -297,9 +314,11 @@ async def run_checked(case: Case, context: JudgedContext) -> None:
 
 __all__ = [
     "PROBLEM_RULE",
+    "CaseTranscript",
     "Deliberate",
     "Evidence",
     "InjectedFault",
+    "JudgedContext",
     "SelfCheck",
     "as_sent",
     "deliberate",

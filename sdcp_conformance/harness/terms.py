@@ -14,7 +14,7 @@ The runner asks these before a case runs (is it claimed?) and after (does it cou
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sdcp_conformance.judge.declaration import FEATURES, Declaration
 from sdcp_conformance.judge.levels import Verdict
@@ -23,7 +23,20 @@ from sdcp_conformance.judge.scoring import FROM_FINDINGS, case_verdict, scored_s
 
 if TYPE_CHECKING:
     from sdcp_conformance.harness.case import Case
-    from sdcp_conformance.harness.runner import CaseResult
+    from sdcp_conformance.judge.findings import Finding
+
+
+class CaseResult(Protocol):
+    """What the terms change of a case's result (:class:`~.runner.CaseResult` has it)."""
+
+    case: Case
+    verdict: Verdict
+    message: str
+    expected: list[str]
+    actual: str
+    notes: list[str]
+    findings: list[Finding]
+    features_used: set[str]
 
 
 @dataclass(frozen=True)
@@ -50,14 +63,24 @@ class Terms:
             rescore(result, self.requirements)
 
     def _hold_to_features(self, result: CaseResult) -> None:
+        """A case that used a feature its suite's table does not give it is a harness bug (ERROR) where that hid
+        something: a declaration not claiming the feature had it run anyway, or it passed (so the table is wrong
+        and nothing else shows it). A case that failed on its own keeps its finding, with a note: an ERROR there
+        would hide a deviation (a FAIL must mean a deviation)."""
         case = result.case
         used = result.features_used & set(FEATURES.get(case.role, {}))
         undeclared = sorted(used - set(case.features))
-        if undeclared and result.verdict is not Verdict.ERROR:
-            result.verdict = Verdict.ERROR
-            result.message = (f"harness bug: case {case.id} sent messages using optional feature(s) "
-                              f"{', '.join(undeclared)} that suites/{case.role}/features.py does not give it, so a "
-                              "declaration not claiming them would still have run it")
+        if not undeclared or result.verdict is Verdict.ERROR:
+            return
+        what = (f"case {case.id} sent messages using optional feature(s) {', '.join(undeclared)} that "
+                f"suites/{case.role}/features.py does not give it")
+        unclaimed = self.declaration is not None and bool(self.declaration.unclaimed(tuple(undeclared)))
+        if unclaimed or result.verdict is Verdict.PASSED:
+            why = ("the declaration does not claim them, yet the case ran" if unclaimed
+                   else "a declaration not claiming them would still have run it")
+            result.verdict, result.message = Verdict.ERROR, f"harness bug: {what}: {why}"
+        else:
+            result.notes.append(f"harness bug: {what} (the table must be corrected)")
 
     def _claimed_but_skipped(self, result: CaseResult) -> None:
         if self.declaration is None or result.verdict is not Verdict.SKIPPED:
@@ -95,4 +118,4 @@ def rescore(result: CaseResult, requirements: RequirementSet) -> None:
                             "score (each finding says why)")
 
 
-__all__ = ["Terms", "rescore"]
+__all__ = ["CaseResult", "Terms", "rescore"]

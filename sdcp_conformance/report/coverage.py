@@ -151,7 +151,7 @@ def _verdicts(results: Sequence[CaseResult]) -> dict[str, str]:
     """One verdict per case ID; a case run twice (sanity) shows a failing run over a passing one."""
     verdicts: dict[str, str] = {}
     for result in results:
-        if result.case.id not in verdicts or result.counts_as_failure:
+        if result.case.id not in verdicts or result.outcome.counts_as_failure:
             verdicts[result.case.id] = result.verdict.value
     return verdicts
 

@@ -125,6 +125,14 @@ def test_a_case_using_a_feature_it_does_not_declare_is_a_harness_bug() -> None:
     declared = CaseResult(_case(("rule2",)), Verdict.PASSED, features_used={"rule2"})
     Terms().apply(declared)
     assert declared.verdict is Verdict.PASSED
+    # A deviation is not hidden behind the harness's own bug ...
+    failed = CaseResult(_case(), Verdict.FAILED, "a deviation", features_used={"rule2"})
+    Terms().apply(failed)
+    assert failed.verdict is Verdict.FAILED and "harness bug" in failed.notes[-1]
+    # ... unless the plan ran the feature against an IUT that does not claim it.
+    unclaimed = CaseResult(_case(), Verdict.FAILED, "a deviation", features_used={"rule2"})
+    Terms(declaration=_declaration()).apply(unclaimed)
+    assert unclaimed.verdict is Verdict.ERROR and "does not claim" in unclaimed.message
 
 
 @pytest.mark.slow

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sdcp_conformance.harness.roles.played_session import Observation
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 
 CBOR = SDCP_MEDIA_TYPE
 
 
 @dataclass(frozen=True)
-class Violation:
-    row: str
-    message: str
-    expected: str = ""
-    actual: str = ""
+class Violation(Observation):
+    """An observation of the router's history that breaks ``row``, placed on the timeline."""
+
     seq: int = 0
     """Where on the timeline it shows (the observation's sequence number)."""
 

@@ -12,8 +12,6 @@ and ends with the history checker run over the sessions it started
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -46,9 +44,6 @@ def router_case(case_id: str, **declaration: Any) -> Callable[[RouterCase], Rout
     return register
 
 
-_NOT_CASES = frozenset({"support"})
-for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
-    if _module not in _NOT_CASES:
-        importlib.import_module(f"{__name__}.{_module}")
+CATALOGUE.load_suite(__name__, __path__, frozenset({"support"}))
 
 __all__ = ["CATALOGUE", "router_case"]

@@ -5,19 +5,12 @@ Each module of this package declares the cases of one area on
 so adding a module adds its cases.
 """
 
-import importlib
-import pkgutil
-
 from sdcp_conformance.harness.case import Catalogue
 
 CATALOGUE = Catalogue(exclusive_areas=frozenset({"escalation"}), listening_areas={"escalation": ("router",)})
 """Escalation cases pin the embedded IUT's load (which every session sees): they run alone; they judge the
 events the IUT sends to the harness's router listener."""
 
-_NOT_CASES = frozenset({"conversation", "features", "seeded_rule2"})
-for _module in sorted(info.name for info in pkgutil.iter_modules(__path__)):
-    if _module not in _NOT_CASES:
-        importlib.import_module(f"{__name__}.{_module}")
-CATALOGUE.declare_features(importlib.import_module(f"{__name__}.features").FEATURES)
+CATALOGUE.load_suite(__name__, __path__, frozenset({"conversation", "seeded_rule2"}))
 
 __all__ = ["CATALOGUE"]
