@@ -28,6 +28,7 @@ for it, sent as a QUIC CRYPTO_ERROR (RFC 9001 §4.8: 0x100 + alert).
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,6 +159,33 @@ def verify_client_chain(chain: list[x509.Certificate], anchors: list[x509.Certif
     return None
 
 
+def verify_server_chain(chain: list[x509.Certificate], anchors: list[x509.Certificate], host: str,
+                        now: dt.datetime | None = None) -> Refusal | None:
+    """``None`` if ``chain`` (leaf first) authenticates the server at ``host`` (an IP address or DNS name) against
+    ``anchors``; else why not.
+
+    Ours, not aioquic's: aioquic checks the name with service_identity, which cannot parse a URI SAN that carries
+    a port (``https://127.0.0.1:9001/verifier/`` raises inside it), and every SDCP party certificate carries one
+    (P1-ID-1: the base URI, port included). ``cryptography``'s RFC 5280 server verifier reads it.
+    """
+    if not chain:
+        return Refusal(Alert.CERTIFICATE_REQUIRED, "the server presented no certificate")
+    now = now or dt.datetime.now(dt.UTC)
+    leaf, intermediates = chain[0], chain[1:]
+    if not leaf.not_valid_before_utc <= now <= leaf.not_valid_after_utc:
+        return Refusal(Alert.CERTIFICATE_EXPIRED, "the server's certificate is not valid now")
+    try:
+        subject: x509.DNSName | x509.IPAddress = x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        subject = x509.DNSName(host)
+    verifier = PolicyBuilder().store(Store(anchors)).time(now).build_server_verifier(subject)
+    try:
+        verifier.verify(leaf, intermediates)
+    except VerificationError as error:
+        return Refusal(Alert.BAD_CERTIFICATE, f"the server's certificate failed verification for {host}: {error}")
+    return None
+
+
 def uri_sans(certificate: x509.Certificate) -> tuple[str, ...]:
     """Every URI SAN of a certificate, in order (P1-ID-1 identifies a party by its one URI SAN)."""
     try:
@@ -189,4 +217,5 @@ __all__ = [
     "peer_chain",
     "uri_sans",
     "verify_client_chain",
+    "verify_server_chain",
 ]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol
-from aioquic.buffer import Buffer
+from aioquic.buffer import Buffer  # type: ignore[attr-defined]  # re-exported from its C module
 from aioquic.h3.connection import H3_ALPN, ErrorCode, H3Connection
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
 from aioquic.quic import events
@@ -275,7 +275,8 @@ class _Endpoint(asyncio.DatagramProtocol):
 
 
 class H3Server:
-    """Serves one :data:`Handler` over HTTP/3 on UDP; ``start()``, ``port``, ``stop()`` like :class:`~.server.H2Server`."""
+    """Serves one :data:`Handler` over HTTP/3 on UDP; ``start()``, ``port``, ``stop()`` as :class:`~.server.H2Server`
+    does."""
 
     def __init__(self, handler: Handler, config: ServerConfig) -> None:
         check_aioquic()
