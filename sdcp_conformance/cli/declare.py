@@ -21,7 +21,7 @@ DEFAULT_NAME = "sdcp-declaration.toml"
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path(DEFAULT_NAME),
               show_default=True, help="Where to write the declaration.")
 def declare(role: str, out: Path) -> None:
-    """Write the declaration template for an IUT of ROLE: the implementation and the optional features claimed."""
+    """Write the declaration a vendor fills in: its implementation and the optional features it claims."""
     if out.exists():
         raise click.UsageError(f"{out} exists: a declaration is never overwritten (give --out another file)")
     try:

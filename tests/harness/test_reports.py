@@ -68,7 +68,8 @@ def test_junit_maps_verdicts_to_failure_error_skipped_and_notes() -> None:
     suite = root.find("testsuite")
     assert suite is not None
     counts = [suite.get(name) for name in ("tests", "failures", "errors", "skipped")]
-    assert counts == ["11", "2", "2", "1"]  # every verdict once, both sanity runs; ERROR and INCOMPLETE are errors
+    # every verdict once, both sanity runs; ERROR and INCOMPLETE are errors, SKIPPED and NOT CLAIMED skipped
+    assert counts == ["12", "2", "2", "2"]
     cases = {case.get("name"): case for case in suite.iter("testcase")}
     assert {"VER-SANITY-001 [sanity-first]", "VER-SANITY-001 [sanity-last]"} <= set(cases)
     by_verdict = {verdict: cases[f"VER-6.3-IDEM-{n:03d}"] for n, verdict in enumerate(Verdict, start=1)}
@@ -80,6 +81,7 @@ def test_junit_maps_verdicts_to_failure_error_skipped_and_notes() -> None:
     incomplete = by_verdict[Verdict.INCOMPLETE].find("error")
     assert incomplete is not None and incomplete.get("type") == "incomplete"
     assert by_verdict[Verdict.SKIPPED].find("skipped") is not None
+    assert by_verdict[Verdict.NOT_CLAIMED].find("skipped") is not None  # D-JUDGE-DECL-1: never run, never failed
     for verdict in (Verdict.NON_STRICT, Verdict.INFORMATIONAL, Verdict.XFAIL, Verdict.PASSED):
         element = by_verdict[verdict]
         assert element.find("failure") is None and element.find("error") is None and element.find("skipped") is None
