@@ -119,12 +119,21 @@ def refuse_used_report_dir(folder: Path | None) -> None:
 
 @dataclass(frozen=True)
 class Program:
-    """What a certification program adds to a run: the requirement set, the vendor's declaration and key."""
+    """What a certification program adds to a run: the requirement set, the vendor's declaration (and its file)
+    and the vendor's key, which signs the declaration in the bundle."""
 
     requirements: RequirementSet | None = None
     declaration: Declaration | None = None
-    declaration_path: Path | None = None
-    vendor_key: Path | None = None
+    files: tuple[Path | None, Path | None] = (None, None)
+    """(the declaration's file, the vendor's key)."""
+
+    @property
+    def declaration_path(self) -> Path | None:
+        return self.files[0]
+
+    @property
+    def vendor_key(self) -> Path | None:
+        return self.files[1]
 
 
 def _program(role: str, requirements_name: str | None, declaration_path: Path | None, vendor_key: Path | None,
@@ -136,7 +145,7 @@ def _program(role: str, requirements_name: str | None, declaration_path: Path | 
         declaration = load_declaration(declaration_path, role) if declaration_path is not None else None
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from exc
-    return Program(requirements, declaration, declaration_path, vendor_key)
+    return Program(requirements, declaration, (declaration_path, vendor_key))
 
 
 def _run(target: TargetConfig | None, role: str, selected: Sequence[str], seed: int,

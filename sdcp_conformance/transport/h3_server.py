@@ -39,7 +39,6 @@ from aioquic.quic.configuration import SMALLEST_MAX_DATAGRAM_SIZE, QuicConfigura
 from aioquic.quic.packet import QuicFrameType, QuicPacketType, encode_quic_version_negotiation, pull_quic_header
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.transport.h3_client_auth import (
     Alert,
     MutualTlsQuicConnection,
@@ -51,9 +50,9 @@ from sdcp_conformance.transport.h3_client_auth import (
     verify_client_chain,
 )
 from sdcp_conformance.transport.limits import ServerLimits
-from sdcp_conformance.transport.problem import problem_response, status_problem_response
-from sdcp_conformance.transport.server import RefusedConnection, ServerConfig
-from sdcp_conformance.transport.server_connection import make_request
+from sdcp_conformance.transport.problem import call_handler, status_problem_response
+from sdcp_conformance.transport.server import RefusedConnection, ServerConfig, ServerStats
+from sdcp_conformance.transport.server_connection import content_length, make_request
 from sdcp_conformance.transport.types import Handler, Request, Response, TransportFault
 
 log = logging.getLogger(__name__)
@@ -63,12 +62,9 @@ REFUSALS_KEPT = 64
 
 
 @dataclass
-class H3ServerStats:
-    connections: int = 0
-    requests: int = 0
-    bodies_refused: int = 0
-    bodies_timed_out: int = 0
-    handler_errors: int = 0
+class H3ServerStats(ServerStats):
+    """The HTTP/2 server's counters (those that apply), and the QUIC handshakes refused."""
+
     handshakes_refused: int = 0
     refused: list[RefusedConnection] = field(default_factory=list)
 
@@ -150,7 +146,7 @@ class H3ServerConnection(QuicConnectionProtocol):
         stream_id, max_body = event.stream_id, self._server.limits.max_body
         if stream_id in self._inbound or stream_id in self._refused_streams:
             return  # trailers (or headers after a refusal): nothing SDCP uses
-        declared = _content_length(event.headers)
+        declared = content_length(event.headers)
         if declared is not None and declared > max_body:
             self._refuse(stream_id, 413, f"declared body of {declared} bytes; the limit is {max_body}")
             return
@@ -204,7 +200,7 @@ class H3ServerConnection(QuicConnectionProtocol):
 
     async def _respond(self, stream_id: int, request: Request) -> None:
         try:
-            response = await self._call_handler(request)
+            response = await call_handler(self._server.handler, request, self._server.stats.count_handler_error)
             if response.fault is not None:
                 self._commit_fault(stream_id, response.fault)
             else:
@@ -216,16 +212,6 @@ class H3ServerConnection(QuicConnectionProtocol):
         finally:
             self._tasks.pop(stream_id, None)
             self.transmit()
-
-    async def _call_handler(self, request: Request) -> Response:
-        try:
-            return await self._server.handler(request)
-        except ProtocolError as error:
-            return problem_response(error)
-        except Exception as exc:
-            self._server.stats.handler_errors += 1
-            log.exception("handler failed on %s %s", request.method, request.path)
-            return status_problem_response(500, f"handler raised {type(exc).__name__}")
 
     def _send(self, stream_id: int, response: Response) -> None:
         assert self._h3 is not None
@@ -363,14 +349,6 @@ def _server_configuration(config: ServerConfig) -> QuicConfiguration:
     )
     configuration.load_cert_chain(config.cert, config.key)
     return configuration
-
-
-def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
-    for name, value in headers:
-        if name == b"content-length":
-            with contextlib.suppress(ValueError):
-                return int(value)
-    return None
 
 
 assert ALPN_H3 in H3_ALPN

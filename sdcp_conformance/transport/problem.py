@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import http
 import json
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,8 @@ ABOUT_BLANK = "about:blank"
 
 BYTES_MEMBERS_OF_STATE = ("session", "digest")
 """P1-ERR-2: in ``state``, "``session`` and ``digest`` as base64url strings without padding"."""
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -160,11 +163,25 @@ def _problem_from_members(status: int, members: dict[str, Any]) -> Problem:
     return Problem(status, type_uri, title, detail, parsed_state, members)
 
 
+async def call_handler(handler: Handler, request: Request, on_error: Callable[[], None]) -> Response:
+    """The handler's response to ``request``; a :class:`ProtocolError` it raises becomes its problem response, any
+    other exception a 500 problem (``on_error`` counts it) — a server never ends a connection for a handler's bug."""
+    try:
+        return await handler(request)
+    except ProtocolError as error:
+        return problem_response(error)
+    except Exception as exc:
+        on_error()
+        log.exception("handler failed on %s %s", request.method, request.path)
+        return status_problem_response(500, f"handler raised {type(exc).__name__}")
+
+
 __all__ = [
     "ABOUT_BLANK",
     "Problem",
     "answered_as_problem",
     "b64url_decode",
+    "call_handler",
     "parse_problem",
     "problem_response",
     "state_from_json",

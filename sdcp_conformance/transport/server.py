@@ -109,6 +109,10 @@ class ServerStats:
     sends_timed_out: int = 0
     frame_size_refused: int = 0
 
+    def count_handler_error(self) -> None:
+        """A handler raised (its request was answered 500, :func:`~.problem.call_handler`)."""
+        self.handler_errors += 1
+
 
 @dataclass(frozen=True)
 class RefusedConnection:

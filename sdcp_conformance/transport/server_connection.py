@@ -24,11 +24,10 @@ import h2.exceptions
 import h2.settings
 from h2.errors import ErrorCodes
 
-from sdcp_conformance.protocol.errors import ProtocolError
 from sdcp_conformance.transport.frames import FrameWriter
 from sdcp_conformance.transport.h2state import GoawayAwareConnection
 from sdcp_conformance.transport.limits import TokenBucket
-from sdcp_conformance.transport.problem import problem_response, status_problem_response
+from sdcp_conformance.transport.problem import call_handler, status_problem_response
 from sdcp_conformance.transport.tls import ALPN_H2, peer_uri_san
 from sdcp_conformance.transport.types import Request, Response, TransportFault
 
@@ -393,7 +392,7 @@ class ServerConnection(asyncio.Protocol):
             self._reset(stream_id, ErrorCodes.REFUSED_STREAM)
             return
         headers = list(event.headers or ())
-        declared = _content_length(headers)
+        declared = content_length(headers)
         if declared is not None and declared > limits.max_body:
             self._refuse(stream_id, 413, f"declared body of {declared} bytes; the limit is {limits.max_body}")
             return
@@ -486,7 +485,7 @@ class ServerConnection(asyncio.Protocol):
     async def _respond(self, stream_id: int, request: Request) -> None:
         response: Response | None = None
         try:
-            response = await self._call_handler(request)
+            response = await call_handler(self._server.handler, request, self._server.stats.count_handler_error)
             if response.fault is not None:
                 self._commit_fault(stream_id, response.fault)
                 return
@@ -513,16 +512,6 @@ class ServerConnection(asyncio.Protocol):
             undelivered()
         except Exception:  # the handler's bookkeeping must not end the connection
             log.exception("a response's undelivered callback failed")
-
-    async def _call_handler(self, request: Request) -> Response:
-        try:
-            return await self._server.handler(request)
-        except ProtocolError as error:
-            return problem_response(error)
-        except Exception as exc:
-            self._server.stats.handler_errors += 1
-            log.exception("handler failed on %s %s", request.method, request.path)
-            return status_problem_response(500, f"handler raised {type(exc).__name__}")
 
     def _commit_fault(self, stream_id: int, fault: TransportFault) -> None:
         assert self._transport is not None
@@ -591,7 +580,8 @@ class ServerConnection(asyncio.Protocol):
         self._writer.flush_soon()
 
 
-def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+def content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    """The request's declared body length (None: not declared, or not a number)."""
     for name, value in headers:
         if name == b"content-length":
             with contextlib.suppress(ValueError):
@@ -621,4 +611,4 @@ def make_request(raw_headers: list[tuple[bytes, bytes]], body: bytes, identity: 
     )
 
 
-__all__ = ["HTTP1_REFUSAL", "ServerConnection", "make_request"]
+__all__ = ["HTTP1_REFUSAL", "ServerConnection", "content_length", "make_request"]
