@@ -148,10 +148,11 @@ class Catalogue:
         import importlib
         import pkgutil
 
-        for module in sorted(info.name for info in pkgutil.iter_modules(path)):
+        modules = sorted(info.name for info in pkgutil.iter_modules(path))
+        for module in modules:
             if module not in not_cases | {"features"}:
                 importlib.import_module(f"{package}.{module}")
-        if "features" in {info.name for info in pkgutil.iter_modules(path)}:
+        if "features" in modules:
             self.declare_features(importlib.import_module(f"{package}.features").FEATURES)
 
     def declare_features(self, features: Mapping[str, Sequence[str]]) -> None:

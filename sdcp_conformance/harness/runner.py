@@ -32,7 +32,7 @@ from sdcp_conformance.harness.patience import RERUN_SCALE, Patience
 from sdcp_conformance.harness.self_check import run_checked
 from sdcp_conformance.harness.shards import recorded_durations
 from sdcp_conformance.harness.target import TargetConfig
-from sdcp_conformance.harness.terms import Terms
+from sdcp_conformance.harness.terms import Terms, headline
 from sdcp_conformance.harness.transcript import CaseTranscript, DeadlineMiss, Entry
 from sdcp_conformance.judge import TABLE, Finding, deviation, worst
 from sdcp_conformance.judge.declaration import Declaration
@@ -348,12 +348,8 @@ def _leaf_to_judge(group: BaseExceptionGroup[Exception]) -> Exception:
 def _conclude(result: CaseResult) -> None:
     """The verdict and headline of a case that ran to its end (or stopped on a finding)."""
     result.verdict = worst([finding.severity for finding in result.findings])
-    headline = next((f for f in result.findings if f.severity is result.verdict), None)
-    if headline is not None:
-        result.message, result.expected, result.actual = headline.message, list(headline.expected), headline.actual
-        others = len(result.findings) - 1
-        if others:
-            result.message += f" (and {others} more finding{'s' if others > 1 else ''})"
+    if result.findings:
+        headline(result, [(finding, finding.severity) for finding in result.findings])
 
 
 SLOW_IUT_WINDOW_S = 15.0

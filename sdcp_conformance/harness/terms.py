@@ -92,6 +92,18 @@ class Terms:
                               f"{result.message}")
 
 
+def headline(result: CaseResult, counted: list[tuple[Finding, Verdict]]) -> None:
+    """The message, expected and actual of a case: its first finding counted at its verdict's severity, and how many
+    other findings count (nothing when none counts at it)."""
+    first = next((finding for finding, severity in counted if severity is result.verdict), None)
+    if first is None:
+        result.message, result.expected, result.actual = "", [], ""
+        return
+    result.message, result.expected, result.actual = first.message, list(first.expected), first.actual
+    if len(counted) > 1:
+        result.message += f" (and {len(counted) - 1} more finding{'s' if len(counted) > 2 else ''})"
+
+
 def rescore(result: CaseResult, requirements: RequirementSet) -> None:
     """Mark the findings ``requirements`` does not score, and give a case that took its verdict from its findings
     the worst of the scored ones, with its headline."""
@@ -106,16 +118,10 @@ def rescore(result: CaseResult, requirements: RequirementSet) -> None:
     if verdict is result.verdict and not unscored:
         return
     result.verdict = verdict
-    headline = next((finding for finding, severity in scored if severity is verdict), None)
-    if headline is None:
-        result.message, result.expected, result.actual = "", [], ""
-    else:
-        result.message, result.expected, result.actual = headline.message, list(headline.expected), headline.actual
-        if len(scored) > 1:
-            result.message += f" (and {len(scored) - 1} more finding{'s' if len(scored) > 2 else ''})"
+    headline(result, scored)
     if unscored:
         result.notes.append(f"{unscored} finding(s) not scored under {requirements.name}: on rows the set does not "
                             "score (each finding says why)")
 
 
-__all__ = ["CaseResult", "Terms", "rescore"]
+__all__ = ["CaseResult", "Terms", "headline", "rescore"]

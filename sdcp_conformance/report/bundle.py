@@ -35,11 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from sdcp_conformance.errors import InvalidArgument
-from sdcp_conformance.report.rejudge import Disagreement, Rejudged, rejudge
+from sdcp_conformance.report.rejudge import DECLARATION_NAME, SUMMARY_NAME, Disagreement, Rejudged, rejudge
 
 ATTESTATION_NAME = "attestation.intoto.json"
 PUBLIC_KEY_NAME = "attestation.pub"
-SUMMARY_NAME = "certification.json"
 TARGET_NAME = "target.toml"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -47,7 +46,6 @@ PREDICATE_TYPE = "urn:sdcp-conformance:predicate:certification:v1"
 KEY_FILE = "attestation.key"
 PUB_FILE = "attestation.pub"
 RUN_FILES = ("report.json", "evidence.json.gz", "junit.xml", "report.html")
-DECLARATION_NAME = "declaration.toml"
 DECLARATION_SIGNATURE_NAME = "declaration.intoto.json"
 DECLARATION_KEY_NAME = "declaration.pub"
 DECLARATION_PAYLOAD_TYPE = "application/vnd.sdcp-conformance.declaration+toml"

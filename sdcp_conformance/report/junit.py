@@ -136,9 +136,13 @@ MESSAGE_LIMIT = 512
 """The most characters of a failure's ``message`` attribute (its first line)."""
 
 
+FAILING = frozenset({Verdict.FAILED, Verdict.XPASS})
+FAILING_STRICT = FAILING | {Verdict.NON_STRICT}
+"""The verdicts that become ``<failure>`` (under ``--strict``, NON-STRICT too)."""
+
+
 def _failing(result: CaseResult, strict: bool) -> bool:
-    failing = (Verdict.FAILED, Verdict.XPASS, Verdict.NON_STRICT) if strict else (Verdict.FAILED, Verdict.XPASS)
-    return result.verdict in failing
+    return result.verdict in (FAILING_STRICT if strict else FAILING)
 
 
 SKIPPED_VERDICTS = frozenset({Verdict.SKIPPED, Verdict.NOT_CLAIMED})
@@ -146,6 +150,16 @@ SKIPPED_VERDICTS = frozenset({Verdict.SKIPPED, Verdict.NOT_CLAIMED})
 ``<skipped>``."""
 ERROR_TYPES = {Verdict.ERROR: "harness-error", Verdict.INCOMPLETE: "incomplete"}
 """ERROR, and INCOMPLETE (P1-JUDGE-4: it could not complete; the run is INCOMPLETE too), become ``<error>``."""
+
+
+def outcome_of(verdict: Verdict, strict: bool) -> str:
+    """What a case of ``verdict`` is in JUnit: ``failure:<verdict>``, ``error:<type>``, ``skipped`` or ``passed``
+    (``bundle verify`` reads a bundle's junit.xml against the same mapping)."""
+    if verdict in (FAILING_STRICT if strict else FAILING):
+        return f"failure:{verdict.value}"
+    if verdict in ERROR_TYPES:
+        return f"error:{ERROR_TYPES[verdict]}"
+    return "skipped" if verdict in SKIPPED_VERDICTS else "passed"
 
 
 def _testcase(result: CaseResult, strict: bool, limits: tuple[int, int] = (FAILURE_TEXT_LIMIT, SYSTEM_OUT_LIMIT)
@@ -156,14 +170,10 @@ def _testcase(result: CaseResult, strict: bool, limits: tuple[int, int] = (FAILU
     first_line = _xml_text((result.message or result.verdict.value).splitlines()[0] if result.message else "")
     if len(first_line) > MESSAGE_LIMIT:
         first_line = first_line[:MESSAGE_LIMIT] + "…"
-    kind = ERROR_TYPES.get(result.verdict)
-    if _failing(result, strict):
-        failure = ET.SubElement(element, "failure", message=first_line, type=result.verdict.value)
-        failure.text = _details(result, limits[0])
-    elif kind is not None:
-        error = ET.SubElement(element, "error", message=first_line, type=kind)
-        error.text = _details(result, limits[0])
-    elif result.verdict in SKIPPED_VERDICTS:
+    tag, _, kind = outcome_of(result.verdict, strict).partition(":")
+    if tag in ("failure", "error"):
+        ET.SubElement(element, tag, message=first_line, type=kind).text = _details(result, limits[0])
+    elif tag == "skipped":
         ET.SubElement(element, "skipped", message=first_line)
     ET.SubElement(element, "system-out").text = _fitted(_notes(result), limits[1], whole_case(result))
     return element
@@ -231,5 +241,17 @@ def write_junit(path: Path, report: RunReport) -> Path:
     return path
 
 
-__all__ = ["FAILURE_TEXT_LIMIT", "FLAGGED", "SYSTEM_OUT_LIMIT", "TEXT_BUDGET", "classname", "junit_tree",
-           "testcase_name", "whole_case", "write_junit"]
+__all__ = [
+    "FAILING",
+    "FAILING_STRICT",
+    "FAILURE_TEXT_LIMIT",
+    "FLAGGED",
+    "SYSTEM_OUT_LIMIT",
+    "TEXT_BUDGET",
+    "classname",
+    "junit_tree",
+    "outcome_of",
+    "testcase_name",
+    "whole_case",
+    "write_junit",
+]

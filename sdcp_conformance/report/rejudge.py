@@ -32,11 +32,14 @@ from sdcp_conformance.judge.declaration import Declaration, parse_declaration
 from sdcp_conformance.judge.levels import Verdict
 from sdcp_conformance.judge.requirement_sets import VALIDITY_DAYS, RequirementSet, load_set, superseded_by
 from sdcp_conformance.judge.scoring import FROM_FINDINGS, CaseOutcome, case_verdict, run_status
+from sdcp_conformance.report import JUNIT_NAME
+from sdcp_conformance.report.json_report import JSON_NAME
+from sdcp_conformance.report.junit import outcome_of
 
-REPORT_NAME = "report.json"
-JUNIT_NAME = "junit.xml"
 SUMMARY_NAME = "certification.json"
+"""The bundle's certification summary (:func:`~.bundle.certification_summary`)."""
 DECLARATION_NAME = "declaration.toml"
+"""The declaration a run followed, as the bundle carries it."""
 
 
 class Disagreement(InvalidArgument):
@@ -56,7 +59,7 @@ class Rejudged:
 def rejudge(members: Mapping[str, bytes], *, today: dt.date | None = None) -> Rejudged:
     """Recompute every verdict in ``members`` (a bundle's files); raises :class:`Disagreement` at the first that
     does not follow."""
-    document = _json(members, REPORT_NAME)
+    document = _json(members, JSON_NAME)
     run = document["run"]
     requirements = _requirements(document)
     declaration = _declaration(members, document, str(run.get("role", "")))
@@ -155,19 +158,6 @@ def _check_summary(members: Mapping[str, bytes], status: str, counts: Mapping[st
         raise Disagreement(f"{SUMMARY_NAME}'s counts {summary.get('counts')} are not the cases' {dict(counts)}")
 
 
-def _junit_outcome(verdict: Verdict, strict: bool) -> str:
-    failing = {Verdict.FAILED, Verdict.XPASS} | ({Verdict.NON_STRICT} if strict else set())
-    if verdict in failing:
-        return f"failure:{verdict.value}"
-    if verdict is Verdict.ERROR:
-        return "error:harness-error"
-    if verdict is Verdict.INCOMPLETE:
-        return "error:incomplete"
-    if verdict in (Verdict.SKIPPED, Verdict.NOT_CLAIMED):
-        return "skipped"
-    return "passed"
-
-
 def _check_junit(members: Mapping[str, bytes], results: list[Mapping[str, Any]], strict: bool) -> None:
     if JUNIT_NAME not in members:
         return
@@ -184,7 +174,7 @@ def _check_junit(members: Mapping[str, bytes], results: list[Mapping[str, Any]],
     for record in results:
         run = record.get("run", "main")
         name = record["id"] if run == "main" else f"{record['id']} [{run}]"
-        want = _junit_outcome(Verdict(record["verdict"]), strict)
+        want = outcome_of(Verdict(record["verdict"]), strict)
         if seen.get(name) != want:
             raise Disagreement(f"case {record['id']} ({run}): {JUNIT_NAME} says {seen.get(name, 'nothing')}, "
                                f"report.json's {record['verdict']} makes it {want}")
