@@ -51,7 +51,7 @@ async def rate(pki: Pki, server_class: Any, client_class: Any, requests: int) ->
         await server.stop()
 
 
-async def main(requests: int, repeat: int) -> None:
+async def measure(requests: int, repeat: int) -> None:
     with tempfile.TemporaryDirectory(prefix="sdcp-bench-h3-") as folder:
         pki = init_pki(Path(folder), loopback_base_uris(("verifier", "drafter-1")))
         rates: dict[str, list[float]] = {name: [] for name in TRANSPORTS}
@@ -64,9 +64,13 @@ async def main(requests: int, repeat: int) -> None:
     print(f"ratio HTTP/3 : HTTP/2 = {medians['HTTP/3'] / medians['HTTP/2']:.2f}")
 
 
-if __name__ == "__main__":
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
-    arguments = parser.parse_args()
-    asyncio.run(main(arguments.requests, arguments.repeat))
+    parser.add_argument("--requests", type=int, default=200, help="timed POSTs per run (default 200)")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs of each transport (default 3)")
+    options = parser.parse_args()
+    asyncio.run(measure(options.requests, options.repeat))
+
+
+if __name__ == "__main__":
+    main()
