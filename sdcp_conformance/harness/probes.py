@@ -170,16 +170,22 @@ async def tls_probe(base_uri: str, ca: Path, offer: TlsOffer, payload: bytes = b
         sock.close()
         return result(ProbeOutcome.UNREACHABLE, f"{type(exc).__name__}: {exc}")
     remaining = max(0.1, timeout_s - (time.monotonic() - started))
+    reader = asyncio.StreamReader(loop=loop)
+    protocol = _Opening(reader, loop=loop)
     try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(sock=sock, ssl=client_context(ca, offer), server_hostname=host,
-                                    ssl_handshake_timeout=remaining + 1.0), remaining)
+        transport, _ = await asyncio.wait_for(
+            loop.create_connection(lambda: protocol, sock=sock, ssl=client_context(ca, offer), server_hostname=host,
+                                   ssl_handshake_timeout=remaining + 1.0), remaining)
     except TimeoutError:
-        sock.close()
+        protocol.abandon(sock)
         return result(ProbeOutcome.STALLED, f"no TLS handshake within {timeout_s:g} s")
     except (ssl.SSLError, OSError) as exc:
-        sock.close()
+        protocol.abandon(sock)
         return result(ProbeOutcome.REFUSED, f"{type(exc).__name__}: {exc}", alert=alert_of(exc))
+    except BaseException:
+        protocol.abandon(sock)
+        raise
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
     ssl_object = writer.get_extra_info("ssl_object")
     version = ssl_object.version() if ssl_object is not None else None
     alpn = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
@@ -194,6 +200,28 @@ async def tls_probe(base_uri: str, ca: Path, offer: TlsOffer, payload: bytes = b
     if not data and closed and detail:
         return result(ProbeOutcome.REFUSED, detail, version=version, alpn=alpn, alert=alert)
     return result(ProbeOutcome.COMPLETED, detail, version=version, alpn=alpn, data=data, closed=closed)
+
+
+class _Opening(asyncio.StreamReaderProtocol):
+    """``asyncio.open_connection``'s protocol, keeping the transport its handshake made for :meth:`abandon`."""
+
+    transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        super().connection_made(transport)
+
+    def abandon(self, sock: socket.socket) -> None:
+        """Drop an opening that failed or ran out of time: the transport first, then the socket.
+
+        A deadline that fires just after the handshake completed leaves asyncio *closing* the TLS transport (a
+        close_notify exchange holding the socket for up to 30 s); closing ``sock`` under it would hand its
+        descriptor number to the next socket, which asyncio then refuses as "used by transport".
+        """
+        if self.transport is not None:
+            self.transport.abort()
+        sock.close()
 
 
 async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, payload: bytes,

@@ -144,6 +144,21 @@ class _Attempt:
         self.stream_id = 0
 
 
+def _abandon(connection: ClientConnection, sock: socket.socket) -> None:
+    """Drop a connection whose opening failed or was cancelled, socket and transport together.
+
+    Once ``sock`` is handed to ``create_connection`` its transport owns it. When the opening is cancelled just after
+    the TLS handshake completed, asyncio only *closes* that transport: a TLS close_notify exchange that keeps the
+    socket registered for up to 30 s. Closing ``sock`` under it would free its descriptor number for the next socket,
+    which asyncio then refuses ("File descriptor N is used by transport"). So the transport is aborted first (the
+    socket leaves the event loop at once), and only then is the socket closed (a no-op for the transport later).
+    """
+    connection.usable = False
+    if connection.transport is not None:
+        connection.transport.abort()
+    sock.close()
+
+
 def _unsent(connection: ClientConnection) -> Unprocessed:
     """D-H2C-7: a GOAWAY came, or the connection ended, while this request waited for a stream on it. It was never
     sent, so never processed there, whatever ended the connection (a graceful GOAWAY, a close without one, a
@@ -412,17 +427,18 @@ class H2Client:
             async with asyncio.timeout(self.timeouts.connect):
                 sock = await self._tcp_connect()
                 dial.phase = Stage.TLS_STALLED
+                connection = ClientConnection(number, self.max_response_bytes)
                 try:
-                    _, connection = await loop.create_connection(
-                        lambda: ClientConnection(number, self.max_response_bytes), sock=sock, ssl=self._ssl,
+                    await loop.create_connection(
+                        lambda: connection, sock=sock, ssl=self._ssl,
                         server_hostname=self._host, ssl_handshake_timeout=self.timeouts.connect + 1.0,
                     )
+                    self.connections_opened = number
+                    dial.phase = Stage.H2_PREFACE
+                    await connection.ready  # the server's SETTINGS: it accepted our certificate
                 except BaseException:
-                    sock.close()
+                    _abandon(connection, sock)
                     raise
-                self.connections_opened = number
-                dial.phase = Stage.H2_PREFACE
-                await connection.ready  # the server's SETTINGS: it accepted our certificate
         except TimeoutError as exc:
             words = {Stage.TCP_TIMEOUT: "TCP connect", Stage.TLS_STALLED: "TLS handshake after TCP connected",
                      Stage.H2_PREFACE: "the server's HTTP/2 SETTINGS after TLS"}[dial.phase]
