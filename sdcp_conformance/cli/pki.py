@@ -127,18 +127,23 @@ def pki() -> None:
 @click.option("--iut", type=click.Choice(sorted(SUITES)), default=None,
               help="Mint for an implementation under test and the conformance harness (free loopback ports; "
               "--party overrides a base URI), write DIRECTORY/target.toml and print how to start the IUT.")
+@click.option("--http", type=click.Choice(["2", "3", "both"]), default=None,
+              help="With --iut: what the IUT and the harness's parties speak, written as the target's `http` "
+              "(HTTP/2 on TCP, HTTP/3 on UDP, or both on each base URI's port; default 2).")
 @click.option("--force", is_flag=True, default=False,
               help="Mint into a folder that is not empty (replacing any CA there: IUTs that trust the old one fail).")
 def init_command(directory: Path, party_specs: tuple[str, ...], custom_parties: bool, subject: str | None,
-                 iut: str | None, force: bool) -> None:
+                 iut: str | None, http: str | None, force: bool) -> None:
     """Mint a CA, party certificates and negative-test certificates into DIRECTORY (missing or empty)."""
+    if http is not None and iut is None:
+        raise click.UsageError("--http goes with --iut (it is written in the target file)")
     refuse_non_empty(directory, force)
     if iut is not None:
         if custom_parties:
             raise click.UsageError("--custom-parties goes without --iut (an IUT's parties are fixed by its role)")
         given = _parse_parties(party_specs, IUT_PARTY_NAMES[iut], f"when minting for a {iut} under test")
         make_folder(directory)
-        uris = _init_for_iut(iut, directory, given)
+        uris = _init_for_iut(iut, directory, given, http or "2")
         click.echo(_attestation_key(directory), nl=False)
         _warn(_port_warning(given, uris, iut))
         return
@@ -164,9 +169,11 @@ def _warn(line: str | None) -> None:
         click.echo(line, err=True)
 
 
-def _init_for_iut(role: str, directory: Path, overrides: dict[str, str]) -> dict[str, str]:
+def _init_for_iut(role: str, directory: Path, overrides: dict[str, str], http: str = "2") -> dict[str, str]:
+    from sdcp_conformance.transport.listeners import http_versions
+
     try:
-        made, _target, instructions = spec_of(role).iut_setup(directory, overrides)
+        made, _target, instructions = spec_of(role).iut_setup(directory, overrides, http_versions(http, "--http"))
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from exc
     click.echo(instructions, nl=False)

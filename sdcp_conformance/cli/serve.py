@@ -111,12 +111,13 @@ async def _workdir(workdir: Path | None) -> AsyncIterator[Path]:
         yield Path(folder)
 
 
-def _role_tls(pki_dir: Path, party: str) -> tuple[PartyTls, str]:
+def _role_tls(pki_dir: Path, party: str, http: str) -> tuple[PartyTls, str]:
     from sdcp_conformance.errors import InvalidArgument
+    from sdcp_conformance.transport.listeners import http_versions
 
     try:
         pki = load_pki(pki_dir)
-        return PartyTls(pki.cert(party), pki.key(party), pki.ca_cert), pki.base_uris[party]
+        return PartyTls(pki.cert(party), pki.key(party), pki.ca_cert, http_versions(http)), pki.base_uris[party]
     except InvalidArgument as exc:  # a misnamed party or folder is a usage error, said in one line
         known = ""
         if (pki_dir / "pki.json").is_file():
@@ -200,6 +201,12 @@ async def _serve_role(start: Any) -> None:
         await role.stop()
 
 
+_http_option = click.option(
+    "--http", type=click.Choice(["2", "3", "both"]), default="2", show_default=True,
+    help="What the role's listener and its clients speak: HTTP/2 on TCP, HTTP/3 on UDP, or both on the base URI's "
+         "port (the target's `http`).")
+
+
 @serve.command("verifier")
 @click.option("--pki", "pki_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--party", default="verifier", show_default=True)
@@ -216,12 +223,13 @@ async def _serve_role(start: Any) -> None:
               help="Let the router's identity set the reported load: PUT <base URI>test-control/load with "
               '{"load": N} ({"load": null} gives it back), JSON. The harness does it for the §6.5.2 load cases '
               "when the target file says `load_hook = \"<base URI>test-control/load\"` under [target].")
+@_http_option
 @_mutant_option("verifier")
 def serve_verifier(pki_dir: Path, party: str, router_uri: str, models: tuple[str, ...], device: str, dtype: str,
-                   host: str, pin_load: int | None, load_hook: bool, mutant: str | None) -> None:
+                   host: str, pin_load: int | None, load_hook: bool, http: str, mutant: str | None) -> None:
     """Run one reference verifier (or one of its mutants)."""
     factory = _mutant_factory(mutant, "verifier")
-    tls, base_uri = _role_tls(pki_dir, party)
+    tls, base_uri = _role_tls(pki_dir, party, http)
     runtimes = _load_models(models, device, dtype)
     if load_hook:
         from sdcp_conformance.reference.verifier.app import LOAD_HOOK_PATH
@@ -243,12 +251,13 @@ def serve_verifier(pki_dir: Path, party: str, router_uri: str, models: tuple[str
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @seed_option("Seed of the drafter's own randomness (D-DRF-9).")
+@_http_option
 @_mutant_option("drafter")
 def serve_drafter(pki_dir: Path, party: str, routers: tuple[str, ...], cache_base: str, models: tuple[str, ...],
-                  device: str, host: str, seed: int | None, mutant: str | None) -> None:
+                  device: str, host: str, seed: int | None, http: str, mutant: str | None) -> None:
     """Run one reference drafter (or one of its mutants)."""
     factory = _mutant_factory(mutant, "drafter")
-    tls, base_uri = _role_tls(pki_dir, party)
+    tls, base_uri = _role_tls(pki_dir, party, http)
     if seed is None:
         seed = resolve_seed(None)
         console.print(drawn_line(seed), highlight=False)
@@ -267,12 +276,13 @@ def serve_drafter(pki_dir: Path, party: str, routers: tuple[str, ...], cache_bas
 @click.option("--drafter", "drafters", required=True, multiple=True, callback=_https_uris,
               help="URI=MODEL: a drafter's base URI and its model (id or folder), repeat (P1-RTR-2).")
 @click.option("--host", default="127.0.0.1", show_default=True)
+@_http_option
 @_mutant_option("router")
 def serve_router(pki_dir: Path, party: str, cache_base: str, verifiers: tuple[str, ...], drafters: tuple[str, ...],
-                 host: str, mutant: str | None) -> None:
+                 host: str, http: str, mutant: str | None) -> None:
     """Run one reference router (or one of its mutants)."""
     factory = _mutant_factory(mutant, "router")
-    tls, base_uri = _role_tls(pki_dir, party)
+    tls, base_uri = _role_tls(pki_dir, party, http)
     models = {}
     for spec in drafters:
         uri, sep, model = spec.rpartition("=")
@@ -349,7 +359,7 @@ async def _generate(stack_dir: Path | None, options: StackOptions, contract: dic
             described = _stack_description(stack_dir)
             pki_dir, uris = _stack_pki(stack_dir, described), described["uris"]
             _require_running(stack_dir, uris["router"])
-        tls, _ = _role_tls(pki_dir, "client")
+        tls, _ = _role_tls(pki_dir, "client", "2")
         client = StackClient(uris["router"], tls)
         exits.push_async_callback(client.aclose)
         progress = Progress(TextColumn("committed"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

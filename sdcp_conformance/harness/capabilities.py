@@ -32,6 +32,10 @@ def how_to_enable(need: str) -> str:
     if kind in ("verifiers", "drafters"):
         return f"list at least {value} base URIs in [harness] {kind}" + (
             " (and their drafter_models)" if kind == "drafters" else "")
+    if kind == "http":
+        other = "3" if value == "2" else "2"
+        return (f"the IUT serves no HTTP/{value} listener (the target's http = \"{other}\"); §5.1 asks for HTTP/2 or "
+                f"HTTP/3, and this case probes the HTTP/{value} one: http = \"both\" if the IUT serves both")
     if need == "embedded":
         return "only the embedded reference offers it: certify without --target"
     return "see the case's black-box note"

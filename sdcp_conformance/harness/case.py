@@ -109,11 +109,14 @@ class Case:
 
 LOAD_CONTROL_FEATURE = ("load:control", "load_hook")
 """A case needing the target's load control exercises the declared ``load_hook`` feature."""
+HTTP3_FEATURE = ("http:3", "http3")
+"""A case needing an HTTP/3 listener (``suites/transport_h3.py``) exercises the declared ``http3`` feature."""
+FEATURES_BY_NEED = dict((LOAD_CONTROL_FEATURE, HTTP3_FEATURE))
 
 
 def _features(declared: Sequence[str], requires: Sequence[str]) -> tuple[str, ...]:
-    need, feature = LOAD_CONTROL_FEATURE
-    return tuple(dict.fromkeys((*declared, *((feature,) if need in requires else ()))))
+    implied = (FEATURES_BY_NEED[need] for need in requires if need in FEATURES_BY_NEED)
+    return tuple(dict.fromkeys((*declared, *implied)))
 
 
 @dataclass

@@ -17,6 +17,7 @@ from sdcp_conformance.harness.suites import catalogue_of
 from sdcp_conformance.harness.target import TargetConfig, require_models
 from sdcp_conformance.judge.declaration import Declaration
 from sdcp_conformance.judge.requirement_sets import RequirementSet
+from sdcp_conformance.transport.listeners import HttpVersions
 
 
 def default_catalogue(role: str = "verifier") -> Catalogue:
@@ -63,8 +64,10 @@ async def certify(
     shard: tuple[int, int] | None = None,
     requirements: RequirementSet | None = None,
     declaration: Declaration | None = None,
+    http: HttpVersions | None = None,
 ) -> RunReport:
-    """Certify ``target``, or the embedded reference of ``role`` (default verifier) when None.
+    """Certify ``target``, or the embedded reference of ``role`` (default verifier) when None, serving ``http``
+    (:mod:`~sdcp_conformance.transport.listeners`; by default both HTTP/2 and HTTP/3; a target says its own).
 
     ``app_factory`` builds the embedded IUT's app instead of the reference's
     (a mutant's, say). A target that lacks a model the selected cases need is
@@ -83,7 +86,7 @@ async def certify(
     run_seed = seed if seed is not None else secrets.randbelow(2**32)
     if declaration is not None and declaration.role != role:
         raise InvalidArgument(f"the declaration is a {declaration.role}'s; the IUT certified is a {role}")
-    environment = await spec_of(role).environment.start(target, app_factory=app_factory, workdir=workdir)
+    environment = await spec_of(role).environment.start(target, app_factory=app_factory, workdir=workdir, http=http)
     environment.declaration = declaration
     try:
         report = await run_catalogue(environment, catalogue, selected, seed=run_seed,

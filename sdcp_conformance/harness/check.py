@@ -217,14 +217,14 @@ async def _open_sessions(config: TargetConfig, party: str, models: Sequence[str]
     from sdcp_conformance.models.registry import mock_model
     from sdcp_conformance.protocol.messages import SessionState
     from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
-    from sdcp_conformance.transport.client import SdcpClient, Timeouts
+    from sdcp_conformance.transport.client import Timeouts, sdcp_client
     from sdcp_conformance.transport.pki import load_pki
 
     pki = load_pki(config.pki)
     outcomes = []
     timeouts = Timeouts(connect=TIMEOUT_S, read=TIMEOUT_S, total=2 * TIMEOUT_S)
-    async with SdcpClient(config.base_uri, pki.cert(party), pki.key(party), config.ca, timeouts=timeouts,
-                          max_attempts=1) as client:
+    async with sdcp_client(config.http, config.base_uri, pki.cert(party), pki.key(party), config.ca,
+                           timeouts=timeouts, max_attempts=1) as client:
         for model in models:
             info = mock_model(model)
             session = secrets.token_bytes(16)
@@ -285,7 +285,7 @@ def _load_control(config: TargetConfig, pki: Any) -> Check | None:
     try:
         if config.load_hook:
             event_loops.run(load_control.put_load(config.load_hook, None, cert=pki.cert("router"),
-                                                  key=pki.key("router"), ca=config.ca))
+                                                  key=pki.key("router"), ca=config.ca, http=config.http))
             return Check("load control", OK, f"{config.load_hook} took PUT {{\"load\": null}}")
         event_loops.run(load_control.run_load_command(config.load_command, None))
     except load_control.LoadControlError as exc:
@@ -309,6 +309,8 @@ def preflight(config: TargetConfig, *, timeout_s: float = TIMEOUT_S) -> Prefligh
     from sdcp_conformance.transport.certificates import fingerprint_der
     from sdcp_conformance.transport.pki import load_pki
 
+    if config.http == "3":
+        return _preflight_h3(config, timeout_s)
     host, port = _address(config.base_uri)
     try:
         socket.create_connection((host, port), timeout=timeout_s).close()
@@ -323,12 +325,32 @@ def preflight(config: TargetConfig, *, timeout_s: float = TIMEOUT_S) -> Prefligh
     ours = _handshake(config, pki.cert(party), pki.key(party), timeout_s)
     anonymous = _handshake(config, None, None, timeout_s)
     checks += [_certificate(config, ours), _client_certificate(ours, anonymous, party), _http2(ours)]
+    if config.http == "both":  # D-HTTP-1: each listener is checked; the HTTP/3 one beside the HTTP/2 one
+        from sdcp_conformance.harness.check_h3 import quic_checks
+
+        checks += quic_checks(config, pki.cert(party), pki.key(party), party, timeout_s)
     ready = all(check.outcome == OK for check in checks)
     checks.append(_models(config, ready, party))
     load = _load_control(config, pki)
     if load is not None:
         checks.append(load)
     return Preflight(tuple(checks), fingerprint_der(ours.der) if ours.der else None)
+
+
+def _preflight_h3(config: TargetConfig, timeout_s: float) -> Preflight:
+    """An HTTP/3-only IUT: the QUIC lines (:mod:`.check_h3`) instead of the TCP ones, then the models."""
+    from sdcp_conformance.harness.check_h3 import quic_checks
+    from sdcp_conformance.transport.pki import load_pki
+
+    party = client_party(config)
+    pki = load_pki(config.pki)
+    checks = quic_checks(config, pki.cert(party), pki.key(party), party, timeout_s)
+    ready = all(check.outcome == OK for check in checks)
+    checks.append(_models(config, ready, party))
+    load = _load_control(config, pki)
+    if load is not None:
+        checks.append(load)
+    return Preflight(tuple(checks), None)
 
 
 __all__ = ["FAIL", "NON_STRICT", "OK", "SKIP", "TIMEOUT_S", "Check", "Preflight", "client_party", "iut_fingerprint",

@@ -26,9 +26,18 @@ from sdcp_conformance.harness.roles.played_cache import PlayedCache
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.harness.transcript import CaseTranscript
 from sdcp_conformance.judge.declaration import Declaration
+from sdcp_conformance.transport.listeners import (
+    DEFAULT_HTTP,
+    HttpVersions,
+    Listeners,
+    PartyServer,
+    speaks_h2,
+    speaks_h3,
+    start_listeners,
+)
 from sdcp_conformance.transport.pki import Pki, load_pki
 from sdcp_conformance.transport.ports import port_of
-from sdcp_conformance.transport.server import H2Server, ServerConfig
+from sdcp_conformance.transport.server import ServerConfig
 from sdcp_conformance.transport.types import Handler
 
 if TYPE_CHECKING:
@@ -40,6 +49,11 @@ time); an embedded target whose listeners could not bind (EADDRINUSE) is drawn a
 times in all. Any other error is said at once."""
 
 Self = TypeVar("Self", bound="RoleEnvironment")
+
+
+EMBEDDED_HTTP: HttpVersions = "both"
+"""What the embedded reference and the harness's parties around it serve: HTTP/2 and HTTP/3 (the reference serves
+both, so a certification of it runs every transport case; the harness's clients speak HTTP/2, D-HTTP-1)."""
 
 
 class RoleEnvironment:
@@ -58,7 +72,7 @@ class RoleEnvironment:
         self.pki = pki
         self.current: CaseTranscript | None = None
         """The transcript of the case running now (where the IUT link records)."""
-        self.servers: list[H2Server] = []
+        self.servers: list[Listeners] = []
         self.cache = PlayedCache(config.cache)
         """The MLC the harness plays (§5.1 Table 1), for an IUT of every role."""
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
@@ -75,7 +89,7 @@ class RoleEnvironment:
         config = self.config
         return IutLink(config.base_uri, config.ca, self.identities(), transcript,
                        request_timeout_s=config.request_timeout_s, output_timeout_s=config.output_timeout_s,
-                       max_response_bytes=config.max_response_bytes)
+                       max_response_bytes=config.max_response_bytes, http=config.http)
 
     def identities(self) -> dict[str, Identity]:
         """Every party of the PKI, and the clients a conformant IUT refuses (§5.1: no certificate, another CA,
@@ -103,8 +117,11 @@ class RoleEnvironment:
     # ------------------------------------------------------------------ what the runner calls around a case
 
     def capabilities(self) -> set[str]:
-        """What the target offers beyond the protocol (``requires`` of a case names them)."""
-        return {f"model:{model}" for model in self.config.models}
+        """What the target offers beyond the protocol (``requires`` of a case names them): its models, and the
+        listeners it serves (``http:2``, ``http:3``; a transport case that probes one listener needs it)."""
+        found = {f"model:{model}" for model in self.config.models}
+        found |= {name for name, speaks in (("http:2", speaks_h2), ("http:3", speaks_h3)) if speaks(self.config.http)}
+        return found
 
     def new_context(self, case: Case, seed: int, run: str) -> JudgedContext:
         raise NotImplementedError
@@ -127,25 +144,27 @@ class RoleEnvironment:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    def embedded_target(cls, folder: Path) -> TargetConfig:
+    def embedded_target(cls, folder: Path, http: HttpVersions = DEFAULT_HTTP) -> TargetConfig:
         """A PKI under ``folder`` and a target for the role's reference run in-process on free loopback ports
-        (:meth:`~.role_spec.RoleSpec.embedded_target` of the role's spec)."""
+        (:meth:`~.role_spec.RoleSpec.embedded_target` of the role's spec), serving ``http``."""
         from sdcp_conformance.harness.role_spec import spec_of
 
-        return spec_of(cls.role).embedded_target(folder)
+        return spec_of(cls.role).embedded_target(folder, http)
 
     @classmethod
     async def start(cls: type[Self], config: TargetConfig | None = None, *, app_factory: Any = None,
-                    workdir: Path | None = None, **options: Any) -> Self:
-        """Start for ``config``'s IUT, or for the embedded reference of the role (``app_factory`` builds a mutant's
-        app instead; ``options`` go to :meth:`start_embedded`)."""
+                    workdir: Path | None = None, http: HttpVersions | None = None, **options: Any) -> Self:
+        """Start for ``config``'s IUT, or for the embedded reference of the role serving ``http`` (default
+        :data:`EMBEDDED_HTTP`; ``app_factory`` builds a mutant's app instead; ``options`` go to
+        :meth:`start_embedded`)."""
         if config is not None:
             return await cls._started(config, None, app_factory, options)
         for attempt in range(1, BIND_ATTEMPTS + 1):
             tempdir = tempfile.TemporaryDirectory(prefix=f"sdcp-certify-{cls.role}-")
             folder = Path(workdir or tempdir.name) / f"attempt-{attempt}"
             try:
-                return await cls._started(cls.embedded_target(folder), tempdir, app_factory, options)
+                return await cls._started(cls.embedded_target(folder, http or EMBEDDED_HTTP), tempdir, app_factory,
+                                          options)
             except OSError as error:
                 if error.errno != errno.EADDRINUSE or attempt == BIND_ATTEMPTS:
                     raise
@@ -172,12 +191,12 @@ class RoleEnvironment:
             raise
         return environment
 
-    async def serve(self, name: str, uri: str, handler: Handler) -> H2Server:
-        """Serve ``handler`` as the played party ``name`` at ``uri`` (its certificate, mutual TLS)."""
-        server = H2Server(handler, ServerConfig(cert=self.pki.cert(name), key=self.pki.key(name), ca=self.pki.ca_cert,
-                                                host=urlsplit(uri).hostname or "127.0.0.1", port=port_of(uri),
-                                                label=name))
-        await server.start()
+    async def serve(self, name: str, uri: str, handler: Handler) -> Listeners:
+        """Serve ``handler`` as the played party ``name`` at ``uri`` (its certificate, mutual TLS), over what the
+        target's ``http`` says."""
+        server = await start_listeners(handler, ServerConfig(
+            cert=self.pki.cert(name), key=self.pki.key(name), ca=self.pki.ca_cert,
+            host=urlsplit(uri).hostname or "127.0.0.1", port=port_of(uri), label=name), self.config.http)
         self.servers.append(server)
         return server
 
@@ -221,7 +240,7 @@ class PlayedParts(Protocol):
     pki: Pki
     iut: IutLink
     cache: PlayedCache
-    servers: list[H2Server]
+    servers: list[Listeners]
 
     @property
     def patience(self) -> Patience: ...
@@ -252,7 +271,7 @@ class RoleContext(JudgedContext, Generic[Env]):
         self.now = env.now
         """The event loop's clock (what arrivals are stamped with)."""
 
-    def played_servers(self) -> Sequence[H2Server]:
+    def played_servers(self) -> Sequence[PartyServer]:
         return self.env.servers
 
     def cache_uri(self, name: str) -> str:

@@ -40,6 +40,7 @@ from sdcp_conformance.protocol.problems import (
 from sdcp_conformance.transport.exchange import MAX_RESPONSE_BYTES, Timeouts, media_type
 from sdcp_conformance.transport.failures import ConnectionInfo, Evidence, FailureKind, Stage, TransportFailure
 from sdcp_conformance.transport.h2client import H2Client
+from sdcp_conformance.transport.listeners import DEFAULT_HTTP, HttpVersions, client_for
 from sdcp_conformance.transport.problem import Problem, parse_problem
 
 M = TypeVar("M", bound=Message)
@@ -269,11 +270,17 @@ class IutLink:
     def __init__(self, base_uri: str, ca: Path, identities: dict[str, Identity],
                  transcript: Callable[[], CaseTranscript | None], *,
                  request_timeout_s: float = REQUEST_TIMEOUT_S, output_timeout_s: float = OUTPUT_TIMEOUT_S,
-                 max_response_bytes: int = MAX_RESPONSE_BYTES, patience: Patience | None = None) -> None:
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, patience: Patience | None = None,
+                 http: HttpVersions = DEFAULT_HTTP) -> None:
         self.base_uri = base_uri
+        self.http = http
+        """What the IUT serves (:mod:`~sdcp_conformance.transport.listeners`): the link speaks HTTP/3 where it
+        serves nothing else."""
         self._ca = ca
         self._identities = identities
-        self._clients: dict[str, H2Client] = {}
+        self._clients: dict[tuple[str, HttpVersions], H2Client] = {}
+        """Each party's client, by the HTTP version it speaks (a case may reach one listener of an IUT serving
+        both, ``send(…, http="3")``)."""
         self._in_flight: dict[H2Client, int] = {}
         """Requests under way per client (a dropped client is closed when its last one ends)."""
         self._draining: set[H2Client] = set()
@@ -306,13 +313,14 @@ class IutLink:
             return self.patience.poll_deadline()
         return self.patience.request_deadline()
 
-    def _client(self, party: str) -> H2Client:
-        client = self._clients.get(party)
+    def _client(self, party: str, http: HttpVersions | None = None) -> H2Client:
+        key = (party, http or self.http)
+        client = self._clients.get(key)
         if client is None:
             identity = self._identities[party]
-            client = self._clients[party] = H2Client(
-                self.base_uri, identity.cert, identity.key, self._ca, timeouts=self._timeouts, max_attempts=1,
-                max_response_bytes=self.max_response_bytes)
+            client = self._clients[key] = client_for(
+                key[1], self.base_uri, identity.cert, identity.key, self._ca, timeouts=self._timeouts,
+                max_attempts=1, max_response_bytes=self.max_response_bytes)
         return client
 
     async def reset(self, party: str) -> None:
@@ -321,13 +329,12 @@ class IutLink:
         Requests still under way on it finish there: it is closed when the last of them ends. Closing it at once
         cut the other lanes of a statistical case off their answers whenever one request timed out, and they were
         reported as a connection the IUT had closed (found with a verifier taking 3 s a round)."""
-        client = self._clients.pop(party, None)
-        if client is None:
-            return
-        if self._in_flight.get(client):
-            self._draining.add(client)
-        else:
-            await client.aclose()
+        for key in [key for key in self._clients if key[0] == party]:
+            client = self._clients.pop(key)
+            if self._in_flight.get(client):
+                self._draining.add(client)
+            else:
+                await client.aclose()
 
     async def _ended(self, client: H2Client) -> None:
         left = self._in_flight[client] = self._in_flight.get(client, 1) - 1
@@ -338,10 +345,12 @@ class IutLink:
                 await client.aclose()
 
     async def send(self, party: str, method: str, path: str, body: bytes | Message | dict[str, Any] | None = None,
-                   *, content_type: str = SDCP_MEDIA_TYPE, held_s: float = 0.0) -> Answer:
+                   *, content_type: str = SDCP_MEDIA_TYPE, held_s: float = 0.0,
+                   http: HttpVersions | None = None) -> Answer:
         """One exchange with the IUT. ``held_s``: how long the harness itself may keep the IUT from answering
         (a case holding the IUT's commit-log append while this request is in flight), added to the deadline so
-        that the IUT is given its whole deadline of its own.
+        that the IUT is given its whole deadline of its own. ``http``: "3" to reach the HTTP/3 listener of an IUT
+        serving both (by default the link speaks what the target says, :mod:`~sdcp_conformance.transport.listeners`).
 
         A lost answer (:attr:`Answer.lost`) is asked for again on a new connection, up to
         :data:`MAX_LOST_RESENDS` times (P1-JUDGE-6); the transcript notes it for the case's INFORMATIONAL
@@ -354,7 +363,7 @@ class IutLink:
         loop = asyncio.get_running_loop()
         started = loop.time()
         answered = self.answered
-        answer = await self._exchange(party, method, path, raw, headers, held_s, "")
+        answer = await self._exchange(party, method, path, raw, headers, held_s, "", http)
         lost: list[Answer] = []
         idle = 0
         while answer.lost:
@@ -365,7 +374,7 @@ class IutLink:
             lost.append(answer)
             answer = await self._exchange(party, method, path, raw, headers, held_s,
                                           f"sent again on a new connection (P1-JUDGE-6, resend {len(lost)}): "
-                                          f"its connection ended before an answer ({answer.failure_detail})")
+                                          f"its connection ended before an answer ({answer.failure_detail})", http)
         transcript = self._transcript()
         if transcript is not None:
             transcript.features_used |= message_features(method, path, body)
@@ -388,10 +397,11 @@ class IutLink:
         return answer
 
     async def _exchange(self, party: str, method: str, path: str, raw: bytes | None,
-                        headers: dict[str, str] | None, held_s: float, why: str) -> Answer:
+                        headers: dict[str, str] | None, held_s: float, why: str,
+                        http: HttpVersions | None = None) -> Answer:
         """One request on the party's client, recorded; a failure leaves the party a fresh client."""
         deadline = self.deadline_for(method, path) + held_s
-        client = self._client(party)
+        client = self._client(party, http)
         opened = client.connections_opened
         self._in_flight[client] = self._in_flight.get(client, 0) + 1
         self.patience.stall.start()
@@ -418,7 +428,7 @@ class IutLink:
                 self.patience.observe(loop.time() - started)
         finally:
             await self._ended(client)
-        if failed and self._clients.get(party) is client:
+        if failed and self._clients.get((party, http or self.http)) is client:
             await self.reset(party)
         new_connection = client.connections_opened != opened
         note = answer.note(new_connection=new_connection)

@@ -26,7 +26,7 @@ from sdcp_conformance.harness.refused_clients import TRANSPORT_ROWS, describe_re
 from sdcp_conformance.harness.transcript import CaseTranscript, DeadlineMiss
 from sdcp_conformance.judge import TABLE, Answered, Finding, deviation, judge_refusal
 from sdcp_conformance.judge import Verdict as Severity
-from sdcp_conformance.transport.server import H2Server
+from sdcp_conformance.transport.listeners import PartyServer
 
 
 def session_id_for(rng: random.Random, nonce: bytes) -> bytes:
@@ -60,7 +60,7 @@ class JudgedContext:
         """Indices in :attr:`findings` of the findings a missed deadline caused (P1-JUDGE-5): the runner runs
         such a case again alone, and judges them only if the deadline is missed again, as "too slow"."""
 
-    def played_servers(self) -> Sequence[H2Server]:
+    def played_servers(self) -> Sequence[PartyServer]:
         """The servers of the parties the harness plays for the IUT (its verifiers, cache, router, drafters)."""
         return ()
 

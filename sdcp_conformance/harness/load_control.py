@@ -64,16 +64,16 @@ def check_load_command(command: str, where: str) -> str:
 
 
 async def put_load(uri: str, load: int | None, *, cert: Path, key: Path, ca: Path,
-                   timeout_s: float = HOOK_TIMEOUT_S) -> None:
+                   timeout_s: float = HOOK_TIMEOUT_S, http: str = "2") -> None:
     """``PUT uri`` with ``{"load": load}``; raises :class:`LoadControlError` unless a 2xx answers."""
     from sdcp_conformance.transport.failures import TransportFailure
-    from sdcp_conformance.transport.h2client import H2Client
+    from sdcp_conformance.transport.listeners import client_for, http_versions
 
     parts = urlsplit(uri)
     path = parts.path + (f"?{parts.query}" if parts.query else "")
     body = json.dumps({"load": load}).encode()
     try:
-        async with H2Client(f"https://{parts.netloc}/", cert, key, ca) as client:
+        async with client_for(http_versions(http), f"https://{parts.netloc}/", cert, key, ca) as client:
             answer = await client.request("PUT", path, body, headers={"content-type": "application/json"},
                                           retry=True, timeout=timeout_s)
     except (TransportFailure, OSError) as exc:

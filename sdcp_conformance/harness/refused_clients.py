@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from sdcp_conformance.transport.server import H2Server
+from sdcp_conformance.transport.listeners import PartyServer
 
 ROW = "R-5.1-MTLS-CLIENT"
 TRANSPORT_ROWS = frozenset({"R-5.1-MTLS", ROW, "P1-TLS-1/HANDSHAKE", "P1-TLS-1/H2", "P1-TLS-1/HTTP1"})
@@ -24,7 +24,7 @@ TRANSPORT_ROWS = frozenset({"R-5.1-MTLS", ROW, "P1-TLS-1/HANDSHAKE", "P1-TLS-1/H
 SHOWN = 3
 
 
-def describe_refused(servers: Iterable[H2Server], since: float) -> str:
+def describe_refused(servers: Iterable[PartyServer], since: float) -> str:
     """'' or a sentence naming what the servers refused since ``since`` (``time.monotonic()``), most frequent first."""
     counts: Counter[str] = Counter()
     parties: dict[str, list[str]] = {}

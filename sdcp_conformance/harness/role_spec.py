@@ -19,11 +19,12 @@ runs. The environment class of the spec (:class:`~.environment.RoleEnvironment`'
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from sdcp_conformance.harness.target import TargetConfig, render_target
+from sdcp_conformance.transport.listeners import DEFAULT_HTTP, HttpVersions
 from sdcp_conformance.transport.pki import Pki, init_pki
 from sdcp_conformance.transport.ports import loopback_base_uris
 
@@ -44,8 +45,9 @@ class RoleSpec:
     """The target for a minted PKI and every party's base URI."""
     serve_command: Callable[[Pki], list[str]]
     """The command that starts the role's reference as the IUT of that PKI."""
-    instructions: Callable[[Pki, Path], str]
-    """What ``pki init --iut ROLE`` prints: how to configure and start the IUT, then certify it."""
+    instructions: Callable[[Pki, Path, list[str]], str]
+    """What ``pki init --iut ROLE`` prints: how to configure and start the IUT (the reference's :meth:`serve_line`
+    given), then certify it."""
     environment: type[Any]
     """The environment class that plays the parties (a :class:`~.environment.RoleEnvironment`; not imported here,
     which the environment imports)."""
@@ -55,23 +57,40 @@ class RoleSpec:
         (an override naming no party of the role is ignored)."""
         return loopback_base_uris((self.iut_party, *self.played), overrides)
 
-    def write_target(self, directory: Path, overrides: Mapping[str, str] | None = None) -> tuple[Pki, Path]:
-        """Mint the PKI for the IUT and the played parties, and write ``directory/target.toml``."""
+    def write_target(self, directory: Path, overrides: Mapping[str, str] | None = None,
+                     http: HttpVersions = DEFAULT_HTTP) -> tuple[Pki, Path]:
+        """Mint the PKI for the IUT and the played parties, and write ``directory/target.toml`` (``http``: what
+        every listener speaks, :mod:`~sdcp_conformance.transport.listeners`)."""
         parties = self.parties(overrides)
         pki = init_pki(directory, parties, subject=self.iut_party)
         path = directory / TARGET_FILE
-        path.write_text(render_target(self.target(pki, parties), directory), encoding="utf-8")
+        path.write_text(render_target(replace(self.target(pki, parties), http=http), directory), encoding="utf-8")
         return pki, path
 
-    def iut_setup(self, directory: Path, overrides: Mapping[str, str]) -> tuple[Pki, Path, str]:
-        """``pki init DIR --iut ROLE``: the PKI, the target file, and what to tell the vendor."""
-        pki, path = self.write_target(directory, overrides)
-        return pki, path, self.instructions(pki, path)
+    def serve_line(self, pki: Pki, http: HttpVersions = DEFAULT_HTTP) -> list[str]:
+        """The command that starts the role's reference as the IUT of ``pki``, speaking ``http``."""
+        return [*self.serve_command(pki), *(["--http", http] if http != DEFAULT_HTTP else [])]
 
-    def embedded_target(self, folder: Path) -> TargetConfig:
+    def iut_setup(self, directory: Path, overrides: Mapping[str, str],
+                  http: HttpVersions = DEFAULT_HTTP) -> tuple[Pki, Path, str]:
+        """``pki init DIR --iut ROLE [--http V]``: the PKI, the target file, and what to tell the vendor."""
+        pki, path = self.write_target(directory, overrides, http)
+        text = self.instructions(pki, path, self.serve_line(pki, http))
+        return pki, path, f"{text.rstrip()}\n\n{HTTP_WORDS[http]}\n"
+
+    def embedded_target(self, folder: Path, http: HttpVersions = DEFAULT_HTTP) -> TargetConfig:
         """A PKI under ``folder`` and the target of the role's reference run in-process on free loopback ports."""
         parties = self.parties()
-        return self.target(init_pki(folder / "pki", parties, subject=self.iut_party), parties)
+        return replace(self.target(init_pki(folder / "pki", parties, subject=self.iut_party), parties), http=http)
+
+
+HTTP_WORDS: dict[str, str] = {
+    "2": "Transport (http = \"2\" in the target): HTTP/2 over TLS 1.3 on TCP, mutual certificates (§5.1).",
+    "3": "Transport (http = \"3\" in the target): HTTP/3 only, QUIC on UDP at each base URI's port, ALPN h3, mutual "
+         "certificates (§5.1); the harness's parties listen on UDP too.",
+    "both": "Transport (http = \"both\" in the target): HTTP/2 on TCP and HTTP/3 on UDP at each base URI's port, "
+            "both requiring client certificates (§5.1); the harness checks each listener.",
+}
 
 
 def spec_of(role: str) -> RoleSpec:

@@ -6,6 +6,7 @@ role = "verifier"
 base_uri = "https://127.0.0.1:9443/"
 ca = "pki/ca.pem"            # trusts the IUT's server certificate
 models = ["bigram", "ctx"]   # mock models the IUT serves (manifest ids); `model = "bigram"` also works
+http = "2"                   # optional: "2" (HTTP/2 on TCP), "3" (HTTP/3 on UDP) or "both" (each base URI's port)
 load = "reported"            # how the IUT's load is known: "reported" (its verdicts and status say it) or
 pinned_load = 10             # "pinned", with the value the IUT was started with (§6.5.2 self_decode branches)
 load_hook = "https://127.0.0.1:9443/test-control/load"  # optional: the harness sets the load (PUT {"load": N}),
@@ -34,6 +35,7 @@ from typing import Any
 
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.models.registry import load_manifest
+from sdcp_conformance.transport.listeners import DEFAULT_HTTP, HttpVersions, http_versions
 
 DEFAULT_MODELS = ("bigram", "ctx")
 
@@ -61,6 +63,8 @@ class TargetConfig:
     """Deadline of ``GET …/output``: P1-OUT-1's 30 s wait plus a margin ([target] output_timeout_s)."""
     max_response_bytes: int = 16 << 20
     """Largest response body read from the IUT; the codec's 16 MiB by default ([target] max_response_bytes)."""
+    http: HttpVersions = DEFAULT_HTTP
+    """[target] http: what the IUT's listener and the harness's parties speak, "2", "3" or "both" (§5.1)."""
     source: Path | None = None
     """The TOML file this came from; None for the embedded default."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -71,7 +75,7 @@ class TargetConfig:
 
 
 TARGET_KEYS = frozenset({"role", "base_uri", "ca", "models", "model", "pinned_load", "load", "request_timeout_s",
-                         "output_timeout_s", "max_response_bytes", "load_hook", "load_command"})
+                         "output_timeout_s", "max_response_bytes", "load_hook", "load_command", "http"})
 LOAD_MODES = ("reported", "pinned")
 
 
@@ -139,6 +143,7 @@ def load_target(path: Path) -> TargetConfig:
         request_timeout_s=_positive(target, "request_timeout_s", 5.0, path),
         output_timeout_s=_positive(target, "output_timeout_s", 35.0, path),
         max_response_bytes=int(_positive(target, "max_response_bytes", 16 << 20, path)),
+        http=http_versions(target.get("http", DEFAULT_HTTP), f"{path}: [target] http"),
         source=path,
         extra={key: value for key, value in harness.items()
                if key not in {"pki", "router", "cache", "drafters", "verifiers"}},
@@ -289,6 +294,8 @@ def render_target(config: TargetConfig, folder: Path) -> str:
     lines = ["[target]", f'role = "{config.role}"', f'base_uri = "{config.base_uri}"', f'ca = "{rel(config.ca)}"']
     if config.models:
         lines.append(f"models = [{listed(config.models)}]")
+    if config.http != DEFAULT_HTTP:
+        lines.append(f'http = "{config.http}"')
     if config.pinned_load is not None:
         lines.append(f"pinned_load = {config.pinned_load}")
     if config.load_hook:

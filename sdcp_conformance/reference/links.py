@@ -24,18 +24,21 @@ from sdcp_conformance.protocol.messages import Event
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.reference.verifier.ports import AppendOutcome, CacheUnavailable
 from sdcp_conformance.transport.httpx_transport import H2Transport
+from sdcp_conformance.transport.listeners import DEFAULT_HTTP, HttpVersions
 from sdcp_conformance.transport.origins import H2Origins
 
 DEFAULT_TIMEOUT_S = 10.0
 
 
-def party_http_client(cert: Path, key: Path, ca: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> httpx.AsyncClient:
-    """An HTTP/2-only client over TLS 1.3 that presents the party's certificate (P1-TLS-1).
+def party_http_client(cert: Path, key: Path, ca: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                      http: HttpVersions = DEFAULT_HTTP) -> httpx.AsyncClient:
+    """An HTTP/2 (HTTP/3 where the peers serve only that, ``http``) client over TLS 1.3 that presents the party's
+    certificate (P1-TLS-1).
 
     httpx's API on the project's own HTTP/2 client (:class:`~sdcp_conformance.transport.httpx_transport.H2Transport`):
     the same graceful-GOAWAY handling, bounded reads and failure stages as the harness (issue 12).
     """
-    return httpx.AsyncClient(transport=H2Transport(cert, key, ca), timeout=httpx.Timeout(timeout_s))
+    return httpx.AsyncClient(transport=H2Transport(cert, key, ca, http=http), timeout=httpx.Timeout(timeout_s))
 
 
 def instance_id(base_uri: str) -> str:

@@ -22,7 +22,7 @@ from sdcp_conformance.reference.running import RunningRole, port_of, serve_handl
 from sdcp_conformance.reference.scoring import RuntimeDraftModel, RuntimeModel
 from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.service import PartyTls, VerifierService
-from sdcp_conformance.transport.client import SdcpClient, Timeouts
+from sdcp_conformance.transport.client import SdcpClient, Timeouts, sdcp_client
 
 
 async def start_cache(base_uri: str, tls: PartyTls, *, db: Path | None = None, host: str = "127.0.0.1",
@@ -56,7 +56,8 @@ async def start_verifier(base_uri: str, tls: PartyTls, model: RuntimeModel | Seq
 def _client_factory(tls: PartyTls, clients: dict[str, SdcpClient], timeouts: Timeouts) -> Callable[[str], SdcpClient]:
     def client_for(base_uri: str) -> SdcpClient:
         if base_uri not in clients:
-            clients[base_uri] = SdcpClient(base_uri, tls.cert, tls.key, tls.ca, timeouts=timeouts, max_attempts=1)
+            clients[base_uri] = sdcp_client(tls.http, base_uri, tls.cert, tls.key, tls.ca, timeouts=timeouts,
+                                            max_attempts=1)
         return clients[base_uri]
 
     return client_for
@@ -78,7 +79,7 @@ async def start_drafter(base_uri: str, tls: PartyTls, model: RuntimeModel | Sequ
         config = dataclasses.replace(config, proposal_timeout_s=proposal_timeout_s)
     if status_ttl_ms is not None:
         config = dataclasses.replace(config, status_ttl_ms=status_ttl_ms)
-    http = party_http_client(tls.cert, tls.key, tls.ca)
+    http = party_http_client(tls.cert, tls.key, tls.ca, http=tls.http)
     clients: dict[str, SdcpClient] = {}
     factory = _client_factory(tls, clients, Timeouts())
     app = (app_factory or DrafterApp)(

@@ -1,4 +1,4 @@
-"""A reference role as a running service (its app, its HTTP/2 server, what stopping it undoes), and serving one.
+"""A reference role as a running service (its app, its listeners, what stopping it undoes), and serving one.
 
 Shared by :mod:`sdcp_conformance.reference.roles` and the torch-free
 :mod:`sdcp_conformance.reference.router.service`.
@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sdcp_conformance.reference.verifier.service import PartyTls
+from sdcp_conformance.transport.listeners import Listeners, start_listeners
 from sdcp_conformance.transport.ports import port_of
-from sdcp_conformance.transport.server import H2Server, ServerConfig
+from sdcp_conformance.transport.server import ServerConfig
 from sdcp_conformance.transport.types import Handler
 
 READY_LINE = "serving "
@@ -32,7 +33,7 @@ class RunningRole:
     name: str
     base_uri: str
     app: Any
-    server: H2Server
+    server: Listeners
     closers: list[Closer] = field(default_factory=list)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     quiesce: list[Closer] = field(default_factory=list)
@@ -53,10 +54,10 @@ class RunningRole:
                 await close()
 
 
-async def serve_handler(base_uri: str, handler: Handler, tls: PartyTls, host: str) -> H2Server:
-    server = H2Server(handler, ServerConfig(cert=tls.cert, key=tls.key, ca=tls.ca, host=host, port=port_of(base_uri)))
-    await server.start()
-    return server
+async def serve_handler(base_uri: str, handler: Handler, tls: PartyTls, host: str) -> Listeners:
+    """Serve ``handler`` at ``base_uri``'s port over the HTTP versions ``tls`` names."""
+    config = ServerConfig(cert=tls.cert, key=tls.key, ca=tls.ca, host=host, port=port_of(base_uri))
+    return await start_listeners(handler, config, tls.http)
 
 
 

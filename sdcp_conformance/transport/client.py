@@ -15,7 +15,9 @@ functions) live in :mod:`.exchange` and the failure types in
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from pathlib import Path
+from typing import Any, Protocol, cast
 
 from sdcp_conformance.protocol import codec
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
@@ -31,7 +33,22 @@ from sdcp_conformance.transport.failures import ConnectionInfo, FailureKind, Sta
 from sdcp_conformance.transport.h2client import H2Client
 
 
-class SdcpClient(H2Client):
+class _Requests(Protocol):
+    async def request(self, method: str, path: str, body: bytes | None = None, *,
+                      headers: dict[str, str] | None = None, retry: bool | None = None) -> ClientResponse: ...
+
+
+class SdcpMessages:
+    """Typed messages over a client's ``request``: mixed into the HTTP/2 and the HTTP/3 client alike."""
+
+    async def send_message(self: _Requests, method: str, path: str, message: Any, *,
+                           retry: bool | None = None) -> ClientResponse:
+        """Encode ``message`` deterministically (P1-MSG-1) and send it as application/sdcp+cbor."""
+        headers = {"content-type": SDCP_MEDIA_TYPE, "accept": SDCP_MEDIA_TYPE}
+        return await self.request(method, path, codec.encode(message), headers=headers, retry=retry)
+
+
+class SdcpClient(SdcpMessages, H2Client):
     """An async HTTP/2 client for one peer, authenticated as one party (D-CLI-3: async only).
 
     ``async with SdcpClient(base_uri, cert, key, ca) as client: await client.request(...)``: an
@@ -39,10 +56,24 @@ class SdcpClient(H2Client):
     never retried; ``timeout`` overrides the attempt's deadline) that also sends typed messages.
     """
 
-    async def send_message(self, method: str, path: str, message: Any, *, retry: bool | None = None) -> ClientResponse:
-        """Encode ``message`` deterministically (P1-MSG-1) and send it as application/sdcp+cbor."""
-        headers = {"content-type": SDCP_MEDIA_TYPE, "accept": SDCP_MEDIA_TYPE}
-        return await self.request(method, path, codec.encode(message), headers=headers, retry=retry)
+
+def sdcp_client(http: str, base_uri: str, cert: Path | None, key: Path | None, ca: Path,
+                **options: Any) -> SdcpClient:
+    """An :class:`SdcpClient` of a peer serving ``http`` ("2", "3" or "both"; :mod:`.listeners`): over HTTP/3 where
+    the peer serves nothing else, with the same interface."""
+    if http != "3":
+        return SdcpClient(base_uri, cert, key, ca, **options)
+    return cast(SdcpClient, _sdcp_h3_client()(base_uri, cert, key, ca, **options))
+
+
+@functools.cache
+def _sdcp_h3_client() -> type:
+    from sdcp_conformance.transport.h3_client import H3Client  # aioquic only where HTTP/3 is spoken
+
+    class SdcpH3Client(SdcpMessages, H3Client):
+        """:class:`SdcpClient` over HTTP/3."""
+
+    return SdcpH3Client
 
 
 __all__ = [
@@ -56,5 +87,6 @@ __all__ = [
     "TransportFailure",
     "is_retry_safe",
     "is_retryable_status",
+    "sdcp_client",
     "send_with_retries",
 ]

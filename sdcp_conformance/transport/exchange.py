@@ -119,6 +119,17 @@ def is_retry_safe(method: str, path: str) -> bool:
 MAX_ATTEMPTS = 3
 """D-CLI-2: a retry-safe request is sent at most three times, immediately, on a fresh stream."""
 
+MAX_CONNECTION_RECORDS = 1000
+"""How many :class:`ConnectionInfo` records a client keeps (the newest)."""
+
+Extension = Callable[[float], float]
+"""``extension(started)``: how much longer an attempt that began at loop time ``started`` may wait now that its
+deadline has come (seconds; 0 to let it expire). The harness passes the time its own event loop could not run
+since then (:class:`~sdcp_conformance.harness.patience.LoopStall`): an answer the harness was too busy to read is
+not a late answer (P1-JUDGE-5)."""
+MIN_EXTENSION_S = 0.05
+"""An extension shorter than this is not worth another look: the deadline expires."""
+
 FINAL_KINDS = frozenset({FailureKind.REFUSED, FailureKind.TOO_LARGE})
 """Failures a retry cannot mend: a refused handshake, a body over the reader's limit."""
 
@@ -149,8 +160,11 @@ async def send_with_retries(attempt: Callable[[], Awaitable[ClientResponse]], *,
 __all__ = [
     "FINAL_KINDS",
     "MAX_ATTEMPTS",
+    "MAX_CONNECTION_RECORDS",
     "MAX_RESPONSE_BYTES",
+    "MIN_EXTENSION_S",
     "ClientResponse",
+    "Extension",
     "Timeouts",
     "is_retry_safe",
     "is_retryable_status",

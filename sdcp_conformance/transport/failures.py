@@ -59,11 +59,17 @@ class Stage(enum.Enum):
     """TLS completed, but the peer did not select ALPN ``h2``."""
     H2_PREFACE = "h2-preface"
     """TLS and ALPN completed, but no HTTP/2 SETTINGS came (closed, stalled or malformed)."""
+    H3_SETTINGS = "h3-settings"
+    """HTTP/3: the QUIC handshake (TLS 1.3, ALPN ``h3``) completed, but the server's SETTINGS never came on its
+    control stream (RFC 9114 §6.2.1): the connection closed or stalled before it."""
     GOAWAY = "goaway"
     """The peer sent GOAWAY and the stream was not answered."""
     STREAM_RESET = "stream-reset"
     H2_PROTOCOL = "h2-protocol"
     """The peer broke HTTP/2 (a connection error detected by h2)."""
+    H3_PROTOCOL = "h3-protocol"
+    """HTTP/3: the peer broke HTTP/3 or QUIC, and the client's own stack (aioquic) closed the connection for it
+    (a malformed response, RFC 9114 §4.1.2; a frame where none may be)."""
     CONNECTION_LOST = "connection-lost"
     """The connection closed after the preface, before the response headers."""
     UPLOAD_STALLED = "upload-stalled"
@@ -94,9 +100,11 @@ _KIND_OF_STAGE = {
     Stage.TLS_ERROR: FailureKind.REFUSED,
     Stage.ALPN: FailureKind.NOT_HTTP2,
     Stage.H2_PREFACE: FailureKind.REFUSED,
+    Stage.H3_SETTINGS: FailureKind.REFUSED,
     Stage.GOAWAY: FailureKind.CONNECTION_LOST,
     Stage.STREAM_RESET: FailureKind.CONNECTION_LOST,
     Stage.H2_PROTOCOL: FailureKind.CONNECTION_LOST,
+    Stage.H3_PROTOCOL: FailureKind.CONNECTION_LOST,
     Stage.CONNECTION_LOST: FailureKind.CONNECTION_LOST,
     Stage.UPLOAD_STALLED: FailureKind.TIMEOUT,
     Stage.HEADERS_TIMEOUT: FailureKind.TIMEOUT,
@@ -115,9 +123,11 @@ _LABELS = {
     Stage.TLS_ERROR: "TLS handshake failed",
     Stage.ALPN: "ALPN/HTTP version",
     Stage.H2_PREFACE: "HTTP/2 preface/SETTINGS",
+    Stage.H3_SETTINGS: "HTTP/3 SETTINGS after the QUIC handshake",
     Stage.GOAWAY: "GOAWAY",
     Stage.STREAM_RESET: "stream reset",
     Stage.H2_PROTOCOL: "HTTP/2 protocol error",
+    Stage.H3_PROTOCOL: "HTTP/3 protocol error",
     Stage.CONNECTION_LOST: "connection lost before the response headers",
     Stage.UPLOAD_STALLED: "request body stalled",
     Stage.HEADERS_TIMEOUT: "headers timeout",

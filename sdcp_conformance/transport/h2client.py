@@ -47,7 +47,6 @@ import asyncio
 import contextlib
 import socket
 import ssl
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -61,8 +60,11 @@ from hpack.struct import Header
 from sdcp_conformance.errors import InvalidArgument
 from sdcp_conformance.transport.exchange import (
     MAX_ATTEMPTS,
+    MAX_CONNECTION_RECORDS,
     MAX_RESPONSE_BYTES,
+    MIN_EXTENSION_S,
     ClientResponse,
+    Extension,
     Timeouts,
     is_retry_safe,
     send_with_retries,
@@ -102,22 +104,11 @@ proposal while round 1 is in flight, §6.3) from ever reaching it, and the harne
 request it never got. RFC 9113 §9.1 discourages a second connection; with one stream there is no other way to
 have two requests in flight. A server that turns such a connection away before serving on it (a limit on
 connections per client) is not asked again: its requests wait for a stream."""
-MAX_CONNECTION_RECORDS = 1000
-"""How many :class:`ConnectionInfo` records a client keeps (the newest)."""
 
 _REQUEST_FLAGS = HeaderValidationFlags(
     is_client=True, is_trailer=False, is_response_header=False, is_push_promise=False
 )
 """What h2 validates a client's initial HEADERS against (not trailers, not a response, not a push)."""
-
-
-Extension = Callable[[float], float]
-"""``extension(started)``: how much longer an attempt that began at loop time ``started`` may wait now that its
-deadline has come (seconds; 0 to let it expire). The harness passes the time its own event loop could not run
-since then (:class:`~sdcp_conformance.harness.patience.LoopStall`): an answer the harness was too busy to read is
-not a late answer (P1-JUDGE-5)."""
-MIN_EXTENSION_S = 0.05
-"""An extension shorter than this is not worth another look: the deadline expires."""
 
 
 class _Dial:

@@ -111,6 +111,20 @@ class MutualTlsQuicConnection(QuicConnection):
         self.tls._request_client_certificate = True
 
 
+APPLICATION_ACK_DELAY_S = 0.020
+"""How long an ack of a 1-RTT packet may wait for data to ride with, once the handshake is done: under the 25 ms
+max_ack_delay aioquic advertises (RFC 9000 §13.2.1, §18.2), where aioquic's own 1 ms sends an ACK-only datagram
+for nearly every packet of a request/response exchange."""
+
+
+def delay_application_acks(connection: QuicConnection) -> None:
+    """At handshake completion: acks of application data wait up to :data:`APPLICATION_ACK_DELAY_S` (aioquic 1.7.2
+    keeps the delay private, ``_ack_delay``; Initial and Handshake packets were acked at once before this)."""
+    if not hasattr(connection, "_ack_delay"):
+        raise UnsupportedAioquic("aioquic's QuicConnection has no _ack_delay (H3_NOTES.md)")
+    connection._ack_delay = APPLICATION_ACK_DELAY_S
+
+
 def peer_chain(connection: QuicConnection) -> list[x509.Certificate]:
     """The certificates the peer presented, leaf first (empty if none): aioquic 1.7.2 keeps them private."""
     tls = getattr(connection, "tls", None)

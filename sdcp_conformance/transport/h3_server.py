@@ -30,7 +30,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.buffer import Buffer  # type: ignore[attr-defined]  # re-exported from its C module
 from aioquic.h3.connection import H3_ALPN, ErrorCode, H3Connection
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
@@ -44,11 +43,13 @@ from sdcp_conformance.transport.h3_client_auth import (
     MutualTlsQuicConnection,
     Refusal,
     check_aioquic,
+    delay_application_acks,
     identity_of,
     load_ca,
     peer_chain,
     verify_client_chain,
 )
+from sdcp_conformance.transport.h3_protocol import CoalescingProtocol
 from sdcp_conformance.transport.limits import ServerLimits
 from sdcp_conformance.transport.problem import call_handler, status_problem_response
 from sdcp_conformance.transport.server import RefusedConnection, ServerConfig, ServerStats
@@ -78,7 +79,7 @@ class _Inbound:
         self.timer = timer
 
 
-class H3ServerConnection(QuicConnectionProtocol):
+class H3ServerConnection(CoalescingProtocol):
     """One QUIC connection: client authentication at handshake completion, then HTTP/3 request streams."""
 
     def __init__(self, quic: MutualTlsQuicConnection, server: H3Server) -> None:
@@ -102,6 +103,8 @@ class H3ServerConnection(QuicConnectionProtocol):
         elif isinstance(event, events.HandshakeCompleted):
             self._authenticate(event)
         elif self._h3 is not None:
+            if isinstance(event, events.StreamReset | events.StopSendingReceived):
+                self._abandoned(event.stream_id)  # and HTTP/3 forgets the stream too (handle_event below)
             for h3_event in self._h3.handle_event(event):
                 self._dispatch(h3_event)
 
@@ -124,6 +127,7 @@ class H3ServerConnection(QuicConnectionProtocol):
             return
         self._identity = identity_of(chain)
         self._h3 = H3Connection(self._quic)
+        delay_application_acks(self._quic)
         self._server.stats.connections += 1
 
     def terminated(self) -> None:
@@ -133,6 +137,16 @@ class H3ServerConnection(QuicConnectionProtocol):
         for inbound in self._inbound.values():
             inbound.timer.cancel()
         self._inbound.clear()
+
+    def _abandoned(self, stream_id: int) -> None:
+        """The client reset its request stream or asked us to stop sending (a request it gave up on, RFC 9114
+        §4.1.1): its handler is cancelled, as the HTTP/2 server cancels one on RST_STREAM, and nothing is sent."""
+        inbound = self._inbound.pop(stream_id, None)
+        if inbound is not None:
+            inbound.timer.cancel()
+        task = self._tasks.pop(stream_id, None)
+        if task is not None:
+            task.cancel()
 
     # -- HTTP/3 events ------------------------------------------------------------------
 
@@ -211,7 +225,7 @@ class H3ServerConnection(QuicConnectionProtocol):
                 self._quic.reset_stream(stream_id, ErrorCode.H3_INTERNAL_ERROR)
         finally:
             self._tasks.pop(stream_id, None)
-            self.transmit()
+            self.transmit_soon()
 
     def _send(self, stream_id: int, response: Response) -> None:
         assert self._h3 is not None
@@ -330,6 +344,10 @@ class H3Server:
     def forget(self, connection: H3ServerConnection) -> None:
         for cid in [cid for cid, held in self._routes.items() if held is connection]:
             del self._routes[cid]
+
+    def refused_since(self, since: float) -> list[RefusedConnection]:
+        """The clients refused since ``since`` (``time.monotonic()``), as :meth:`.server.H2Server.refused_since`."""
+        return [refusal for refusal in self.stats.refused if refusal.at >= since]
 
     def refuse(self, stage: str, detail: str, identity: str | None = None) -> None:
         self.stats.handshakes_refused += 1

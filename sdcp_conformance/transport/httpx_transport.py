@@ -22,6 +22,7 @@ import httpx
 from sdcp_conformance.transport.exchange import MAX_RESPONSE_BYTES
 from sdcp_conformance.transport.failures import FailureKind, Stage, TransportFailure
 from sdcp_conformance.transport.h2client import H2Client
+from sdcp_conformance.transport.listeners import DEFAULT_HTTP, HttpVersions
 from sdcp_conformance.transport.origins import H2Origins
 
 _NOT_FORWARDED = frozenset({"host", "content-length", "connection", "transfer-encoding", "keep-alive",
@@ -33,8 +34,8 @@ class H2Transport(httpx.AsyncBaseTransport):
     """``httpx.AsyncClient(transport=H2Transport(cert, key, ca))``: one :class:`H2Client` per origin."""
 
     def __init__(self, cert: Path | None, key: Path | None, ca: Path, *,
-                 max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
-        self._origins = H2Origins(cert, key, ca, max_response_bytes=max_response_bytes)
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, http: HttpVersions = DEFAULT_HTTP) -> None:
+        self._origins = H2Origins(cert, key, ca, max_response_bytes=max_response_bytes, http=http)
 
     def _client(self, url: httpx.URL) -> H2Client:
         if url.scheme != "https":
@@ -51,10 +52,13 @@ class H2Transport(httpx.AsyncBaseTransport):
         except TransportFailure as failure:
             raise _httpx_error(failure, request) from failure
         return httpx.Response(response.status, headers=list(response.headers), content=response.body,
-                              request=request, extensions={"http_version": b"HTTP/2"})
+                              request=request, extensions={"http_version": _HTTP_VERSION[self._origins.http]})
 
     async def aclose(self) -> None:
         await self._origins.aclose()
+
+
+_HTTP_VERSION = {"2": b"HTTP/2", "both": b"HTTP/2", "3": b"HTTP/3"}
 
 
 def _deadline(request: httpx.Request) -> float | None:

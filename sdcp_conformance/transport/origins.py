@@ -13,14 +13,17 @@ from urllib.parse import urlsplit
 from sdcp_conformance.transport.exchange import MAX_RESPONSE_BYTES, ClientResponse, Timeouts
 from sdcp_conformance.transport.failures import FailureKind, TransportFailure
 from sdcp_conformance.transport.h2client import H2Client
+from sdcp_conformance.transport.listeners import DEFAULT_HTTP, HttpVersions, client_for
 
 
 class H2Origins:
     """``await origins.request("GET", "https://cache:8445/cache/x")``: the H2Client of that origin sends it."""
 
     def __init__(self, cert: Path | None, key: Path | None, ca: Path, *,
-                 max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, http: HttpVersions = DEFAULT_HTTP) -> None:
         self._cert, self._key, self._ca = cert, key, ca
+        self.http = http
+        """What the origins serve (:mod:`.listeners`): their clients speak HTTP/3 where they serve nothing else."""
         self._max_response_bytes = max_response_bytes
         self._clients: dict[tuple[str, int], H2Client] = {}
 
@@ -42,9 +45,9 @@ class H2Origins:
         client = self._clients.get(origin)
         if client is None:
             host = f"[{hostname}]" if ":" in hostname else hostname
-            client = self._clients[origin] = H2Client(
-                f"https://{host}:{port}/", self._cert, self._key, self._ca, timeouts=Timeouts(), max_attempts=1,
-                max_response_bytes=self._max_response_bytes)
+            client = self._clients[origin] = client_for(
+                self.http, f"https://{host}:{port}/", self._cert, self._key, self._ca, timeouts=Timeouts(),
+                max_attempts=1, max_response_bytes=self._max_response_bytes)
         return client
 
     async def request(self, method: str, uri: str, body: bytes | None = None, *,

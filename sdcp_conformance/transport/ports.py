@@ -76,11 +76,13 @@ def loopback_base_uris(names: Sequence[str], given: Mapping[str, str] | None = N
 
 
 def _bindable(host: str, port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
+    """Free on TCP and on UDP: a party may serve HTTP/2 and HTTP/3 on the same port number."""
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, kind) as probe:
+            try:
+                probe.bind((host, port))
+            except OSError:
+                return False
     return True
 
 

@@ -39,17 +39,19 @@ def wait_ready(process: subprocess.Popen[str]) -> str:
 
 
 @contextmanager
-def separate_iut(role: str, folder: Path, errors: Path, extra: tuple[str, ...] = ()) -> Iterator[tuple[Path, str, str]]:
-    """``pki init FOLDER --iut ROLE``, then the printed ``serve ROLE`` command (plus ``extra``) as a child process;
-    yields (target file, base URI, what ``pki init`` printed) and stops the child."""
-    printed, said = pki_init(role, folder)
+def separate_iut(role: str, folder: Path, errors: Path, extra: tuple[str, ...] = (),
+                 init: tuple[str, ...] = ()) -> Iterator[tuple[Path, str, str]]:
+    """``pki init FOLDER --iut ROLE`` (plus ``init``), then the printed ``serve ROLE`` command (plus ``extra``) as a
+    child process; yields (target file, base URI, what ``pki init`` printed) and stops the child."""
+    printed, said = pki_init(role, folder, init)
     with running([*cli_words(printed), *extra], errors) as base_uri:
         yield folder / "target.toml", base_uri, said
 
 
-def pki_init(role: str, folder: Path) -> tuple[str, str]:
-    """``pki init FOLDER --iut ROLE``: (the ``serve ROLE`` command it printed, all it printed)."""
-    made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", role], capture_output=True, text=True,
+def pki_init(role: str, folder: Path, init: tuple[str, ...] = ()) -> tuple[str, str]:
+    """``pki init FOLDER --iut ROLE`` (plus ``init``, e.g. ``--http 3``): (the ``serve ROLE`` command it printed,
+    all it printed)."""
+    made = subprocess.run([*CLI, "pki", "init", str(folder), "--iut", role, *init], capture_output=True, text=True,
                           timeout=STEP_TIMEOUT_S, check=True)
     printed = next(line.strip() for line in made.stdout.splitlines()
                    if line.strip().startswith(f"sdcp-conformance serve {role}"))

@@ -135,7 +135,7 @@ class DrafterEnvironment(RoleEnvironment):
         logging.getLogger("sdcp_conformance.reference.drafter").setLevel(logging.CRITICAL)
         self.proposal_timeout_s = EMBEDDED_PROPOSAL_TIMEOUT_S
         config = self.config
-        tls = PartyTls(self.pki.cert(IUT_PARTY), self.pki.key(IUT_PARTY), self.pki.ca_cert)
+        tls = PartyTls(self.pki.cert(IUT_PARTY), self.pki.key(IUT_PARTY), self.pki.ca_cert, self.config.http)
         self.embedded = await start_drafter(
             config.base_uri, tls, [load_model(model) for model in config.models], [config.router], config.cache,
             host=urlsplit(config.base_uri).hostname or "127.0.0.1", seed=0 if reproducible else None,
@@ -163,7 +163,7 @@ def serve_drafter_command(pki: Pki) -> list[str]:
             *(word for model in DRAFT_MODELS for word in ("--model", model))]
 
 
-def drafter_instructions(pki: Pki, target_path: Path) -> str:
+def drafter_instructions(pki: Pki, target_path: Path, serve: list[str]) -> str:
     from sdcp_conformance.models.registry import mock_model
 
     drafter = pki.parties[IUT_PARTY]
@@ -188,7 +188,7 @@ def drafter_instructions(pki: Pki, target_path: Path) -> str:
         f"    {CTX_DRAFT_MODEL} removes it from the target file's models, and the cases needing it are skipped)",
         "",
         "The reference drafter, for example:",
-        f"  {shlex.join(serve_drafter_command(pki))}",
+        f"  {shlex.join(serve)}",
         "(its proposal timeout is 30 s; if yours is at most 10 s, add `proposal_timeout_s = N` under [harness]",
         " so that the case that loses a verdict by silence runs)",
         "",

@@ -62,7 +62,8 @@ class RouterEnvironment(RoleEnvironment):
         self.cache.history = self.history
         names = {uri: name for name, uri in pki.base_uris.items()}
         self._quiet = IutLink(config.base_uri, config.ca, self.identities(), lambda: None,
-                              max_response_bytes=config.max_response_bytes, patience=self.iut.patience)
+                              max_response_bytes=config.max_response_bytes, patience=self.iut.patience,
+                              http=config.http)
         self.front = FrontClient(self.iut.send, self.history)
         self.verifiers: dict[str, PlayedVerifier] = {}
         self.drafters: dict[str, PlayedDrafter] = {}
@@ -109,7 +110,7 @@ class RouterEnvironment(RoleEnvironment):
     # ------------------------------------------------------------------ cases
 
     def capabilities(self) -> set[str]:
-        found = {f"verifiers:{count}" for count in range(1, len(self.verifiers) + 1)}
+        found = super().capabilities() | {f"verifiers:{count}" for count in range(1, len(self.verifiers) + 1)}
         found |= {f"drafters:{count}" for count in range(1, len(self.drafters) + 1)}
         if self.embedded is not None:
             found.add("embedded")
@@ -157,7 +158,7 @@ class RouterEnvironment(RoleEnvironment):
         from sdcp_conformance.reference.roles import start_router
         from sdcp_conformance.reference.verifier.service import PartyTls
 
-        tls = PartyTls(self.pki.cert(IUT_PARTY), self.pki.key(IUT_PARTY), self.pki.ca_cert)
+        tls = PartyTls(self.pki.cert(IUT_PARTY), self.pki.key(IUT_PARTY), self.pki.ca_cert, self.config.http)
         self.embedded = await start_router(
             self.config.base_uri, tls, cache_base=self.config.cache,
             drafters={d.uri: d.digest for d in self.drafters.values()},
@@ -219,7 +220,7 @@ def serve_router_command(pki: Pki) -> list[str]:
     return words
 
 
-def router_instructions(pki: Pki, target_path: Path) -> str:
+def router_instructions(pki: Pki, target_path: Path, serve: list[str]) -> str:
     router = pki.parties[IUT_PARTY]
     uris = pki.base_uris
     verifiers = [f"      {uris[name]}" for name in VERIFIER_NAMES]
@@ -250,7 +251,7 @@ def router_instructions(pki: Pki, target_path: Path) -> str:
         "    (the played verifiers serve that target; the router needs no model of its own, P1-MODEL-1)",
         "",
         "The reference router, for example:",
-        f"  {shlex.join(serve_router_command(pki))}",
+        f"  {shlex.join(serve)}",
         "",
         "Then certify it:",
         f"  sdcp-conformance certify --target {target_path}",

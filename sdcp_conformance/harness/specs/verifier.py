@@ -88,7 +88,7 @@ class VerifierEnvironment(RoleEnvironment):
 
     def capabilities(self) -> set[str]:
         """What the target offers beyond the protocol: its models, and how its load is known."""
-        found = {f"model:{model}" for model in self.config.models}
+        found = super().capabilities()
         if self.config.pinned_load is not None:
             found.add("load:pinned")
         if self.embedded_app is not None or self.config.load_hook or self.config.load_command:
@@ -207,7 +207,7 @@ class VerifierEnvironment(RoleEnvironment):
         if options:
             raise TypeError(f"unknown options of the embedded verifier: {sorted(options)}")
         config = self.config
-        tls = PartyTls(self.pki.cert(VERIFIER), self.pki.key(VERIFIER), self.pki.ca_cert)
+        tls = PartyTls(self.pki.cert(VERIFIER), self.pki.key(VERIFIER), self.pki.ca_cert, self.config.http)
         self.embedded = await start_verifier(config.base_uri, tls, [load_model(model) for model in config.models],
                                              config.router, app_factory=app_factory,
                                              output_wait_s=EMBEDDED_OUTPUT_WAIT_S,
@@ -244,7 +244,7 @@ class VerifierEnvironment(RoleEnvironment):
             self.pin_load(load)
         elif self.config.load_hook:
             await load_control.put_load(self.config.load_hook, load, cert=self.pki.cert("router"),
-                                        key=self.pki.key("router"), ca=self.config.ca)
+                                        key=self.pki.key("router"), ca=self.config.ca, http=self.config.http)
         elif self.config.load_command:
             await load_control.run_load_command(self.config.load_command, load)
         else:
@@ -293,7 +293,7 @@ def serve_verifier_command(pki: Pki) -> list[str]:
     return words
 
 
-def verifier_instructions(pki: Pki, target_path: Path) -> str:
+def verifier_instructions(pki: Pki, target_path: Path, serve: list[str]) -> str:
     from sdcp_conformance.models.registry import mock_model
     from sdcp_conformance.reference.verifier.app import LOAD_HOOK_PATH
 
@@ -313,7 +313,7 @@ def verifier_instructions(pki: Pki, target_path: Path) -> str:
         models,
         "",
         "The reference verifier, for example:",
-        f"  {shlex.join(serve_verifier_command(pki))}",
+        f"  {shlex.join(serve)}",
         "(its load is then the one it measures and reports, `load = \"reported\"` in the target; to pin it, add",
         " --pin-load N and `pinned_load = N` under [target], so the §6.5.2 load cases choose self_load from it)",
         "",

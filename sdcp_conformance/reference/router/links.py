@@ -27,7 +27,8 @@ from sdcp_conformance.protocol.codec import decode, encode
 from sdcp_conformance.protocol.errors import MalformedMessage
 from sdcp_conformance.protocol.messages import Assignment, Output, Policy, SessionOpen, SessionState
 from sdcp_conformance.reference.router.ports import Answer, CacheUnavailable, LinkFailure, Refused
-from sdcp_conformance.transport.client import ClientResponse, SdcpClient, Timeouts, TransportFailure
+from sdcp_conformance.transport.client import ClientResponse, Timeouts, TransportFailure, sdcp_client
+from sdcp_conformance.transport.listeners import DEFAULT_HTTP, HttpVersions
 
 
 class MessageClient(Protocol):
@@ -56,8 +57,9 @@ class HttpLinks:
         *,
         timeouts: Timeouts | None = None,
         client_factory: Callable[[str], MessageClient] | None = None,
+        http: HttpVersions = DEFAULT_HTTP,
     ) -> None:
-        self._factory = client_factory or (lambda base: SdcpClient(base, cert, key, ca, timeouts=timeouts))
+        self._factory = client_factory or (lambda base: sdcp_client(http, base, cert, key, ca, timeouts=timeouts))
         self._clients: dict[str, MessageClient] = {}
 
     def _client(self, base_uri: str) -> MessageClient:

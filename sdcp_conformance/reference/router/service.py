@@ -33,8 +33,8 @@ async def start_router(base_uri: str, tls: PartyTls, *, cache_base: str, drafter
                        watchdog_interval_s: float = 0.2, app_factory: RouterFactory | None = None) -> RunningRole:
     config = RouterConfig(base_uri=base_uri, cache_base=cache_base, drafters=dict(drafters), verifiers=list(verifiers),
                           m_init=m_init, watchdog_interval_s=watchdog_interval_s)
-    links = HttpLinks(tls.cert, tls.key, tls.ca)
-    http = party_http_client(tls.cert, tls.key, tls.ca)
+    links = HttpLinks(tls.cert, tls.key, tls.ca, http=tls.http)
+    http = party_http_client(tls.cert, tls.key, tls.ca, http=tls.http)
     frontend = (app_factory or reference_router)(config, links, MlcRouterCache(HttpxObjectClient(http)))
     app = frontend.router
     server = await serve_handler(base_uri, frontend, tls, host)

@@ -1,4 +1,4 @@
-"""The reference verifier as a running service: app + HTTP/2 server + links to the MLC and router."""
+"""The reference verifier as a running service: app + listeners + links to the MLC and router."""
 
 from __future__ import annotations
 
@@ -13,23 +13,25 @@ import httpx
 from sdcp_conformance.reference.links import HttpRouterLink, MlcCache, party_http_client
 from sdcp_conformance.reference.verifier.app import VerifierApp, VerifierConfig
 from sdcp_conformance.reference.verifier.ports import TargetModel
+from sdcp_conformance.transport.listeners import DEFAULT_HTTP, HttpVersions, Listeners, start_listeners
 from sdcp_conformance.transport.origins import H2Origins
-from sdcp_conformance.transport.server import H2Server, ServerConfig
+from sdcp_conformance.transport.server import ServerConfig
 
 
 @dataclass(frozen=True)
 class PartyTls:
-    """A party's certificate, key and the CA it trusts."""
+    """A party's certificate, key and the CA it trusts, and the HTTP versions its listeners and peers speak."""
 
     cert: Path
     key: Path
     ca: Path
+    http: HttpVersions = DEFAULT_HTTP
 
 
 class VerifierService:
     """Serves a :class:`VerifierApp` and reports its status to the router until stopped."""
 
-    def __init__(self, app: VerifierApp, server: H2Server, http: httpx.AsyncClient, origins: H2Origins) -> None:
+    def __init__(self, app: VerifierApp, server: Listeners, http: httpx.AsyncClient, origins: H2Origins) -> None:
         self.app = app
         self.server = server
         self._http = http
@@ -50,12 +52,12 @@ class VerifierService:
         app_factory: Callable[..., VerifierApp] | None = None,
     ) -> VerifierService:
         """``app_factory(config, model, cache, router)`` builds the app (a mutant's, for the harness)."""
-        http = party_http_client(tls.cert, tls.key, tls.ca)
-        origins = H2Origins(tls.cert, tls.key, tls.ca)  # the MLC is called every round: no httpx layer there
+        http = party_http_client(tls.cert, tls.key, tls.ca, http=tls.http)
+        origins = H2Origins(tls.cert, tls.key, tls.ca, http=tls.http)  # the MLC, every round: no httpx layer there
         factory = app_factory or VerifierApp
         app = factory(config, model, MlcCache(origins), HttpRouterLink(http, router_uri, config.base_uri))
-        server = H2Server(app, ServerConfig(cert=tls.cert, key=tls.key, ca=tls.ca, host=host, port=port))
-        await server.start()
+        server = await start_listeners(app, ServerConfig(cert=tls.cert, key=tls.key, ca=tls.ca, host=host, port=port),
+                                       tls.http)
         service = cls(app, server, http, origins)
         if report_status:
             service._status = asyncio.create_task(app.report_status_forever())

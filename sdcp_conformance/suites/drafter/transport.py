@@ -19,6 +19,7 @@ from sdcp_conformance.harness.self_check import deliberate
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.drafter import CATALOGUE
+from sdcp_conformance.suites.transport_h3 import H3_REQUIRES, Send, judge_h3_alpn, judge_h3_identity
 from sdcp_conformance.suites.transport_judging import (
     MTLS,
     OWN_CERTIFICATE,
@@ -81,7 +82,8 @@ def _offer(ctx: DrafterContext, *, max_version: ssl.TLSVersion = ssl.TLSVersion.
 
 
 @CATALOGUE.case("DRF-5.1-TRANSPORT-003", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
-                level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True)
+                level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True,
+                requires=("http:2",))
 async def tls12_refused(ctx: DrafterContext) -> None:
     """A client offering at most TLS 1.2 (the router's valid certificate, ALPN h2) cannot complete a handshake."""
     await _served(ctx)
@@ -94,7 +96,8 @@ async def tls12_refused(ctx: DrafterContext) -> None:
 
 
 @CATALOGUE.case("DRF-5.1-TRANSPORT-004", area="transport", section="5.1", quote=f"{MTLS} ... {HTTP1_PROFILE}",
-                level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True)
+                level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True,
+                requires=("http:2",))
 async def http11_refused(ctx: DrafterContext) -> None:
     """The router sending an assignment over HTTP/1.1 (ALPN http/1.1) gets 505 or a closed connection."""
     await _served(ctx)
@@ -105,7 +108,7 @@ async def http11_refused(ctx: DrafterContext) -> None:
 
 
 @CATALOGUE.case("DRF-5.1-TRANSPORT-005", area="transport", section="5.1", level=Level.REQUIRED,
-                profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"), standalone=True)
+                profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"), standalone=True, requires=("http:2",))
 async def alpn_selects_h2(ctx: DrafterContext) -> None:
     """Offered both h2 and http/1.1, the drafter selects h2 over TLS 1.3."""
     result = await tls_probe(ctx.target.base_uri, ctx.target.ca, _offer(ctx, alpn=("h2", "http/1.1")),
@@ -119,3 +122,39 @@ async def own_certificate_names_base_uri(ctx: DrafterContext) -> None:
     """The certificate the drafter presents names its base URI, as every party's does."""
     await judge_own_certificate(ctx, ctx.iut.send("router", "POST", "assignments", deliberate({})),
                                 "an empty assignment", "the drafter", ctx.target.base_uri)
+
+
+def _over_h3(ctx: DrafterContext) -> Send:
+    """An empty assignment (400, no session) to the drafter's HTTP/3 listener as the named identity."""
+    return lambda identity: ctx.iut.send(identity, "POST", "assignments", deliberate({}), http="3")
+
+
+@CATALOGUE.case("DRF-5.1-TRANSPORT-007", area="transport", section="5.1", level=Level.REQUIRED,
+                profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True, requires=H3_REQUIRES)
+async def h3_no_client_certificate(ctx: DrafterContext) -> None:
+    """Over HTTP/3, a client without a certificate is refused (any HTTP answer fails §5.1)."""
+    await judge_h3_identity(ctx, _over_h3(ctx), "router", "an empty assignment", "no-cert", "without a certificate",
+                            "the drafter", answered_fails=True)
+
+
+@CATALOGUE.case("DRF-5.1-TRANSPORT-008", area="transport", section="5.1", level=Level.REQUIRED,
+                profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True, requires=H3_REQUIRES)
+async def h3_certificate_from_another_ca(ctx: DrafterContext) -> None:
+    """Over HTTP/3, a client certificate from an unknown CA is refused."""
+    await judge_h3_identity(ctx, _over_h3(ctx), "router", "an empty assignment", "wrong-ca",
+                            "with a certificate from an unknown CA", "the drafter", answered_fails=False)
+
+
+@CATALOGUE.case("DRF-5.1-TRANSPORT-009", area="transport", section="5.1", level=Level.REQUIRED,
+                profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True, requires=H3_REQUIRES)
+async def h3_expired_certificate(ctx: DrafterContext) -> None:
+    """Over HTTP/3, an expired (otherwise valid) client certificate is refused."""
+    await judge_h3_identity(ctx, _over_h3(ctx), "router", "an empty assignment", "expired",
+                            "with an expired certificate", "the drafter", answered_fails=False)
+
+
+@CATALOGUE.case("DRF-5.1-TRANSPORT-010", area="transport", section="5.1", level=Level.REQUIRED,
+                rows=("R-5.1-MTLS",), standalone=True, requires=H3_REQUIRES)
+async def h3_alpn_other_than_h3_refused(ctx: DrafterContext) -> None:
+    """Over QUIC, a client offering only ALPN h2 is refused: HTTP/3 is ALPN h3 (RFC 9114 §3.1)."""
+    await judge_h3_alpn(ctx, _over_h3(ctx), "router", "an empty assignment", "the drafter")

@@ -13,6 +13,7 @@ from sdcp_conformance.harness.self_check import deliberate
 from sdcp_conformance.protocol.codec import encode
 from sdcp_conformance.protocol.problems import SDCP_MEDIA_TYPE
 from sdcp_conformance.suites.router import router_case
+from sdcp_conformance.suites.transport_h3 import H3_REQUIRES, Send, judge_h3_alpn, judge_h3_identity
 from sdcp_conformance.suites.transport_judging import (
     MTLS,
     OWN_CERTIFICATE,
@@ -66,7 +67,7 @@ async def certificate_of_another_ca(ctx: RouterContext) -> None:
 
 
 @router_case("RTR-5.1-TRANSPORT-003", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
-             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True)
+             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True, requires=("http:2",))
 async def tls12_refused(ctx: RouterContext) -> None:
     """A client offering at most TLS 1.2 (valid certificate, ALPN h2) cannot complete a handshake."""
     await _served(ctx)
@@ -83,7 +84,8 @@ H2 = "HTTP/2 over TLS 1.3 with a required client certificate."
 
 
 @router_case("RTR-5.1-TRANSPORT-004", area="transport", section="5.1, P1-TLS-1", quote=f"{MTLS} ... {HTTP1}",
-             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True)
+             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True,
+             requires=("http:2",))
 async def http11_is_refused(ctx: RouterContext) -> None:
     """A client offering only ALPN http/1.1 and sending an HTTP/1.1 front request gets 505 or a closed
     connection, never a served request."""
@@ -96,7 +98,7 @@ async def http11_is_refused(ctx: RouterContext) -> None:
 
 
 @router_case("RTR-5.1-TRANSPORT-005", area="transport", section="5.1, P1-TLS-1", quote=f"{MTLS} ... {H2}",
-             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"))
+             level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"), requires=("http:2",))
 async def front_and_resources_speak_h2_over_tls13(ctx: RouterContext) -> None:
     """The front and the router's resources answer over HTTP/2 on TLS 1.3."""
     session = await ctx.open_ok()
@@ -113,3 +115,44 @@ async def own_certificate_names_base_uri(ctx: RouterContext) -> None:
     verifier = next(iter(ctx.verifiers.values()))
     await judge_own_certificate(ctx, ctx.iut.send(verifier.name, "POST", "events", deliberate({})), "an empty event",
                                 "the router", ctx.target.base_uri)
+
+
+def _over_h3(ctx: RouterContext) -> Send:
+    """An empty event (400, no session) to the router's HTTP/3 listener as the named identity."""
+    return lambda identity: ctx.iut.send(identity, "POST", "events", deliberate({}), http="3")
+
+
+@router_case("RTR-5.1-TRANSPORT-007", area="transport", section="5.1", level=Level.REQUIRED,
+             profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True, requires=H3_REQUIRES)
+async def h3_no_client_certificate(ctx: RouterContext) -> None:
+    """Over HTTP/3, a client without a certificate is refused (any HTTP answer fails §5.1)."""
+    await judge_h3_identity(ctx, _over_h3(ctx), _verifier(ctx), "an empty event", "no-cert", "without a certificate",
+                            "the router", answered_fails=True)
+
+
+@router_case("RTR-5.1-TRANSPORT-008", area="transport", section="5.1", level=Level.REQUIRED,
+             profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True, requires=H3_REQUIRES)
+async def h3_certificate_from_another_ca(ctx: RouterContext) -> None:
+    """Over HTTP/3, a client certificate from an unknown CA is refused."""
+    await judge_h3_identity(ctx, _over_h3(ctx), _verifier(ctx), "an empty event", "wrong-ca",
+                            "with a certificate from an unknown CA", "the router", answered_fails=False)
+
+
+@router_case("RTR-5.1-TRANSPORT-009", area="transport", section="5.1", level=Level.REQUIRED,
+             profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True, requires=H3_REQUIRES)
+async def h3_expired_certificate(ctx: RouterContext) -> None:
+    """Over HTTP/3, an expired (otherwise valid) client certificate is refused."""
+    await judge_h3_identity(ctx, _over_h3(ctx), _verifier(ctx), "an empty event", "expired",
+                            "with an expired certificate", "the router", answered_fails=False)
+
+
+@router_case("RTR-5.1-TRANSPORT-010", area="transport", section="5.1", level=Level.REQUIRED,
+             rows=("R-5.1-MTLS",), standalone=True, requires=H3_REQUIRES)
+async def h3_alpn_other_than_h3_refused(ctx: RouterContext) -> None:
+    """Over QUIC, a client offering only ALPN h2 is refused: HTTP/3 is ALPN h3 (RFC 9114 §3.1)."""
+    await judge_h3_alpn(ctx, _over_h3(ctx), _verifier(ctx), "an empty event", "the router")
+
+
+def _verifier(ctx: RouterContext) -> str:
+    """The played verifier whose identity reaches the router's resources (its events)."""
+    return next(iter(ctx.verifiers.values())).name

@@ -24,6 +24,7 @@ from sdcp_conformance.protocol.problems import (
     PROBLEM_URN_PREFIX,
     SDCP_MEDIA_TYPE,
 )
+from sdcp_conformance.suites.transport_h3 import H3_REQUIRES, Send, judge_h3_alpn, judge_h3_identity
 from sdcp_conformance.suites.transport_judging import (
     MTLS,
     OWN_CERTIFICATE,
@@ -109,6 +110,7 @@ def _offer(ctx: VerifierContext, party: str, *, max_version: ssl.TLSVersion = ss
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-004", area="transport", section="5.1", quote=f"{MTLS} ... {TLS_PROFILE}",
     level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS",), standalone=True,
+    requires=("http:2",),
 )
 async def tls12_refused(ctx: VerifierContext) -> None:
     """A client offering at most TLS 1.2 (valid certificate, ALPN h2) cannot complete a handshake."""
@@ -132,6 +134,7 @@ async def _http1_probe(ctx: VerifierContext, alpn: tuple[str, ...]) -> None:
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-005", area="transport", section="5.1", quote=f"{MTLS} ... {HTTP1_PROFILE}",
     level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True,
+    requires=("http:2",),
 )
 async def http11_by_alpn(ctx: VerifierContext) -> None:
     """A router offering only ALPN http/1.1 and sending an HTTP/1.1 session-open gets 505 or a closed connection."""
@@ -141,6 +144,7 @@ async def http11_by_alpn(ctx: VerifierContext) -> None:
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-006", area="transport", section="5.1", quote=f"{MTLS} ... {HTTP1_PROFILE}",
     level=Level.REQUIRED, profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HTTP1"), standalone=True,
+    requires=("http:2",),
 )
 async def http11_without_alpn(ctx: VerifierContext) -> None:
     """A router offering no ALPN at all and sending an HTTP/1.1 session-open gets 505 or a closed connection."""
@@ -150,6 +154,7 @@ async def http11_without_alpn(ctx: VerifierContext) -> None:
 @CATALOGUE.case(
     "VER-5.1-TRANSPORT-007", area="transport", section="5.1", level=Level.REQUIRED,
     profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/H2"), standalone=True,
+    requires=("http:2",),
 )
 async def alpn_selects_h2(ctx: VerifierContext) -> None:
     """Offered both h2 and http/1.1, the IUT selects h2 (it never negotiates HTTP/1.1 over TLS)."""
@@ -250,3 +255,47 @@ async def own_certificate_names_base_uri(ctx: VerifierContext) -> None:
     """The certificate the verifier presents names its base URI, as every party's does."""
     await judge_own_certificate(ctx, ctx.iut.send("router", "POST", "sessions", deliberate({})),
                                 "an empty session-open", "the verifier", ctx.target.base_uri)
+
+
+def _over_h3(ctx: VerifierContext) -> Send:
+    """An empty session-open (400, no session) to the IUT's HTTP/3 listener as the named identity."""
+    return lambda identity: ctx.iut.send(identity, "POST", "sessions", deliberate({}), http="3")
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-012", area="transport", section="5.1", level=Level.REQUIRED,
+    profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True, requires=H3_REQUIRES,
+)
+async def h3_no_client_certificate(ctx: VerifierContext) -> None:
+    """Over HTTP/3, a client without a certificate is refused (any HTTP answer fails §5.1)."""
+    await judge_h3_identity(ctx, _over_h3(ctx), "router", "an empty session-open", "no-cert",
+                            "without a certificate", "the verifier", answered_fails=True)
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-013", area="transport", section="5.1", level=Level.REQUIRED,
+    profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True, requires=H3_REQUIRES,
+)
+async def h3_certificate_from_another_ca(ctx: VerifierContext) -> None:
+    """Over HTTP/3, a client certificate from an unknown CA is refused."""
+    await judge_h3_identity(ctx, _over_h3(ctx), "router", "an empty session-open", "wrong-ca",
+                            "with a certificate from an unknown CA", "the verifier", answered_fails=False)
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-014", area="transport", section="5.1", level=Level.REQUIRED,
+    profile=("P1-TLS-1",), rows=("R-5.1-MTLS", "P1-TLS-1/HANDSHAKE"), standalone=True, requires=H3_REQUIRES,
+)
+async def h3_expired_certificate(ctx: VerifierContext) -> None:
+    """Over HTTP/3, an expired (otherwise valid) client certificate is refused."""
+    await judge_h3_identity(ctx, _over_h3(ctx), "router", "an empty session-open", "expired",
+                            "with an expired certificate", "the verifier", answered_fails=False)
+
+
+@CATALOGUE.case(
+    "VER-5.1-TRANSPORT-015", area="transport", section="5.1", level=Level.REQUIRED,
+    rows=("R-5.1-MTLS",), standalone=True, requires=H3_REQUIRES,
+)
+async def h3_alpn_other_than_h3_refused(ctx: VerifierContext) -> None:
+    """Over QUIC, a client offering only ALPN h2 is refused: HTTP/3 is ALPN h3 (RFC 9114 §3.1)."""
+    await judge_h3_alpn(ctx, _over_h3(ctx), "router", "an empty session-open", "the verifier")
