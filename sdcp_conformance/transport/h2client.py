@@ -48,8 +48,7 @@ import contextlib
 import socket
 import ssl
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlsplit
 
 import h2.exceptions
@@ -62,12 +61,11 @@ from sdcp_conformance.transport.exchange import (
     MAX_ATTEMPTS,
     MAX_CONNECTION_RECORDS,
     MAX_RESPONSE_BYTES,
-    MIN_EXTENSION_S,
+    AttemptDeadline,
     ClientResponse,
     Extension,
+    RetryingRequests,
     Timeouts,
-    is_retry_safe,
-    send_with_retries,
 )
 from sdcp_conformance.transport.failures import (
     ConnectionInfo,
@@ -170,7 +168,7 @@ def _unsent(connection: ClientConnection) -> Unprocessed:
     return unsent
 
 
-class H2Client:
+class H2Client(RetryingRequests):
     """``async with H2Client(base_uri, cert, key, ca) as c: await c.request("POST", "proposals", b)``."""
 
     def __init__(
@@ -212,48 +210,12 @@ class H2Client:
         """Every connection opened (the newest :data:`MAX_CONNECTION_RECORDS`): number, TLS version, ALPN."""
         self.connections_opened = 0
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         connection, self._connection = self._connection, None
         for old in [*self._retired, *self._overflow, *([connection] if connection is not None else [])]:
             old.close()
         self._retired.clear()
         self._overflow.clear()
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None = None,
-        *,
-        headers: dict[str, str] | None = None,
-        retry: bool | None = None,
-        timeout: float | None = None,
-        extension: Extension | None = None,
-    ) -> ClientResponse:
-        """Send one request (path relative to the base URI) and read the whole response.
-
-        Retried where the draft makes it safe (``retry`` defaults to
-        :func:`~.exchange.is_retry_safe`); ``timeout`` is each attempt's
-        deadline (default :attr:`Timeouts.attempt`), moved later by what
-        ``extension`` grants when it comes (:data:`Extension`). Raises
-        :class:`~.failures.TransportFailure` with the stage it broke at.
-        """
-        retry = is_retry_safe(method, "/" + path.lstrip("/")) if retry is None else retry
-        attempts = self.max_attempts if retry else 1
-        deadline_s = self.timeouts.attempt if timeout is None else timeout
-        return await send_with_retries(
-            lambda: self._attempt(method, path, body or b"", headers, deadline_s, extension), attempts=attempts)
 
     async def connect(self) -> ConnectionInfo:
         """Open the connection now (requests otherwise open it on demand); waits for the server's SETTINGS."""
@@ -281,33 +243,20 @@ class H2Client:
     async def _exchange(self, method: str, path: str, body: bytes, headers: dict[str, str] | None,
                         deadline: float, deadline_s: float, extension: Extension | None) -> ClientResponse:
         attempt = _Attempt()
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        granted = 0.0
-        expired = False
-        check: asyncio.TimerHandle | None = None
 
-        def expire_or_wait(timer: asyncio.Timeout) -> None:
-            """The deadline came: expire, unless the answer is in (D-H2C-8) or the harness could not run
-            (``extension``), in which case look again later."""
-            nonlocal granted, check, expired
+        def answered() -> bool:
             stream, connection = attempt.stream, attempt.connection
             if stream is not None and stream.done.done():
-                return
+                return True
             if stream is not None and connection is not None and stream.complete_by_length():
                 connection.complete(attempt.stream_id)  # D-H2C-8: sets stream.done at once
-                return
-            more = extension(started) - granted if extension is not None else 0.0
-            if more > MIN_EXTENSION_S:
-                granted += more
-                check = loop.call_later(more, expire_or_wait, timer)
-                return
-            expired = True
-            timer.reschedule(loop.time())
+                return True
+            return False
 
+        patience = AttemptDeadline(extension, answered)
         try:
             async with asyncio.timeout(None) as timer, self._slots:
-                check = loop.call_at(deadline, expire_or_wait, timer)
+                patience.arm(timer, deadline)
                 connection = attempt.connection = await self._usable_connection(attempt)
                 connection = attempt.connection = await self._with_free_stream(connection)
                 await connection.stream_slot()
@@ -317,12 +266,11 @@ class H2Client:
         except (TimeoutError, asyncio.CancelledError) as exc:
             if attempt.connection is not None and attempt.stream_id:  # given up: reset the stream, never left to
                 attempt.connection.cancel(attempt.stream_id)          # fail unheard later
-            if isinstance(exc, asyncio.CancelledError) or not expired:  # the caller gave up
+            if isinstance(exc, asyncio.CancelledError) or not patience.expired:  # the caller gave up
                 raise
-            raise self._timeout(method, path, attempt, deadline_s + granted) from exc
+            raise self._timeout(method, path, attempt, deadline_s + patience.granted) from exc
         finally:
-            if check is not None:
-                check.cancel()
+            patience.disarm()
         stream = attempt.stream
         assert stream is not None and attempt.connection is not None
         return ClientResponse(stream.status, tuple(stream.headers), b"".join(stream.body),
@@ -348,14 +296,7 @@ class H2Client:
                    else f"{MAX_STREAMS} in use")
             return TransportFailure.at(Stage.HEADERS_TIMEOUT, f"{what} free stream within {deadline_s:g} s "
                                        f"({why})", connection=info, deadline_s=deadline_s)
-        if not stream.status:
-            stage = Stage.HEADERS_TIMEOUT if stream.uploaded else Stage.UPLOAD_STALLED
-            words = "response headers" if stream.uploaded else "flow-control credit for the request body"
-            return TransportFailure.at(stage, f"{what} {words} within {deadline_s:g} s", connection=info,
-                                       deadline_s=deadline_s)
-        return TransportFailure.at(Stage.BODY_STALLED, f"{method} {path}: the body did not finish within "
-                                   f"{deadline_s:g} s ({stream.words()})", connection=info, deadline_s=deadline_s,
-                                   **stream.evidence())
+        return stream.stalled(f"{method} {path}", deadline_s, info)
 
     async def _usable_connection(self, attempt: _Attempt) -> ClientConnection:
         connection = self._connection

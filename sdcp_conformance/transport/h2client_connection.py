@@ -102,6 +102,18 @@ class ClientStream:
         length = "no content-length" if self.content_length is None else f"content-length {self.content_length}"
         return f"status {self.status}, {length}, {self.received} body bytes received"
 
+    def stalled(self, request: str, deadline_s: float, connection: ConnectionInfo | None) -> TransportFailure:
+        """What this stream was waiting for when ``request``'s deadline came (HTTP/2 and HTTP/3 alike): the server's
+        flow-control credit for the body, the response headers, or the rest of the body."""
+        if not self.status:
+            stage = Stage.HEADERS_TIMEOUT if self.uploaded else Stage.UPLOAD_STALLED
+            words = "response headers" if self.uploaded else "flow-control credit for the request body"
+            return TransportFailure.at(stage, f"{request}: no {words} within {deadline_s:g} s", connection=connection,
+                                       deadline_s=deadline_s)
+        return TransportFailure.at(Stage.BODY_STALLED, f"{request}: the body did not finish within {deadline_s:g} s "
+                                   f"({self.words()})", connection=connection, deadline_s=deadline_s,
+                                   **self.evidence())
+
 
 class ClientConnection(asyncio.Protocol):
     """One TLS connection and the h2 state of its streams."""

@@ -50,8 +50,7 @@ import contextlib
 import socket
 import ssl
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from aioquic.h3.connection import ErrorCode, H3Connection
@@ -67,12 +66,11 @@ from sdcp_conformance.transport.exchange import (
     MAX_ATTEMPTS,
     MAX_CONNECTION_RECORDS,
     MAX_RESPONSE_BYTES,
-    MIN_EXTENSION_S,
+    AttemptDeadline,
     ClientResponse,
     Extension,
+    RetryingRequests,
     Timeouts,
-    is_retry_safe,
-    send_with_retries,
 )
 from sdcp_conformance.transport.failures import ConnectionInfo, FailureKind, Stage, TransportFailure
 from sdcp_conformance.transport.h2client_connection import ClientStream
@@ -390,7 +388,7 @@ class _Exchange:
         self.stream: ClientStream | None = None
 
 
-class H3Client:
+class H3Client(RetryingRequests):
     """``async with H3Client(base_uri, cert, key, ca) as c: await c.request("POST", "proposals", body)``."""
 
     def __init__(
@@ -436,13 +434,6 @@ class H3Client:
         number, TLS version, ALPN, the server's URI SANs."""
         self.connections_opened = 0
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         """Close the connection and any being opened at once (CONNECTION_CLOSE sent; nothing is awaited)."""
         for protocol in (self._connection, self._opening):
@@ -454,77 +445,37 @@ class H3Client:
         """Open the connection now (requests otherwise open it on demand); waits for the server's SETTINGS."""
         return (await self._usable(_Exchange())).info
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None = None,
-        *,
-        headers: dict[str, str] | None = None,
-        retry: bool | None = None,
-        timeout: float | None = None,
-        extension: Extension | None = None,
-    ) -> ClientResponse:
-        """Send one request (path relative to the base URI) and read the whole response.
-
-        As :meth:`.h2client.H2Client.request`: retried where the draft makes it
-        safe (``retry`` defaults to :func:`~.exchange.is_retry_safe`);
-        ``timeout`` is each attempt's deadline (default
-        :attr:`Timeouts.attempt`), moved later by what ``extension`` grants when
-        it comes. Raises :class:`~.failures.TransportFailure` with the stage it
-        broke at.
-        """
-        retry = is_retry_safe(method, "/" + path.lstrip("/")) if retry is None else retry
-        attempts = self.max_attempts if retry else 1
-        deadline_s = self.timeouts.attempt if timeout is None else timeout
-        return await send_with_retries(
-            lambda: self._exchange(method, path, body or b"", headers, deadline_s, extension), attempts=attempts)
-
-    async def _exchange(self, method: str, path: str, body: bytes, headers: dict[str, str] | None,
-                        deadline_s: float, extension: Extension | None) -> ClientResponse:
+    async def _attempt(self, method: str, path: str, body: bytes, headers: dict[str, str] | None,
+                       deadline_s: float, extension: Extension | None) -> ClientResponse:
         exchange = _Exchange()
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        granted = 0.0
-        expired = False
-        check: asyncio.TimerHandle | None = None
 
-        def expire_or_wait(timer: asyncio.Timeout) -> None:
-            """The deadline came: expire, unless the answer is in (D-H2C-8) or the harness could not run
-            (``extension``), in which case look again later."""
-            nonlocal granted, check, expired
+        def answered() -> bool:
             protocol, stream = exchange.protocol, exchange.stream
             if stream is not None and stream.done.done():
-                return
+                return True
             if protocol is not None and stream is not None and stream.complete_by_length():
-                protocol.finish(stream.id, None)
-                return
-            more = extension(started) - granted if extension is not None else 0.0
-            if more > MIN_EXTENSION_S:
-                granted += more
-                check = loop.call_later(more, expire_or_wait, timer)
-                return
-            expired = True
-            timer.reschedule(loop.time())
+                protocol.finish(stream.id, None)  # D-H2C-8, as the HTTP/2 client
+                return True
+            return False
 
+        patience = AttemptDeadline(extension, answered)
         try:
             async with asyncio.timeout(None) as timer:
-                check = loop.call_at(started + deadline_s, expire_or_wait, timer)
+                patience.arm(timer, patience.started + deadline_s)
                 connection = exchange.protocol = await self._usable(exchange)
                 exchange.stream = connection.open_stream(self._request_headers(method, path, body, headers), body)
                 await exchange.stream.done
         except (TimeoutError, asyncio.CancelledError) as exc:
             # Named before the stream is cancelled (which changes what it still has to send).
-            failure = (self._timeout(method, path, exchange, deadline_s + granted)
-                       if isinstance(exc, TimeoutError) and expired else None)
+            failure = (self._timeout(method, path, exchange, deadline_s + patience.granted)
+                       if isinstance(exc, TimeoutError) and patience.expired else None)
             if exchange.protocol is not None and exchange.stream is not None:
                 exchange.protocol.cancel(exchange.stream.id)  # given up: never left to be answered unheard
             if failure is None:  # the caller gave up
                 raise
             raise failure from exc
         finally:
-            if check is not None:
-                check.cancel()
+            patience.disarm()
             if exchange.protocol is not None and exchange.stream is not None:
                 exchange.protocol.forget(exchange.stream.id)
         protocol, stream = exchange.protocol, exchange.stream
@@ -536,19 +487,12 @@ class H3Client:
         """Name the step that was waiting when the deadline expired: this request's own (the opening it waited
         on, its stream), never another request's."""
         protocol, stream = exchange.protocol, exchange.stream
-        what = f"{method} {path}: no"
         if protocol is None or stream is None:
             return _opening_stalled(exchange.dials, f"{method} {path}: ", deadline_s)
         info = protocol.info
         if not stream.status:
             stream.uploaded = not protocol.uploading(stream.id)
-            stage = Stage.HEADERS_TIMEOUT if stream.uploaded else Stage.UPLOAD_STALLED
-            words = "response headers" if stream.uploaded else "flow-control credit for the request body"
-            return TransportFailure.at(stage, f"{what} {words} within {deadline_s:g} s", connection=info,
-                                       deadline_s=deadline_s)
-        return TransportFailure.at(Stage.BODY_STALLED, f"{method} {path}: the body did not finish within "
-                                   f"{deadline_s:g} s ({stream.words()})", connection=info, deadline_s=deadline_s,
-                                   **stream.evidence())
+        return stream.stalled(f"{method} {path}", deadline_s, info)
 
     async def _usable(self, exchange: _Exchange) -> _ClientProtocol:
         connection = self._connection
