@@ -93,6 +93,12 @@ CANCELLED = ErrorCode.H3_REQUEST_CANCELLED
 """RFC 9114 §4.1.1: the error code of a request the client gave up on, both ways."""
 
 
+def _close_words(close: events.ConnectionTerminated) -> tuple[str, str, str | None]:
+    """A CONNECTION_CLOSE's error by name, its reason, and the TLS alert it carries (a CRYPTO close only)."""
+    alert = alert_of(close.error_code) if close.frame_type is not None else None
+    return _error_name(close.error_code, close.frame_type), close.reason_phrase or "no reason given", alert
+
+
 def _error_name(code: int, frame_type: int | None) -> str:
     """A connection's error code by name: QUIC's (RFC 9000 §20) for a transport close (``frame_type`` given),
     HTTP/3's (RFC 9114 §8.1) for an application close; unknown codes in hex."""
@@ -196,9 +202,7 @@ class _ClientProtocol(CoalescingProtocol):
 
     def _terminated(self, close: events.ConnectionTerminated) -> TransportFailure:
         """The failure a close by the server (or the end of an idle connection) is."""
-        name = _error_name(close.error_code, close.frame_type)
-        reason = close.reason_phrase or "no reason given"
-        alert = alert_of(close.error_code) if close.frame_type is not None else None
+        name, reason, alert = _close_words(close)
         if alert is not None:
             return TransportFailure.at(Stage.TLS_ALERT, f"the server closed the connection with alert {alert}: "
                                        f"{reason}", alert=alert)
@@ -214,9 +218,7 @@ class _ClientProtocol(CoalescingProtocol):
 
     def _closed_here(self, close: events.ConnectionTerminated) -> TransportFailure:
         """The failure a close by the client's own aioquic is: the server broke TLS, QUIC or HTTP/3."""
-        name = _error_name(close.error_code, close.frame_type)
-        reason = close.reason_phrase or "no reason given"
-        alert = alert_of(close.error_code) if close.frame_type is not None else None
+        name, reason, alert = _close_words(close)
         if alert is not None:
             return TransportFailure.at(Stage.TLS_ERROR, f"the client's TLS ended the handshake with alert {alert} "
                                        f"({reason})", alert=alert)

@@ -25,7 +25,7 @@ from sdcp_conformance.transport.h3_server import H3Server
 from sdcp_conformance.transport.limits import ServerLimits
 from sdcp_conformance.transport.pki import Pki
 from sdcp_conformance.transport.server import ServerConfig
-from sdcp_conformance.transport.types import Request, Response
+from sdcp_conformance.transport.types import Handler, Request, Response
 
 from .conftest import PARTIES, SHORT
 
@@ -54,7 +54,7 @@ class Recorder:
         return Response(200, (request.peer_identity or "<none>").encode(), [("content-type", "text/plain")])
 
 
-async def serving(pki: Pki, handler: Recorder, body: Callable[[H3Server], Awaitable[T]], **limits: Any) -> T:
+async def serving(pki: Pki, handler: Handler, body: Callable[[H3Server], Awaitable[T]], **limits: Any) -> T:
     """Start an H3Server as the verifier on a free port, run ``body`` against it, stop it whatever happens."""
     config = ServerConfig(pki.cert("verifier"), pki.key("verifier"), pki.ca_cert, limits=ServerLimits(**limits),
                           label="verifier")

@@ -26,12 +26,11 @@ from sdcp_conformance.transport.failures import FailureKind, Stage, TransportFai
 from sdcp_conformance.transport.h2client import H2Client
 from sdcp_conformance.transport.h3_client import H3Client
 from sdcp_conformance.transport.h3_server import H3Server, H3ServerConnection
-from sdcp_conformance.transport.limits import ServerLimits
 from sdcp_conformance.transport.pki import Pki
-from sdcp_conformance.transport.server import ServerConfig
 from sdcp_conformance.transport.types import Request, Response, TransportFault
 
 from .conftest import PARTIES, SHORT, StartServer
+from .test_h3 import serving
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,18 +44,6 @@ HandlerFn = Callable[[Request], Awaitable[Response]]
 
 def run(factory: Callable[[], Awaitable[T]]) -> T:
     return asyncio.run(asyncio.wait_for(factory(), timeout=WHOLE_S))
-
-
-async def serving(pki: Pki, handler: HandlerFn, body: Callable[[H3Server], Awaitable[T]], **limits: Any) -> T:
-    """Start an H3Server as the verifier on a free port, run ``body`` against it, stop it whatever happens."""
-    config = ServerConfig(pki.cert("verifier"), pki.key("verifier"), pki.ca_cert, limits=ServerLimits(**limits),
-                          label="verifier")
-    server = H3Server(handler, config)
-    await asyncio.wait_for(server.start(), STEP_S)
-    try:
-        return await body(server)
-    finally:
-        await asyncio.wait_for(server.stop(), STEP_S)
 
 
 def h3_client(pki: Pki, base_uri: str, **options: Any) -> H3Client:
