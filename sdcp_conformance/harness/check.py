@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from sdcp_conformance.harness.check_lines import FAIL, NON_STRICT, OK, SKIP, Check
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.tls import names_party, peer_uri_sans
@@ -39,23 +40,6 @@ TIMEOUT_S = 5.0
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 """The client connection preface and an empty SETTINGS frame (RFC 9113 §3.4)."""
 SETTINGS = 0x4
-OK, FAIL, SKIP, NON_STRICT = "ok", "FAIL", "--", "warn"
-"""NON_STRICT: what certification would report NON-STRICT (a profile-only deviation, P1-JUDGE-1): said, but the IUT
-is ready to be certified all the same, as the run would pass."""
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    outcome: str
-    """:data:`OK`, :data:`FAIL`, :data:`NON_STRICT` or :data:`SKIP` (could not be checked)."""
-    detail: str
-
-    @property
-    def line(self) -> str:
-        return f"[{self.outcome:>4}] {self.name}: {self.detail}"
-
-
 @dataclass(frozen=True)
 class Preflight:
     checks: tuple[Check, ...]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from sdcp_conformance.harness.check import FAIL, OK, SKIP, Check
+from sdcp_conformance.harness.check_lines import FAIL, OK, SKIP, Check
 from sdcp_conformance.harness.target import TargetConfig
 from sdcp_conformance.transport import event_loops
 from sdcp_conformance.transport.exchange import Timeouts

@@ -84,9 +84,10 @@ def test_transport_cases_and_preflight_name_only_the_cause_they_saw(mode: Mode, 
             assert result.message.startswith("incomplete: "), result.message
             assert ("the handshake was not refused" in result.message
                     or "got no handshake to judge" in result.message), result.message
-    if mode in CONFORMANT:
-        assert all(result.verdict in (Verdict.PASSED, Verdict.INFORMATIONAL) for result in results), \
-            [(r.case.id, r.verdict, r.message) for r in results]
+    if mode in CONFORMANT:  # the HTTP/3 listener's cases skip: this server speaks HTTP/2 only, as its target says
+        assert all(result.verdict in (Verdict.PASSED, Verdict.INFORMATIONAL)
+                   or (result.verdict is Verdict.SKIPPED and result.case.requires == ("http:3",))
+                   for result in results), [(r.case.id, r.verdict, r.message) for r in results]
     text = "\n".join(lines)
     assert "does it trust the CA" not in text, text  # no mode refuses the harness's certificate with an alert
     models = next(line for line in lines if "] models:" in line)
