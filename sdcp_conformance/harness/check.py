@@ -309,7 +309,7 @@ def preflight(config: TargetConfig, *, timeout_s: float = TIMEOUT_S) -> Prefligh
     ours = _handshake(config, pki.cert(party), pki.key(party), timeout_s)
     anonymous = _handshake(config, None, None, timeout_s)
     checks += [_certificate(config, ours), _client_certificate(ours, anonymous, party), _http2(ours)]
-    if config.http == "both":  # D-HTTP-1: each listener is checked; the HTTP/3 one beside the HTTP/2 one
+    if config.http == "both":  # D-JUDGE-HTTP-1: each listener is checked; the HTTP/3 one beside the HTTP/2 one
         from sdcp_conformance.harness.check_h3 import quic_checks
 
         checks += quic_checks(config, pki.cert(party), pki.key(party), party, timeout_s)

@@ -53,7 +53,7 @@ Self = TypeVar("Self", bound="RoleEnvironment")
 
 EMBEDDED_HTTP: HttpVersions = "both"
 """What the embedded reference and the harness's parties around it serve: HTTP/2 and HTTP/3 (the reference serves
-both, so a certification of it runs every transport case; the harness's clients speak HTTP/2, D-HTTP-1)."""
+both, so a certification of it runs every transport case; the harness's clients speak HTTP/2, D-JUDGE-HTTP-1)."""
 
 
 class RoleEnvironment:

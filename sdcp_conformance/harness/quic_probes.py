@@ -100,7 +100,7 @@ async def quic_probe(base_uri: str, ca: Path, cert: Path | None, key: Path | Non
     try:
         async with asyncio.timeout(timeout_s):
             async with connect(host, port, configuration=configuration, create_protocol=watching) as protocol:
-                return result(ProbeOutcome.COMPLETED, "", alpn_=watching_alpn(protocol))
+                return result(ProbeOutcome.COMPLETED, "", alpn_=getattr(protocol, "alpn", None))
     except TimeoutError:
         closed = watched[0].closed if watched else None
         if closed is not None:
@@ -113,10 +113,6 @@ async def quic_probe(base_uri: str, ca: Path, cert: Path | None, key: Path | Non
         return result(ProbeOutcome.REFUSED, "the connection ended during the handshake")
     except OSError as exc:
         return result(ProbeOutcome.UNREACHABLE, f"{type(exc).__name__}: {exc}")
-
-
-def watching_alpn(protocol: object) -> str | None:
-    return getattr(protocol, "alpn", None)
 
 
 __all__ = ["CRYPTO_ERROR_BASE", "NO_APPLICATION_PROTOCOL", "QuicProbeResult", "quic_probe"]

@@ -23,7 +23,7 @@ H3_REQUIRES = ("http:3",)
 """What an HTTP/3 transport case needs of the target (:mod:`sdcp_conformance.harness.capabilities`)."""
 H3_ALPN = ("HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication")
 NOT_H3 = ("h2",)
-"""D-HTTP-2: what the ALPN probe offers: a protocol that exists but is never spoken over QUIC (RFC 9114 §3.1 has
+"""D-JUDGE-HTTP-2: what the ALPN probe offers: a protocol that exists but is never spoken over QUIC (RFC 9114 §3.1 has
 ``h3`` select HTTP/3; RFC 9113 §3.2 ``h2`` is TLS over TCP only), so no conformant HTTP/3 listener selects it."""
 
 Send = Callable[[str], Awaitable[Answer]]

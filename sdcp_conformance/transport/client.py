@@ -82,6 +82,7 @@ __all__ = [
     "ConnectionInfo",
     "FailureKind",
     "SdcpClient",
+    "SdcpMessages",
     "Stage",
     "Timeouts",
     "TransportFailure",

@@ -254,6 +254,7 @@ __all__ = [
     "AttemptDeadline",
     "ClientResponse",
     "Extension",
+    "RetryingRequests",
     "Timeouts",
     "is_retry_safe",
     "is_retryable_status",

@@ -218,6 +218,7 @@ def identity_of(chain: list[x509.Certificate]) -> str | None:
 
 __all__ = [
     "ALERT_NAMES",
+    "APPLICATION_ACK_DELAY_S",
     "CRYPTO_ERROR",
     "PINNED_AIOQUIC",
     "Alert",
@@ -226,6 +227,7 @@ __all__ = [
     "UnsupportedAioquic",
     "alert_of",
     "check_aioquic",
+    "delay_application_acks",
     "identity_of",
     "load_ca",
     "peer_chain",

@@ -5,7 +5,7 @@ REQUIRED." A target says which its parties speak (``http = "2" | "3" | "both"``)
 the reference stack opens goes through :class:`Listeners`, and every client through :func:`client_for`, so the
 choice is made in these two places only.
 
-D-HTTP-1: under ``both`` the two listeners share the port number of the party's base URI, TCP for HTTP/2 and UDP
+D-JUDGE-HTTP-1: under ``both`` the two listeners share the port number of the party's base URI, TCP for HTTP/2 and UDP
 for HTTP/3 (an ``https`` URI names one port for both, RFC 9114 §3.1), and clients of such a party speak HTTP/2:
 the HTTP/3 listener of an IUT serving ``both`` is reached by the transport cases that check each listener.
 """
@@ -117,7 +117,7 @@ async def start_listeners(handler: Handler, config: ServerConfig, http: HttpVers
 
 
 def client_class(http: HttpVersions) -> Any:
-    """The client class for a party serving ``http``: HTTP/3 only where it serves nothing else (D-HTTP-1)."""
+    """The client class for a party serving ``http``: HTTP/3 only where it serves nothing else (D-JUDGE-HTTP-1)."""
     if http == "3":
         from sdcp_conformance.transport.h3_client import H3Client
 

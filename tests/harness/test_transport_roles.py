@@ -173,9 +173,9 @@ def test_a_drafter_without_a_client_certificate_is_judged_on_its_transport_not_o
     from sdcp_conformance.reference import links, roles
 
     monkeypatch.setattr(drafter_context, "FIRST_PROPOSAL_S", 2.0)
-    certified = roles.SdcpClient  # the embedded drafter is started by reference.roles.start_drafter
-    monkeypatch.setattr(roles, "SdcpClient",
-                        lambda base_uri, cert, key, ca, **kw: certified(base_uri, None, None, ca, **kw))
+    certified = roles.sdcp_client  # the embedded drafter is started by reference.roles.start_drafter
+    monkeypatch.setattr(roles, "sdcp_client",
+                        lambda http, base_uri, cert, key, ca, **kw: certified(http, base_uri, None, None, ca, **kw))
     monkeypatch.setattr(roles, "party_http_client", lambda cert, key, ca, **kw: links.httpx.AsyncClient(
         transport=links.H2Transport(None, None, ca)))
     report = asyncio.run(asyncio.wait_for(certify(role="drafter", selectors=["DRF-SANITY-001"], seed=3),
