@@ -21,7 +21,6 @@ from sdcp_conformance.suites.transport_judging import REFUSALS, require_served
 
 H3_REQUIRES = ("http:3",)
 """What an HTTP/3 transport case needs of the target (:mod:`sdcp_conformance.harness.capabilities`)."""
-H3_ALPN = ("HTTP/3 [RFC9114] over TLS 1.3 [RFC8446] with mutual certificate authentication")
 NOT_H3 = ("h2",)
 """D-JUDGE-HTTP-2: what the ALPN probe offers: a protocol that exists but is never spoken over QUIC (RFC 9114 §3.1 has
 ``h3`` select HTTP/3; RFC 9113 §3.2 ``h2`` is TLS over TCP only), so no conformant HTTP/3 listener selects it."""
@@ -75,4 +74,4 @@ async def judge_h3_alpn(ctx: RoleContext[Any], send: Send, control_party: str, w
              expected=["QUIC handshake refused (no_application_protocol)"], actual=result.describe())
 
 
-__all__ = ["H3_ALPN", "H3_REQUIRES", "NOT_H3", "Send", "judge_h3_alpn", "judge_h3_identity"]
+__all__ = ["H3_REQUIRES", "NOT_H3", "Send", "judge_h3_alpn", "judge_h3_identity"]
